@@ -1,0 +1,280 @@
+//! Errors of reading and validating XAIF.
+//!
+//! Every error names the file, the line and column where the offending
+//! element starts, and the element, so a user can go straight to the spot.
+//! Reading stops at the first malformed construct; the validation gate
+//! collects every error it finds.
+
+use std::fmt;
+use std::sync::Arc;
+
+use compact_str::CompactString;
+
+/// What kind of id a duplicate-id error is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IdKind {
+    /// `Scope@vertex_id`.
+    Scope,
+    /// `Symbol@symbol_id` within one symbol table.
+    Symbol,
+    /// `ControlFlowGraph@vertex_id` / `ReplacementList@vertex_id`.
+    Routine,
+    /// Control flow vertex `vertex_id` within one graph.
+    CfgVertex,
+    /// `ControlFlowEdge@edge_id` within one graph.
+    CfgEdge,
+    /// Expression vertex `vertex_id` within one expression.
+    ExprVertex,
+    /// `ExpressionEdge@edge_id` within one expression.
+    ExprEdge,
+    /// Variable reference vertex `vertex_id` within one reference.
+    RefVertex,
+    /// Statement `statement_id` within one routine.
+    Statement,
+    /// `AliasSet@key`.
+    AliasKey,
+    /// `StmtIdSet@key` of the DU-UD map.
+    DuudKey,
+    /// `StmtIdSet@key` of the DO map.
+    DoKey,
+    /// A routine defined twice for the same `symbol_id`.
+    RoutineSymbol,
+    /// `InlinableIntrinsic@name` or a non-inlinable intrinsic name.
+    Intrinsic,
+}
+
+impl fmt::Display for IdKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IdKind::Scope => "scope",
+            IdKind::Symbol => "symbol",
+            IdKind::Routine => "call graph vertex",
+            IdKind::CfgVertex => "control flow vertex",
+            IdKind::CfgEdge => "control flow edge",
+            IdKind::ExprVertex => "expression vertex",
+            IdKind::ExprEdge => "expression edge",
+            IdKind::RefVertex => "variable reference vertex",
+            IdKind::Statement => "statement",
+            IdKind::AliasKey => "alias set key",
+            IdKind::DuudKey => "DU-UD set key",
+            IdKind::DoKey => "DO set key",
+            IdKind::RoutineSymbol => "routine",
+            IdKind::Intrinsic => "intrinsic",
+        })
+    }
+}
+
+/// What kind of reference a dangling-reference error is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RefKind {
+    /// A `scope_id` that names no scope.
+    Scope,
+    /// A `symbol_id` not in the symbol table of the given scope.
+    Symbol,
+    /// An end of a `ScopeEdge`.
+    ScopeEdgeEnd,
+    /// An end of a `CallGraphEdge`.
+    CallGraphEdgeEnd,
+    /// An end of a `ControlFlowEdge`.
+    CfgEdgeEnd,
+    /// An end of an `ExpressionEdge`.
+    ExprEdgeEnd,
+    /// An end of a `VariableReferenceEdge`.
+    RefEdgeEnd,
+    /// An `alias` attribute whose key is not in the `AliasSetMap`.
+    AliasKey,
+    /// A `du_ud` attribute whose key is not in the `DUUDSetMap`.
+    DuudKey,
+    /// A `do_chain` attribute whose key is not in the `DOSetMap`.
+    DoKey,
+}
+
+impl fmt::Display for RefKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RefKind::Scope => "scope",
+            RefKind::Symbol => "symbol",
+            RefKind::ScopeEdgeEnd => "scope edge end",
+            RefKind::CallGraphEdgeEnd => "call graph edge end",
+            RefKind::CfgEdgeEnd => "control flow edge end",
+            RefKind::ExprEdgeEnd => "expression edge end",
+            RefKind::RefEdgeEnd => "variable reference edge end",
+            RefKind::AliasKey => "alias set key",
+            RefKind::DuudKey => "DU-UD set key",
+            RefKind::DoKey => "DO set key",
+        })
+    }
+}
+
+/// The ways XAIF input can be wrong.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ErrorKind {
+    /// The file could not be read at all.
+    #[error("cannot read file: {0}")]
+    Io(String),
+    /// The text is not well-formed XML.
+    #[error("malformed XML: {0}")]
+    Xml(String),
+    /// The declared encoding is not one we read.
+    #[error("unsupported encoding `{0}` (UTF-8 and ISO-8859-1 are read)")]
+    Encoding(String),
+    /// The root element is not an XAIF document.
+    #[error("the root element `{0}` is not an XAIF CallGraph or intrinsics catalogue")]
+    UnknownRoot(String),
+    /// An element the schema does not allow at this place.
+    #[error("unknown element `{name}` inside `{parent}`{}", if *.old_format { " (an element of an older XAIF format: regenerate the file with a current front end)" } else { "" })]
+    UnknownElement {
+        /// The element's qualified name as written.
+        name: CompactString,
+        /// The enclosing element's local name.
+        parent: CompactString,
+        /// Whether the name is known from older XAIF versions.
+        old_format: bool,
+    },
+    /// Non-whitespace text where XAIF has none.
+    #[error("unexpected text content `{0}`")]
+    UnexpectedText(String),
+    /// A required child element is missing.
+    #[error("required child element `{0}` is missing")]
+    MissingChild(&'static str),
+    /// A required attribute is missing.
+    #[error("required attribute `{0}` is missing")]
+    MissingAttribute(&'static str),
+    /// An attribute whose value does not parse.
+    #[error("attribute `{attr}` has value `{value}`, expected {expected}")]
+    BadAttribute {
+        /// The attribute name.
+        attr: &'static str,
+        /// The value found.
+        value: CompactString,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// Two elements share an id that must be unique.
+    #[error("duplicate {what} id `{id}` (first at line {first_line}, column {first_column})")]
+    DuplicateId {
+        /// The kind of id.
+        what: IdKind,
+        /// The id.
+        id: CompactString,
+        /// Line of the first definition.
+        first_line: u32,
+        /// Column of the first definition.
+        first_column: u32,
+    },
+    /// A reference to an id that is not defined.
+    #[error("{what} `{id}` is not defined")]
+    DanglingReference {
+        /// The kind of reference.
+        what: RefKind,
+        /// The id referred to.
+        id: CompactString,
+    },
+    /// An expression graph with a cycle.
+    #[error("expression graph has a cycle through vertex `{vertex}`")]
+    CyclicExpression {
+        /// A vertex on the cycle.
+        vertex: CompactString,
+    },
+    /// An operation without an argument at some position.
+    #[error("vertex `{vertex}` has {found} incoming edges but no argument at position {position}")]
+    MissingPosition {
+        /// The operation vertex.
+        vertex: CompactString,
+        /// The missing position.
+        position: i64,
+        /// How many incoming edges it has.
+        found: usize,
+    },
+    /// An operation with two arguments at one position.
+    #[error("vertex `{vertex}` has two arguments at position {position}")]
+    DuplicatePosition {
+        /// The operation vertex.
+        vertex: CompactString,
+        /// The position taken twice.
+        position: i64,
+    },
+    /// An expression graph that does not compute one value.
+    #[error("expression graph has {roots} result vertices; exactly one is required")]
+    ExpressionRoots {
+        /// How many vertices have no outgoing edge.
+        roots: usize,
+    },
+    /// A CFG without exactly one entry and one exit.
+    #[error("control flow graph has {entries} Entry and {exits} Exit vertices; exactly one of each is required")]
+    EntryExitCount {
+        /// Number of `Entry` vertices.
+        entries: usize,
+        /// Number of `Exit` vertices.
+        exits: usize,
+    },
+}
+
+/// One error with its location.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelError {
+    /// The file, when reading from a file.
+    pub file: Option<Arc<str>>,
+    /// 1-based line of the element (0 when the element was not read from a
+    /// file).
+    pub line: u32,
+    /// 1-based column of the element.
+    pub column: u32,
+    /// The local name of the offending element.
+    pub element: CompactString,
+    /// What is wrong.
+    pub kind: ErrorKind,
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = self.file.as_deref().unwrap_or("<input>");
+        if self.line > 0 {
+            write!(f, "{file}:{}:{}: ", self.line, self.column)?;
+        } else {
+            write!(f, "{file}: ")?;
+        }
+        if !self.element.is_empty() {
+            write!(f, "element `{}`: ", self.element)?;
+        }
+        write!(f, "{}", self.kind)
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// All errors found in one document.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelErrors(pub Vec<ModelError>);
+
+impl ModelErrors {
+    /// The individual errors, in document order.
+    pub fn errors(&self) -> &[ModelError] {
+        &self.0
+    }
+
+    /// The error kinds, for tests that match on variants.
+    pub fn kinds(&self) -> impl Iterator<Item = &ErrorKind> {
+        self.0.iter().map(|e| &e.kind)
+    }
+}
+
+impl fmt::Display for ModelErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ModelErrors {}
+
+impl From<ModelError> for ModelErrors {
+    fn from(e: ModelError) -> Self {
+        ModelErrors(vec![e])
+    }
+}

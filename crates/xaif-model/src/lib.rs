@@ -1,0 +1,32 @@
+//! The XAIF model: read, validate and write the XML interface format of the
+//! OpenAD tool chain.
+//!
+//! Every part of xaifb stands on this crate. It reads everything a real front
+//! end or the reference engine writes ([`read_file`], [`read_str`]), keeps it
+//! losslessly in an arena-based IR ([`Program`]), says precisely what is wrong
+//! with bad input ([`validate`], errors with file, line, column and element),
+//! and writes it back deterministically ([`write_program`]).
+//!
+//! The crate knows nothing about differentiation: no pass, no analysis, no
+//! interpreter. Passes read and build the IR through the types here and keep
+//! their results in side tables keyed by the handles of [`arena`].
+
+pub mod arena;
+pub mod attrs;
+pub mod catalogue;
+pub mod error;
+pub mod model;
+pub mod reader;
+pub mod source;
+pub mod writer;
+
+pub use arena::{Arena, Id, SecondaryMap};
+pub use attrs::{Attr, Attrs, Span};
+pub use catalogue::{InlinableCatalogue, InlinableIntrinsic, NonInlinable, NonInlinableCatalogue};
+pub use error::{ErrorKind, IdKind, ModelError, ModelErrors, RefKind};
+pub use model::*;
+pub use reader::{
+    read_bytes, read_file, read_program_file, read_program_str, read_str, Document, Parsed,
+};
+pub use source::SourceMap;
+pub use writer::{write_document, write_inlinable, write_noninlinable, write_program};

@@ -1,0 +1,15 @@
+use std::path::PathBuf;
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let parsed = xaif_model::read_file(&PathBuf::from(&args[1]));
+    match parsed {
+        Ok(p) => {
+            let out = xaif_model::write_document(&p.document);
+            std::fs::write(&args[2], out).unwrap();
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1)
+        }
+    }
+}
