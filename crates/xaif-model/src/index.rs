@@ -1,0 +1,430 @@
+//! Lookups and typed views that passes use after the validation gate.
+//!
+//! The IR keeps XAIF ids as text; these structures resolve them to handles
+//! once. They are derived data, rebuilt on demand: a pass that adds symbols
+//! or vertices builds a fresh index afterwards. On a program that passed
+//! [`crate::validate_program`] every lookup of an id that occurs in the
+//! program succeeds.
+
+use compact_str::CompactString;
+use rustc_hash::FxHashMap;
+
+use crate::attrs::Attrs;
+use crate::model::*;
+
+/// What a symbol names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SymbolKind {
+    /// A variable.
+    Variable,
+    /// A subroutine or function.
+    Subroutine,
+    /// A pointer.
+    Pointer,
+}
+
+/// The type of a symbol or constant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SymbolType {
+    /// `real` (and constants of type `double`).
+    Real,
+    /// `integer`.
+    Integer,
+    /// `bool`.
+    Bool,
+    /// `complex`.
+    Complex,
+    /// `char`.
+    Char,
+    /// `string`.
+    String,
+    /// `opaque`.
+    Opaque,
+    /// `void`.
+    Void,
+}
+
+impl SymbolType {
+    /// Parses an XAIF type name (`double` is a real constant).
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "real" | "double" => SymbolType::Real,
+            "integer" => SymbolType::Integer,
+            "bool" => SymbolType::Bool,
+            "complex" => SymbolType::Complex,
+            "char" => SymbolType::Char,
+            "string" => SymbolType::String,
+            "opaque" => SymbolType::Opaque,
+            "void" => SymbolType::Void,
+            _ => return None,
+        })
+    }
+
+    /// The XAIF name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SymbolType::Real => "real",
+            SymbolType::Integer => "integer",
+            SymbolType::Bool => "bool",
+            SymbolType::Complex => "complex",
+            SymbolType::Char => "char",
+            SymbolType::String => "string",
+            SymbolType::Opaque => "opaque",
+            SymbolType::Void => "void",
+        }
+    }
+}
+
+/// The rank names of XAIF shapes, index = rank.
+pub const SHAPES: [&str; 8] = [
+    "scalar",
+    "vector",
+    "matrix",
+    "three_tensor",
+    "four_tensor",
+    "five_tensor",
+    "six_tensor",
+    "seven_tensor",
+];
+
+/// The rank of an XAIF shape name (`void` counts as scalar).
+pub fn shape_rank(shape: &str) -> Option<usize> {
+    if shape == "void" {
+        return Some(0);
+    }
+    SHAPES.iter().position(|s| *s == shape)
+}
+
+impl Symbol {
+    /// `symbol_id`.
+    pub fn name(&self) -> &str {
+        self.attrs.get("symbol_id").unwrap_or("")
+    }
+
+    /// `kind` (default `variable`).
+    pub fn kind(&self) -> SymbolKind {
+        match self.attrs.get("kind") {
+            Some("subroutine") => SymbolKind::Subroutine,
+            Some("pointer") => SymbolKind::Pointer,
+            _ => SymbolKind::Variable,
+        }
+    }
+
+    /// `type` (default `real`).
+    pub fn ty(&self) -> SymbolType {
+        self.attrs
+            .get("type")
+            .and_then(SymbolType::parse)
+            .unwrap_or(SymbolType::Real)
+    }
+
+    /// The rank given by `shape` (default scalar).
+    pub fn rank(&self) -> usize {
+        self.attrs
+            .get("shape")
+            .and_then(shape_rank)
+            .unwrap_or(0)
+    }
+
+    /// `active` (schema default `true`).
+    pub fn is_active(&self) -> bool {
+        self.attrs.flag("active", true)
+    }
+
+    /// `temp` (default `false`).
+    pub fn is_temp(&self) -> bool {
+        self.attrs.flag("temp", false)
+    }
+
+    /// `feType`, the front end's storage type (`F4`, `F8`, `I4`, …).
+    pub fn fe_type(&self) -> &str {
+        self.attrs.get("feType").unwrap_or("")
+    }
+
+    /// Declared bounds `(lower, upper)` in source order (first dimension
+    /// first), reversing XAIF's last-dimension-first listing.
+    pub fn source_bounds(&self) -> Vec<(i64, i64)> {
+        self.bounds
+            .iter()
+            .rev()
+            .map(|b| (b.int("lower").unwrap_or(1), b.int("upper").unwrap_or(0)))
+            .collect()
+    }
+}
+
+impl Routine {
+    /// `symbol_id` of the routine.
+    pub fn symbol_name(&self) -> &str {
+        self.attrs.get("symbol_id").unwrap_or("")
+    }
+
+    /// The side-effect list of `kind`, if present.
+    pub fn side_effect(&self, kind: SideEffectKind) -> Option<&SideEffectList> {
+        self.side_effects.iter().find(|l| l.kind == kind)
+    }
+
+    /// The plain body, or the replacement with `placeholder`.
+    pub fn graph(&self, placeholder: Option<&str>) -> Option<CfgId> {
+        match (&self.body, placeholder) {
+            (RoutineBody::Graph(cfg), None) => Some(*cfg),
+            (RoutineBody::Replacements(list), Some(ph)) => list
+                .iter()
+                .find(|r| r.attrs.get("placeholder") == Some(ph))
+                .map(|r| r.cfg),
+            _ => None,
+        }
+    }
+
+    /// Whether the routine has code (front ends write empty graphs for
+    /// modules).
+    pub fn has_body(&self, p: &Program) -> bool {
+        match &self.body {
+            RoutineBody::Graph(cfg) => p.cfgs[*cfg].vertex_ids().next().is_some(),
+            RoutineBody::Replacements(list) => !list.is_empty(),
+        }
+    }
+}
+
+impl Stmt {
+    /// `statement_id`.
+    pub fn id(&self) -> &str {
+        self.attrs.get("statement_id").unwrap_or("")
+    }
+}
+
+/// Resolves `scope_id`/`symbol_id` pairs and scope ids to handles.
+#[derive(Clone, Debug, Default)]
+pub struct SymbolIndex {
+    scopes: FxHashMap<CompactString, (ScopeId, FxHashMap<CompactString, SymbolId>)>,
+}
+
+impl SymbolIndex {
+    /// Indexes every scope and symbol of `p`.
+    pub fn new(p: &Program) -> Self {
+        let mut scopes: FxHashMap<CompactString, (ScopeId, FxHashMap<CompactString, SymbolId>)> =
+            FxHashMap::default();
+        for (id, scope) in p.scopes.iter() {
+            let key = CompactString::from(scope.attrs.get("vertex_id").unwrap_or("1"));
+            let entry = scopes
+                .entry(key)
+                .or_insert_with(|| (id, FxHashMap::default()));
+            for table in &scope.tables {
+                for s in &table.symbols {
+                    entry
+                        .1
+                        .entry(CompactString::from(p.symbols[*s].name()))
+                        .or_insert(*s);
+                }
+            }
+        }
+        SymbolIndex { scopes }
+    }
+
+    /// The scope with XAIF id `scope_id`.
+    pub fn scope(&self, scope_id: &str) -> Option<ScopeId> {
+        self.scopes.get(scope_id).map(|(s, _)| *s)
+    }
+
+    /// The symbol `symbol_id` of scope `scope_id`.
+    pub fn symbol(&self, scope_id: &str, symbol_id: &str) -> Option<SymbolId> {
+        self.scopes.get(scope_id)?.1.get(symbol_id).copied()
+    }
+
+    /// The symbol named by the `scope_id` and `symbol_id` attributes of
+    /// `attrs`.
+    pub fn resolve(&self, attrs: &Attrs) -> Option<SymbolId> {
+        self.symbol(attrs.get("scope_id")?, attrs.get("symbol_id")?)
+    }
+
+    /// Registers a symbol added after the index was built.
+    pub fn insert(&mut self, scope_id: &str, scope: ScopeId, symbol_id: &str, symbol: SymbolId) {
+        self.scopes
+            .entry(CompactString::from(scope_id))
+            .or_insert_with(|| (scope, FxHashMap::default()))
+            .1
+            .insert(CompactString::from(symbol_id), symbol);
+    }
+}
+
+/// The routines of a program by their `symbol_id`.
+#[derive(Clone, Debug, Default)]
+pub struct RoutineIndex {
+    by_symbol: FxHashMap<CompactString, RoutineId>,
+}
+
+impl RoutineIndex {
+    /// Indexes the routines of `p` that have a body (the first one wins when
+    /// several share a symbol).
+    pub fn new(p: &Program) -> Self {
+        let mut by_symbol = FxHashMap::default();
+        for item in &p.items {
+            if let CallGraphItem::Routine(r) = item {
+                let routine = &p.routines[*r];
+                by_symbol
+                    .entry(CompactString::from(routine.symbol_name()))
+                    .or_insert(*r);
+            }
+        }
+        RoutineIndex { by_symbol }
+    }
+
+    /// The routine defined for symbol `symbol_id`.
+    pub fn get(&self, symbol_id: &str) -> Option<RoutineId> {
+        self.by_symbol.get(symbol_id).copied()
+    }
+}
+
+/// The adjacency of one control flow graph.
+#[derive(Clone, Debug)]
+pub struct CfgGraph {
+    /// Vertices in document order.
+    pub vertices: Vec<VertexId>,
+    /// The `Entry` vertex.
+    pub entry: Option<VertexId>,
+    /// The `Exit` vertex.
+    pub exit: Option<VertexId>,
+    local: FxHashMap<VertexId, usize>,
+    succ: Vec<Vec<(EdgeId, VertexId)>>,
+    pred: Vec<Vec<(EdgeId, VertexId)>>,
+}
+
+impl CfgGraph {
+    /// Builds the adjacency of `cfg`. Edges whose ends do not resolve (only
+    /// possible before the gate) are left out.
+    pub fn new(p: &Program, cfg: CfgId) -> Self {
+        let body = &p.cfgs[cfg];
+        let vertices: Vec<VertexId> = body.vertex_ids().collect();
+        let mut by_id: FxHashMap<&str, VertexId> = FxHashMap::default();
+        let mut local = FxHashMap::default();
+        let (mut entry, mut exit) = (None, None);
+        for (i, v) in vertices.iter().enumerate() {
+            let vertex = &p.vertices[*v];
+            by_id
+                .entry(vertex.attrs.get("vertex_id").unwrap_or("1"))
+                .or_insert(*v);
+            local.insert(*v, i);
+            match vertex.kind {
+                VertexKind::Entry => entry = entry.or(Some(*v)),
+                VertexKind::Exit => exit = exit.or(Some(*v)),
+                _ => {}
+            }
+        }
+        let mut succ = vec![Vec::new(); vertices.len()];
+        let mut pred = vec![Vec::new(); vertices.len()];
+        for e in body.edge_ids() {
+            let attrs = &p.edges[e].attrs;
+            let s = attrs.get("source").and_then(|id| by_id.get(id)).copied();
+            let t = attrs.get("target").and_then(|id| by_id.get(id)).copied();
+            if let (Some(s), Some(t)) = (s, t) {
+                succ[local[&s]].push((e, t));
+                pred[local[&t]].push((e, s));
+            }
+        }
+        CfgGraph {
+            vertices,
+            entry,
+            exit,
+            local,
+            succ,
+            pred,
+        }
+    }
+
+    /// Outgoing edges of `v` with their targets, in document order.
+    pub fn successors(&self, v: VertexId) -> &[(EdgeId, VertexId)] {
+        &self.succ[self.local[&v]]
+    }
+
+    /// Incoming edges of `v` with their sources, in document order.
+    pub fn predecessors(&self, v: VertexId) -> &[(EdgeId, VertexId)] {
+        &self.pred[self.local[&v]]
+    }
+
+    /// Position of `v` in [`CfgGraph::vertices`].
+    pub fn local_index(&self, v: VertexId) -> usize {
+        self.local[&v]
+    }
+}
+
+/// The operand structure of one expression graph.
+#[derive(Clone, Debug)]
+pub struct ExprGraph {
+    /// Index of the result vertex (the one without outgoing edges).
+    pub root: usize,
+    /// For each vertex, its argument vertices by position (1 first).
+    pub args: Vec<Vec<usize>>,
+}
+
+impl ExprGraph {
+    /// Resolves the edges of `e`. `None` for an empty expression or one that
+    /// does not pass the gate.
+    pub fn new(e: &Expr) -> Option<Self> {
+        if e.vertices.is_empty() {
+            return None;
+        }
+        let mut by_id: FxHashMap<&str, usize> = FxHashMap::default();
+        for (i, v) in e.vertices.iter().enumerate() {
+            by_id.entry(v.attrs.get("vertex_id").unwrap_or("1")).or_insert(i);
+        }
+        let mut with_pos: Vec<Vec<(i64, usize)>> = vec![Vec::new(); e.vertices.len()];
+        let mut has_out = vec![false; e.vertices.len()];
+        for edge in &e.edges {
+            let a = &edge.attrs;
+            let s = *by_id.get(a.get("source")?)?;
+            let t = *by_id.get(a.get("target")?)?;
+            with_pos[t].push((a.int("position")?, s));
+            has_out[s] = true;
+        }
+        let root = has_out.iter().position(|o| !o)?;
+        let args = with_pos
+            .into_iter()
+            .map(|mut v| {
+                v.sort_by_key(|(p, _)| *p);
+                v.into_iter().map(|(_, s)| s).collect()
+            })
+            .collect();
+        Some(ExprGraph { root, args })
+    }
+}
+
+impl RefGraph {
+    /// The vertices along the reference path: the symbol reference first,
+    /// then each array element reference applied to it.
+    pub fn chain(&self) -> Vec<&RefVertex> {
+        if self.edges.is_empty() {
+            return self.vertices.iter().collect();
+        }
+        let id = |v: &RefVertex| v.attrs.get("vertex_id").unwrap_or("1").to_string();
+        let targets: Vec<&str> = self.edges.iter().filter_map(|e| e.get("target")).collect();
+        let mut current = self
+            .vertices
+            .iter()
+            .find(|v| !targets.contains(&id(v).as_str()));
+        let mut out = Vec::new();
+        while let Some(v) = current {
+            if out.len() > self.vertices.len() {
+                break;
+            }
+            out.push(v);
+            let vid = id(v);
+            current = self
+                .edges
+                .iter()
+                .find(|e| e.get("source") == Some(vid.as_str()))
+                .and_then(|e| e.get("target"))
+                .and_then(|t| self.vertices.iter().find(|w| id(w) == t));
+        }
+        out
+    }
+
+    /// The array element references along the path, in order.
+    pub fn subscripts(&self) -> Vec<&[IndexTriplet]> {
+        self.chain()
+            .into_iter()
+            .filter_map(|v| match &v.kind {
+                RefVertexKind::ArrayElement { triplets } => Some(triplets.as_slice()),
+                RefVertexKind::Symbol { .. } => None,
+            })
+            .collect()
+    }
+}

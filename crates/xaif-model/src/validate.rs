@@ -1,0 +1,744 @@
+//! The validation gate.
+//!
+//! Reading accepts anything shaped like XAIF; the gate proves the properties
+//! that every pass relies on, so that passes can index without checks:
+//!
+//! - ids are unique where XAIF uses them as keys: scopes, symbols within a
+//!   symbol table, call graph vertices, CFG vertices and edges within one
+//!   graph, expression and variable-reference vertices and edges within one
+//!   graph, alias / DU-UD / DO set keys, and statement ids within a routine of
+//!   a front-end program (transformation results reuse statement ids such as
+//!   `inline_push` by convention, so there they are not keys);
+//! - references resolve: `scope_id`/`symbol_id` pairs name a symbol in that
+//!   scope's table, edges join existing vertices, `alias`, `du_ud` and
+//!   `do_chain` keys exist in their maps;
+//! - expression graphs are acyclic, have one result vertex, and every
+//!   operation has its arguments at positions 1..k exactly once;
+//! - every non-empty control flow graph has exactly one `Entry` and one
+//!   `Exit`;
+//! - the attributes the engine interprets parse (integers, booleans, enums).
+//!
+//! All errors are collected, in document order.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::attrs::{parse_bool, Attrs, Span};
+use crate::catalogue::{InlinableCatalogue, NonInlinableCatalogue};
+use crate::error::{ErrorKind, IdKind, ModelError, ModelErrors, RefKind};
+use crate::model::*;
+use crate::reader::Document;
+use crate::source::SourceMap;
+
+/// Validates any document.
+pub fn validate_document(doc: &Document, source: &SourceMap) -> Result<(), ModelErrors> {
+    match doc {
+        Document::Program(p) => validate_program(p, source),
+        Document::Inlinable(c) => validate_inlinable(c, source),
+        Document::NonInlinable(c) => validate_noninlinable(c, source),
+    }
+}
+
+/// Validates a program; `Ok` means every pass may rely on the properties in
+/// the module documentation.
+pub fn validate_program(p: &Program, source: &SourceMap) -> Result<(), ModelErrors> {
+    let mut gate = Gate::new(source);
+    gate.program(p);
+    gate.finish()
+}
+
+/// Validates an inlinable intrinsics catalogue. Repeated edge ids inside one
+/// partial are tolerated (the reference catalogue has them); edges are
+/// identified by source, target and position there.
+pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<(), ModelErrors> {
+    let mut gate = Gate::new(source);
+    let mut names = FxHashMap::default();
+    for i in &c.intrinsics {
+        match i.attrs.get("name") {
+            Some(name) => gate.unique(&mut names, name, &i.attrs, "InlinableIntrinsic", IdKind::Intrinsic),
+            None => gate.push(&i.attrs, "InlinableIntrinsic", ErrorKind::MissingAttribute("name")),
+        }
+        gate.integer(&i.attrs, "InlinableIntrinsic", "nr_arguments", true);
+        gate.expr(&i.function, "Function", ExprRules { edge_ids: false, need_root: false });
+        for partial in &i.partials {
+            gate.integer(&partial.attrs, "Partial", "partial_id", true);
+            if let Some(t) = partial.attrs.get("partial_type") {
+                if !matches!(t, "passive" | "linear_one" | "linear_minus_one" | "linear" | "nonlinear") {
+                    gate.bad(&partial.attrs, "Partial", "partial_type", t, "passive, linear_one, linear_minus_one, linear or nonlinear");
+                }
+            }
+            // Passive partials are empty; a non-empty partial computes one value.
+            let need_root = !partial.vertices.is_empty();
+            gate.expr(partial, "Partial", ExprRules { edge_ids: false, need_root });
+        }
+    }
+    gate.finish()
+}
+
+/// Validates a non-inlinable intrinsics catalogue.
+pub fn validate_noninlinable(c: &NonInlinableCatalogue, source: &SourceMap) -> Result<(), ModelErrors> {
+    let mut gate = Gate::new(source);
+    let mut names = FxHashMap::default();
+    for e in &c.entries {
+        match e.attrs().get("name") {
+            Some(name) => gate.unique(&mut names, name, e.attrs(), "NonInlinableIntrinsic", IdKind::Intrinsic),
+            None => gate.push(e.attrs(), "NonInlinableIntrinsic", ErrorKind::MissingAttribute("name")),
+        }
+    }
+    gate.finish()
+}
+
+#[derive(Clone, Copy)]
+struct ExprRules {
+    /// Whether edge ids must be unique.
+    edge_ids: bool,
+    /// Whether a non-empty expression must have exactly one result vertex
+    /// (and an empty one is an error).
+    need_root: bool,
+}
+
+const PROGRAM_EXPR: ExprRules = ExprRules {
+    edge_ids: true,
+    need_root: true,
+};
+
+struct Gate<'a> {
+    source: &'a SourceMap,
+    errors: Vec<ModelError>,
+    /// Symbol ids per scope id.
+    symbols: FxHashMap<&'a str, FxHashSet<&'a str>>,
+    alias_keys: Option<FxHashSet<&'a str>>,
+    duud_keys: Option<FxHashSet<&'a str>>,
+    do_keys: Option<FxHashSet<&'a str>>,
+    statement_ids_are_keys: bool,
+}
+
+impl<'a> Gate<'a> {
+    fn new(source: &'a SourceMap) -> Self {
+        Gate {
+            source,
+            errors: Vec::new(),
+            symbols: FxHashMap::default(),
+            alias_keys: None,
+            duud_keys: None,
+            do_keys: None,
+            statement_ids_are_keys: true,
+        }
+    }
+
+    fn finish(mut self) -> Result<(), ModelErrors> {
+        if self.errors.is_empty() {
+            Ok(())
+        } else {
+            // Document order: by position, stable for equal positions.
+            self.errors.sort_by_key(|e| (e.line, e.column));
+            Err(ModelErrors(self.errors))
+        }
+    }
+
+    fn push(&mut self, attrs: &Attrs, element: &str, kind: ErrorKind) {
+        self.push_at(attrs.span, element, kind);
+    }
+
+    fn push_at(&mut self, span: Span, element: &str, kind: ErrorKind) {
+        self.errors.push(self.source.error(span, element, kind));
+    }
+
+    fn bad(&mut self, attrs: &Attrs, element: &str, attr: &'static str, value: &str, expected: &'static str) {
+        self.push(
+            attrs,
+            element,
+            ErrorKind::BadAttribute {
+                attr,
+                value: value.into(),
+                expected,
+            },
+        );
+    }
+
+    /// Records `id` in `seen`, reporting a duplicate.
+    fn unique<'s>(
+        &mut self,
+        seen: &mut FxHashMap<&'s str, Span>,
+        id: &'s str,
+        attrs: &Attrs,
+        element: &str,
+        what: IdKind,
+    ) {
+        if let Some(first) = seen.get(id) {
+            let (first_line, first_column) = self.source.locate(*first);
+            self.push(
+                attrs,
+                element,
+                ErrorKind::DuplicateId {
+                    what,
+                    id: id.into(),
+                    first_line,
+                    first_column,
+                },
+            );
+        } else {
+            seen.insert(id, attrs.span);
+        }
+    }
+
+    fn required<'s>(&mut self, attrs: &'s Attrs, element: &str, attr: &'static str) -> Option<&'s str> {
+        let v = attrs.get(attr);
+        if v.is_none() {
+            self.push(attrs, element, ErrorKind::MissingAttribute(attr));
+        }
+        v
+    }
+
+    fn integer(&mut self, attrs: &Attrs, element: &str, attr: &'static str, required: bool) -> Option<i64> {
+        match attrs.get(attr) {
+            None => {
+                if required {
+                    self.push(attrs, element, ErrorKind::MissingAttribute(attr));
+                }
+                None
+            }
+            Some(v) => match v.trim().parse::<i64>() {
+                Ok(i) => Some(i),
+                Err(_) => {
+                    self.bad(attrs, element, attr, v, "an integer");
+                    None
+                }
+            },
+        }
+    }
+
+    fn boolean(&mut self, attrs: &Attrs, element: &str, attr: &'static str) {
+        if let Some(v) = attrs.get(attr) {
+            if parse_bool(v).is_none() {
+                self.bad(attrs, element, attr, v, "a boolean (true, false, 1, 0)");
+            }
+        }
+    }
+
+    fn enumeration(&mut self, attrs: &Attrs, element: &str, attr: &'static str, allowed: &[&str], expected: &'static str) {
+        if let Some(v) = attrs.get(attr) {
+            if !allowed.contains(&v) {
+                self.bad(attrs, element, attr, v, expected);
+            }
+        }
+    }
+
+    // ----------------------------------------------------------------- program
+
+    fn program(&mut self, p: &'a Program) {
+        self.statement_ids_are_keys = !p.is_output();
+        self.scopes(p);
+        self.maps(p);
+
+        let mut routine_ids = FxHashMap::default();
+        for item in &p.items {
+            if let CallGraphItem::Routine(r) = item {
+                let routine = &p.routines[*r];
+                let element = routine_element(routine);
+                let id = routine.attrs.get("vertex_id").unwrap_or("1");
+                self.unique(&mut routine_ids, id, &routine.attrs, element, IdKind::Routine);
+            }
+        }
+        for (i, attrs) in p.call_edges.iter().enumerate() {
+            let _ = i;
+            self.edge_ends(attrs, "CallGraphEdge", RefKind::CallGraphEdgeEnd, |id| routine_ids.contains_key(id));
+        }
+        for item in &p.items {
+            if let CallGraphItem::Routine(r) = item {
+                self.routine(p, *r);
+            }
+        }
+    }
+
+    fn scopes(&mut self, p: &'a Program) {
+        let mut scope_ids = FxHashMap::default();
+        for item in &p.scope_hierarchy.items {
+            if let ScopeItem::Scope(s) = item {
+                let scope = &p.scopes[*s];
+                let id = scope.attrs.get("vertex_id").unwrap_or("1");
+                self.unique(&mut scope_ids, id, &scope.attrs, "Scope", IdKind::Scope);
+                let mut seen = FxHashMap::default();
+                for table in &scope.tables {
+                    for sym in &table.symbols {
+                        let sym = &p.symbols[*sym];
+                        if let Some(name) = self.required(&sym.attrs, "Symbol", "symbol_id") {
+                            self.unique(&mut seen, name, &sym.attrs, "Symbol", IdKind::Symbol);
+                        }
+                        self.symbol_attrs(sym);
+                    }
+                }
+                self.symbols
+                    .entry(id)
+                    .or_default()
+                    .extend(seen.keys().copied());
+            }
+        }
+        let scopes: FxHashSet<&str> = scope_ids.keys().copied().collect();
+        for item in &p.scope_hierarchy.items {
+            if let ScopeItem::Edge(attrs) = item {
+                self.edge_ends(attrs, "ScopeEdge", RefKind::ScopeEdgeEnd, |id| scopes.contains(id));
+            }
+        }
+    }
+
+    fn symbol_attrs(&mut self, sym: &Symbol) {
+        let a = &sym.attrs;
+        self.enumeration(a, "Symbol", "kind", &["subroutine", "variable", "pointer"], "subroutine, variable or pointer");
+        self.enumeration(
+            a,
+            "Symbol",
+            "type",
+            &["void", "integer", "real", "complex", "bool", "char", "string", "opaque"],
+            "a symbol type (void, integer, real, complex, bool, char, string, opaque)",
+        );
+        self.enumeration(
+            a,
+            "Symbol",
+            "shape",
+            &["void", "scalar", "vector", "matrix", "three_tensor", "four_tensor", "five_tensor", "six_tensor", "seven_tensor"],
+            "a shape (scalar, vector, matrix, three_tensor … seven_tensor)",
+        );
+        for flag in ["active", "temp", "pointer"] {
+            self.boolean(a, "Symbol", flag);
+        }
+        for b in &sym.bounds {
+            self.integer(b, "DimensionBounds", "lower", true);
+            self.integer(b, "DimensionBounds", "upper", true);
+        }
+    }
+
+    fn maps(&mut self, p: &'a Program) {
+        if let Some(map) = &p.alias_map {
+            let mut keys = FxHashMap::default();
+            for set in &map.sets {
+                if let Some(k) = self.required(&set.attrs, "AliasSet", "key") {
+                    self.unique(&mut keys, k, &set.attrs, "AliasSet", IdKind::AliasKey);
+                }
+                for r in &set.ranges {
+                    self.integer(r, "AliasRange", "from_virtual_address", true);
+                    self.integer(r, "AliasRange", "to_virtual_address", true);
+                    self.boolean(r, "AliasRange", "partial");
+                }
+            }
+            self.alias_keys = Some(keys.keys().copied().collect());
+        }
+        for (map, element, what) in [
+            (&p.duud_map, "DUUDSetMap", IdKind::DuudKey),
+            (&p.do_map, "DOSetMap", IdKind::DoKey),
+        ] {
+            if let Some(map) = map {
+                let mut keys = FxHashMap::default();
+                for set in &map.sets {
+                    if let Some(k) = self.required(&set.attrs, "StmtIdSet", "key") {
+                        self.unique(&mut keys, k, &set.attrs, element, what);
+                    }
+                }
+                let keys = Some(keys.keys().copied().collect());
+                if what == IdKind::DuudKey {
+                    self.duud_keys = keys;
+                } else {
+                    self.do_keys = keys;
+                }
+            }
+        }
+    }
+
+    fn edge_ends(&mut self, attrs: &Attrs, element: &str, what: RefKind, exists: impl Fn(&str) -> bool) {
+        self.required(attrs, element, "edge_id");
+        for end in ["source", "target"] {
+            if let Some(id) = attrs.get(end) {
+                if !exists(id) {
+                    self.push(attrs, element, ErrorKind::DanglingReference { what, id: id.into() });
+                }
+            } else {
+                self.push(attrs, element, ErrorKind::MissingAttribute(if end == "source" { "source" } else { "target" }));
+            }
+        }
+    }
+
+    /// Checks a `scope_id`/`symbol_id` pair.
+    fn symbol_pair(&mut self, attrs: &Attrs, element: &str) {
+        let scope = attrs.get("scope_id");
+        let symbol = attrs.get("symbol_id");
+        match (scope, symbol) {
+            (Some(scope), Some(symbol)) => match self.symbols.get(scope) {
+                None => self.push(attrs, element, ErrorKind::DanglingReference { what: RefKind::Scope, id: scope.into() }),
+                Some(table) => {
+                    if !table.contains(symbol) {
+                        self.push(attrs, element, ErrorKind::DanglingReference { what: RefKind::Symbol, id: symbol.into() })
+                    }
+                }
+            },
+            (None, _) => self.push(attrs, element, ErrorKind::MissingAttribute("scope_id")),
+            (_, None) => self.push(attrs, element, ErrorKind::MissingAttribute("symbol_id")),
+        }
+    }
+
+    fn scope_ref(&mut self, attrs: &Attrs, element: &str, attr: &'static str) {
+        if let Some(scope) = attrs.get(attr) {
+            if !self.symbols.contains_key(scope) {
+                self.push(attrs, element, ErrorKind::DanglingReference { what: RefKind::Scope, id: scope.into() });
+            }
+        }
+    }
+
+    fn key_ref(&mut self, attrs: &Attrs, element: &str) {
+        for (attr, what) in [("alias", RefKind::AliasKey), ("du_ud", RefKind::DuudKey), ("do_chain", RefKind::DoKey)] {
+            let Some(key) = attrs.get(attr) else { continue };
+            let keys = match what {
+                RefKind::AliasKey => &self.alias_keys,
+                RefKind::DuudKey => &self.duud_keys,
+                _ => &self.do_keys,
+            };
+            let missing = match keys {
+                Some(keys) => !keys.contains(key),
+                None => true,
+            };
+            if missing {
+                self.push(attrs, element, ErrorKind::DanglingReference { what, id: key.into() });
+            }
+        }
+    }
+
+    fn routine(&mut self, p: &'a Program, r: RoutineId) {
+        let routine = &p.routines[r];
+        let element = routine_element(routine);
+        self.symbol_pair(&routine.attrs, element);
+        self.scope_ref(&routine.attrs, element, "controlflowgraph_scope_id");
+        self.boolean(&routine.attrs, element, "structured");
+        if let Some(args) = &routine.arguments {
+            let mut positions = FxHashMap::default();
+            for a in &args.args {
+                self.symbol_pair(a, "ArgumentSymbolReference");
+                if let Some(pos) = self.integer(a, "ArgumentSymbolReference", "position", true) {
+                    let key = pos.to_string();
+                    if positions.contains_key(key.as_str()) {
+                        self.push(a, "ArgumentSymbolReference", ErrorKind::DuplicatePosition { vertex: routine.attrs.get("symbol_id").unwrap_or("").into(), position: pos });
+                    } else {
+                        positions.insert(key, ());
+                    }
+                }
+                self.enumeration(a, "ArgumentSymbolReference", "intent", &["in", "out", "inout"], "in, out or inout");
+            }
+        }
+        for list in &routine.side_effects {
+            for v in &list.refs {
+                self.var_ref(v, "SideEffectReference");
+            }
+        }
+        let mut statement_ids = FxHashMap::default();
+        match &routine.body {
+            RoutineBody::Graph(cfg) => self.cfg(p, *cfg, &mut statement_ids),
+            RoutineBody::Replacements(list) => {
+                for rep in list {
+                    self.boolean(&rep.attrs, "Replacement", "structured");
+                    self.required(&rep.attrs, "Replacement", "placeholder");
+                    // Statement ids of different replacements are distinct
+                    // code versions of the same statements.
+                    let mut ids = FxHashMap::default();
+                    self.cfg(p, rep.cfg, &mut ids);
+                }
+            }
+        }
+    }
+
+    fn cfg(&mut self, p: &'a Program, cfg: CfgId, statement_ids: &mut FxHashMap<&'a str, Span>) {
+        let body = &p.cfgs[cfg];
+        let mut vertex_ids = FxHashMap::default();
+        let mut edge_ids = FxHashMap::default();
+        let (mut entries, mut exits) = (0, 0);
+        let mut first_span = None;
+        for v in body.vertex_ids() {
+            let vertex = &p.vertices[v];
+            let element = vertex.kind.element();
+            first_span.get_or_insert(vertex.attrs.span);
+            let id = vertex.attrs.get("vertex_id").unwrap_or("1");
+            self.unique(&mut vertex_ids, id, &vertex.attrs, element, IdKind::CfgVertex);
+            match &vertex.kind {
+                VertexKind::Entry => entries += 1,
+                VertexKind::Exit => exits += 1,
+                _ => {}
+            }
+            self.vertex(p, vertex, statement_ids);
+        }
+        for e in body.edge_ids() {
+            let edge = &p.edges[e];
+            if let Some(id) = edge.attrs.get("edge_id") {
+                self.unique(&mut edge_ids, id, &edge.attrs, "ControlFlowEdge", IdKind::CfgEdge);
+            }
+            self.edge_ends(&edge.attrs, "ControlFlowEdge", RefKind::CfgEdgeEnd, |id| vertex_ids.contains_key(id));
+            self.boolean(&edge.attrs, "ControlFlowEdge", "has_condition_value");
+            self.integer(&edge.attrs, "ControlFlowEdge", "condition_value", false);
+        }
+        if !body.items.is_empty() && (entries != 1 || exits != 1) {
+            let routine = &p.routines[body.routine];
+            let span = first_span.unwrap_or(routine.attrs.span);
+            self.push_at(span, routine_element(routine), ErrorKind::EntryExitCount { entries, exits });
+        }
+    }
+
+    fn vertex(&mut self, p: &'a Program, v: &'a CfgVertex, statement_ids: &mut FxHashMap<&'a str, Span>) {
+        let element = v.kind.element();
+        match &v.kind {
+            VertexKind::BasicBlock(stmts) => {
+                self.required(&v.attrs, element, "scope_id");
+                self.scope_ref(&v.attrs, element, "scope_id");
+                for s in stmts {
+                    self.statement(&p.stmts[*s], statement_ids);
+                }
+            }
+            VertexKind::ForLoop { init, condition, update } => {
+                self.enumeration(&v.attrs, element, "reversal", &["explicit", "anonymous"], "explicit or anonymous");
+                for s in [init, update].into_iter().flatten() {
+                    self.statement(&p.stmts[*s], statement_ids);
+                }
+                if let Some(c) = condition {
+                    self.expr(c, "Condition", PROGRAM_EXPR);
+                }
+            }
+            _ => {
+                if let Some(c) = v.kind.condition() {
+                    self.expr(c, "Condition", PROGRAM_EXPR);
+                }
+            }
+        }
+    }
+
+    fn statement(&mut self, s: &'a Stmt, statement_ids: &mut FxHashMap<&'a str, Span>) {
+        let element = s.kind.element();
+        if let Some(id) = s.attrs.get("statement_id") {
+            let is_key = self.statement_ids_are_keys
+                && matches!(s.kind, StmtKind::Assignment(_) | StmtKind::SubroutineCall(_) | StmtKind::Marker);
+            if is_key {
+                self.unique(statement_ids, id, &s.attrs, element, IdKind::Statement);
+            }
+        } else if !matches!(s.kind, StmtKind::DerivativePropagator(_)) {
+            self.push(&s.attrs, element, ErrorKind::MissingAttribute("statement_id"));
+        }
+        match &s.kind {
+            StmtKind::Assignment(a) => {
+                self.key_ref(&s.attrs, element);
+                self.var_ref(&a.lhs, "AssignmentLHS");
+                self.expr(&a.rhs, "AssignmentRHS", PROGRAM_EXPR);
+            }
+            StmtKind::SubroutineCall(args) => {
+                self.symbol_pair(&s.attrs, element);
+                for a in args {
+                    self.call_arg(a);
+                }
+            }
+            StmtKind::Marker => {}
+            StmtKind::InlinableCall(args) => {
+                self.required(&s.attrs, element, "subroutine_name");
+                for a in args {
+                    match a {
+                        InlinableArg::Argument(a) => self.call_arg(a),
+                        InlinableArg::Substitute(v) => {
+                            self.integer(&v.attrs, "ArgumentSubstitute", "position", true);
+                            self.var_ref(v, "ArgumentSubstitute");
+                        }
+                    }
+                }
+            }
+            StmtKind::DerivativePropagator(entries) => {
+                for e in entries {
+                    match &e.kind {
+                        PropKind::SetDeriv { tgt, src }
+                        | PropKind::SetNegDeriv { tgt, src }
+                        | PropKind::IncDeriv { tgt, src }
+                        | PropKind::DecDeriv { tgt, src } => {
+                            self.var_ref(tgt, "Tgt");
+                            self.var_ref(src, "Src");
+                        }
+                        PropKind::Sax { terms, y } | PropKind::Saxpy { terms, y } => {
+                            for t in terms {
+                                self.expr(&t.a, "A", PROGRAM_EXPR);
+                                self.var_ref(&t.x, "X");
+                            }
+                            self.var_ref(y, "Y");
+                        }
+                        PropKind::ZeroDeriv(v) => self.var_ref(v, "ZeroDeriv"),
+                    }
+                }
+            }
+        }
+    }
+
+    fn call_arg(&mut self, a: &CallArg) {
+        self.integer(&a.attrs, "Argument", "position", true);
+        match &a.value {
+            ArgValue::Variable(v) => self.var_ref(v, "VariableReference"),
+            ArgValue::Constant(attrs) => self.constant(attrs),
+        }
+    }
+
+    fn constant(&mut self, attrs: &Attrs) {
+        self.required(attrs, "Constant", "value");
+        self.enumeration(
+            attrs,
+            "Constant",
+            "type",
+            &["real", "double", "integer", "bool", "char", "string"],
+            "real, double, integer, bool, char or string",
+        );
+    }
+
+    fn var_ref(&mut self, v: &VarRef, element: &str) {
+        self.key_ref(&v.attrs, element);
+        self.ref_graph(&v.graph, element, &v.attrs);
+    }
+
+    fn ref_graph(&mut self, g: &RefGraph, element: &str, owner: &Attrs) {
+        if g.vertices.is_empty() {
+            self.push(owner, element, ErrorKind::MissingChild("SymbolReference"));
+            return;
+        }
+        let mut ids = FxHashMap::default();
+        for v in &g.vertices {
+            let id = v.attrs.get("vertex_id").unwrap_or("1");
+            match &v.kind {
+                RefVertexKind::Symbol { .. } => {
+                    self.unique(&mut ids, id, &v.attrs, "SymbolReference", IdKind::RefVertex);
+                    self.symbol_pair(&v.attrs, "SymbolReference");
+                }
+                RefVertexKind::ArrayElement { triplets } => {
+                    self.unique(&mut ids, id, &v.attrs, "ArrayElementReference", IdKind::RefVertex);
+                    for t in triplets {
+                        for (name, part) in [("Index", &t.index), ("Bound", &t.bound), ("Stride", &t.stride)] {
+                            if let Some(e) = part {
+                                self.expr(e, name, PROGRAM_EXPR);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut edge_ids = FxHashMap::default();
+        for e in &g.edges {
+            if let Some(id) = e.get("edge_id") {
+                self.unique(&mut edge_ids, id, e, "VariableReferenceEdge", IdKind::RefVertex);
+            }
+            self.edge_ends(e, "VariableReferenceEdge", RefKind::RefEdgeEnd, |id| ids.contains_key(id));
+        }
+    }
+
+    fn expr(&mut self, e: &Expr, element: &str, rules: ExprRules) {
+        let mut ids: FxHashMap<&str, Span> = FxHashMap::default();
+        let mut index: FxHashMap<&str, usize> = FxHashMap::default();
+        for (i, v) in e.vertices.iter().enumerate() {
+            let vel = v.kind.element();
+            let id = v.attrs.get("vertex_id").unwrap_or("1");
+            self.unique(&mut ids, id, &v.attrs, vel, IdKind::ExprVertex);
+            index.entry(id).or_insert(i);
+            match &v.kind {
+                ExprVertexKind::VariableReference(g) => {
+                    self.key_ref(&v.attrs, vel);
+                    self.ref_graph(g, vel, &v.attrs);
+                }
+                ExprVertexKind::Constant => self.constant(&v.attrs),
+                ExprVertexKind::Intrinsic | ExprVertexKind::BooleanOperation => {
+                    self.required(&v.attrs, vel, "name");
+                }
+                ExprVertexKind::FunctionCall(args) => {
+                    for a in args {
+                        self.var_ref(a, "Argument");
+                    }
+                }
+                ExprVertexKind::ArgumentReference => {
+                    self.integer(&v.attrs, vel, "argument", true);
+                }
+            }
+        }
+        let n = e.vertices.len();
+        let mut edge_ids = FxHashMap::default();
+        let mut incoming: Vec<Vec<(i64, &Attrs)>> = vec![Vec::new(); n];
+        let mut has_out = vec![false; n];
+        let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut resolved = true;
+        for edge in &e.edges {
+            let a = &edge.attrs;
+            if rules.edge_ids {
+                if let Some(id) = a.get("edge_id") {
+                    self.unique(&mut edge_ids, id, a, "ExpressionEdge", IdKind::ExprEdge);
+                }
+            }
+            let position = self.integer(a, "ExpressionEdge", "position", true);
+            self.edge_ends(a, "ExpressionEdge", RefKind::ExprEdgeEnd, |id| index.contains_key(id));
+            let s = a.get("source").and_then(|id| index.get(id).copied());
+            let t = a.get("target").and_then(|id| index.get(id).copied());
+            match (s, t, position) {
+                (Some(s), Some(t), Some(pos)) => {
+                    incoming[t].push((pos, a));
+                    has_out[s] = true;
+                    succ[s].push(t);
+                }
+                _ => resolved = false,
+            }
+        }
+        if rules.need_root {
+            let roots = has_out.iter().filter(|o| !**o).count();
+            if roots != 1 {
+                let span = e.vertices.first().map(|v| v.attrs.span).unwrap_or(e.attrs.span);
+                self.push_at(span, element, ErrorKind::ExpressionRoots { roots });
+            }
+        }
+        if !resolved {
+            return;
+        }
+        // Positions: exactly 1..k, once each.
+        for (t, ins) in incoming.iter_mut().enumerate() {
+            if ins.is_empty() {
+                continue;
+            }
+            ins.sort_by_key(|(p, _)| *p);
+            let vertex: &str = e.vertices[t].attrs.get("vertex_id").unwrap_or("1");
+            for w in ins.windows(2) {
+                if w[0].0 == w[1].0 {
+                    self.push(w[1].1, "ExpressionEdge", ErrorKind::DuplicatePosition { vertex: vertex.into(), position: w[1].0 });
+                }
+            }
+            let mut expected = 1;
+            for (pos, attrs) in ins.iter() {
+                if *pos == expected {
+                    expected += 1;
+                } else if *pos > expected {
+                    self.push(attrs, "ExpressionEdge", ErrorKind::MissingPosition { vertex: vertex.into(), position: expected, found: ins.len() });
+                    break;
+                }
+            }
+        }
+        // Cycles: iterative three-colour depth-first search.
+        let mut colour = vec![0u8; n];
+        for start in 0..n {
+            if colour[start] != 0 {
+                continue;
+            }
+            let mut stack = vec![(start, 0usize)];
+            colour[start] = 1;
+            while let Some((v, i)) = stack.pop() {
+                if i < succ[v].len() {
+                    stack.push((v, i + 1));
+                    let w = succ[v][i];
+                    if colour[w] == 1 {
+                        let vertex = e.vertices[w].attrs.get("vertex_id").unwrap_or("1");
+                        self.push(&e.vertices[w].attrs, e.vertices[w].kind.element(), ErrorKind::CyclicExpression { vertex: vertex.into() });
+                        return;
+                    }
+                    if colour[w] == 0 {
+                        colour[w] = 1;
+                        stack.push((w, 0));
+                    }
+                } else {
+                    colour[v] = 2;
+                }
+            }
+        }
+    }
+}
+
+fn routine_element(r: &Routine) -> &'static str {
+    match r.body {
+        RoutineBody::Graph(_) => "ControlFlowGraph",
+        RoutineBody::Replacements(_) => "ReplacementList",
+    }
+}
