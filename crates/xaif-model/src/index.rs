@@ -120,10 +120,7 @@ impl Symbol {
 
     /// The rank given by `shape` (default scalar).
     pub fn rank(&self) -> usize {
-        self.attrs
-            .get("shape")
-            .and_then(shape_rank)
-            .unwrap_or(0)
+        self.attrs.get("shape").and_then(shape_rank).unwrap_or(0)
     }
 
     /// `active` (schema default `true`).
@@ -364,7 +361,9 @@ impl ExprGraph {
         }
         let mut by_id: FxHashMap<&str, usize> = FxHashMap::default();
         for (i, v) in e.vertices.iter().enumerate() {
-            by_id.entry(v.attrs.get("vertex_id").unwrap_or("1")).or_insert(i);
+            by_id
+                .entry(v.attrs.get("vertex_id").unwrap_or("1"))
+                .or_insert(i);
         }
         let mut with_pos: Vec<Vec<(i64, usize)>> = vec![Vec::new(); e.vertices.len()];
         let mut has_out = vec![false; e.vertices.len()];

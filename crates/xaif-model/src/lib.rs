@@ -26,11 +26,15 @@ pub use arena::{Arena, Id, SecondaryMap};
 pub use attrs::{Attr, Attrs, Span};
 pub use catalogue::{InlinableCatalogue, InlinableIntrinsic, NonInlinable, NonInlinableCatalogue};
 pub use error::{ErrorKind, IdKind, ModelError, ModelErrors, RefKind};
-pub use index::{shape_rank, CfgGraph, ExprGraph, RoutineIndex, SymbolIndex, SymbolKind, SymbolType};
+pub use index::{
+    shape_rank, CfgGraph, ExprGraph, RoutineIndex, SymbolIndex, SymbolKind, SymbolType,
+};
 pub use model::*;
 pub use reader::{
     read_bytes, read_file, read_program_file, read_program_str, read_str, Document, Parsed,
 };
 pub use source::SourceMap;
-pub use validate::{validate_document, validate_inlinable, validate_noninlinable, validate_program};
+pub use validate::{
+    validate_document, validate_inlinable, validate_noninlinable, validate_program,
+};
 pub use writer::{write_document, write_inlinable, write_noninlinable, write_program};

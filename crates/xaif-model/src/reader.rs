@@ -29,7 +29,7 @@ use crate::source::SourceMap;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Document {
     /// A program (`xaif:CallGraph`).
-    Program(Program),
+    Program(Box<Program>),
     /// An inlinable intrinsics catalogue.
     Inlinable(InlinableCatalogue),
     /// A non-inlinable intrinsics catalogue.
@@ -127,7 +127,7 @@ pub fn read_program_str(
 
 fn into_program(parsed: Parsed) -> Result<(Program, SourceMap), ModelErrors> {
     match parsed.document {
-        Document::Program(p) => Ok((p, parsed.source)),
+        Document::Program(p) => Ok((*p, parsed.source)),
         other => Err(parsed
             .source
             .error(
@@ -379,7 +379,7 @@ impl<'a> Parser<'a> {
             }
         };
         let doc = match (root.ns, root.local.as_str()) {
-            (Ns::Xaif, "CallGraph") => Document::Program(self.program(root)?),
+            (Ns::Xaif, "CallGraph") => Document::Program(Box::new(self.program(root)?)),
             (Ns::Inlinable, "InlinableIntrinsicDefinitions") => {
                 Document::Inlinable(self.inlinable_catalogue(root)?)
             }

@@ -54,34 +54,80 @@ pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<
     let mut names = FxHashMap::default();
     for i in &c.intrinsics {
         match i.attrs.get("name") {
-            Some(name) => gate.unique(&mut names, name, &i.attrs, "InlinableIntrinsic", IdKind::Intrinsic),
-            None => gate.push(&i.attrs, "InlinableIntrinsic", ErrorKind::MissingAttribute("name")),
+            Some(name) => gate.unique(
+                &mut names,
+                name,
+                &i.attrs,
+                "InlinableIntrinsic",
+                IdKind::Intrinsic,
+            ),
+            None => gate.push(
+                &i.attrs,
+                "InlinableIntrinsic",
+                ErrorKind::MissingAttribute("name"),
+            ),
         }
         gate.integer(&i.attrs, "InlinableIntrinsic", "nr_arguments", true);
-        gate.expr(&i.function, "Function", ExprRules { edge_ids: false, need_root: false });
+        gate.expr(
+            &i.function,
+            "Function",
+            ExprRules {
+                edge_ids: false,
+                need_root: false,
+            },
+        );
         for partial in &i.partials {
             gate.integer(&partial.attrs, "Partial", "partial_id", true);
             if let Some(t) = partial.attrs.get("partial_type") {
-                if !matches!(t, "passive" | "linear_one" | "linear_minus_one" | "linear" | "nonlinear") {
-                    gate.bad(&partial.attrs, "Partial", "partial_type", t, "passive, linear_one, linear_minus_one, linear or nonlinear");
+                if !matches!(
+                    t,
+                    "passive" | "linear_one" | "linear_minus_one" | "linear" | "nonlinear"
+                ) {
+                    gate.bad(
+                        &partial.attrs,
+                        "Partial",
+                        "partial_type",
+                        t,
+                        "passive, linear_one, linear_minus_one, linear or nonlinear",
+                    );
                 }
             }
             // Passive partials are empty; a non-empty partial computes one value.
             let need_root = !partial.vertices.is_empty();
-            gate.expr(partial, "Partial", ExprRules { edge_ids: false, need_root });
+            gate.expr(
+                partial,
+                "Partial",
+                ExprRules {
+                    edge_ids: false,
+                    need_root,
+                },
+            );
         }
     }
     gate.finish()
 }
 
 /// Validates a non-inlinable intrinsics catalogue.
-pub fn validate_noninlinable(c: &NonInlinableCatalogue, source: &SourceMap) -> Result<(), ModelErrors> {
+pub fn validate_noninlinable(
+    c: &NonInlinableCatalogue,
+    source: &SourceMap,
+) -> Result<(), ModelErrors> {
     let mut gate = Gate::new(source);
     let mut names = FxHashMap::default();
     for e in &c.entries {
         match e.attrs().get("name") {
-            Some(name) => gate.unique(&mut names, name, e.attrs(), "NonInlinableIntrinsic", IdKind::Intrinsic),
-            None => gate.push(e.attrs(), "NonInlinableIntrinsic", ErrorKind::MissingAttribute("name")),
+            Some(name) => gate.unique(
+                &mut names,
+                name,
+                e.attrs(),
+                "NonInlinableIntrinsic",
+                IdKind::Intrinsic,
+            ),
+            None => gate.push(
+                e.attrs(),
+                "NonInlinableIntrinsic",
+                ErrorKind::MissingAttribute("name"),
+            ),
         }
     }
     gate.finish()
@@ -143,7 +189,14 @@ impl<'a> Gate<'a> {
         self.errors.push(self.source.error(span, element, kind));
     }
 
-    fn bad(&mut self, attrs: &Attrs, element: &str, attr: &'static str, value: &str, expected: &'static str) {
+    fn bad(
+        &mut self,
+        attrs: &Attrs,
+        element: &str,
+        attr: &'static str,
+        value: &str,
+        expected: &'static str,
+    ) {
         self.push(
             attrs,
             element,
@@ -181,7 +234,12 @@ impl<'a> Gate<'a> {
         }
     }
 
-    fn required<'s>(&mut self, attrs: &'s Attrs, element: &str, attr: &'static str) -> Option<&'s str> {
+    fn required<'s>(
+        &mut self,
+        attrs: &'s Attrs,
+        element: &str,
+        attr: &'static str,
+    ) -> Option<&'s str> {
         let v = attrs.get(attr);
         if v.is_none() {
             self.push(attrs, element, ErrorKind::MissingAttribute(attr));
@@ -189,7 +247,13 @@ impl<'a> Gate<'a> {
         v
     }
 
-    fn integer(&mut self, attrs: &Attrs, element: &str, attr: &'static str, required: bool) -> Option<i64> {
+    fn integer(
+        &mut self,
+        attrs: &Attrs,
+        element: &str,
+        attr: &'static str,
+        required: bool,
+    ) -> Option<i64> {
         match attrs.get(attr) {
             None => {
                 if required {
@@ -215,7 +279,14 @@ impl<'a> Gate<'a> {
         }
     }
 
-    fn enumeration(&mut self, attrs: &Attrs, element: &str, attr: &'static str, allowed: &[&str], expected: &'static str) {
+    fn enumeration(
+        &mut self,
+        attrs: &Attrs,
+        element: &str,
+        attr: &'static str,
+        allowed: &[&str],
+        expected: &'static str,
+    ) {
         if let Some(v) = attrs.get(attr) {
             if !allowed.contains(&v) {
                 self.bad(attrs, element, attr, v, expected);
@@ -236,12 +307,20 @@ impl<'a> Gate<'a> {
                 let routine = &p.routines[*r];
                 let element = routine_element(routine);
                 let id = routine.attrs.get("vertex_id").unwrap_or("1");
-                self.unique(&mut routine_ids, id, &routine.attrs, element, IdKind::Routine);
+                self.unique(
+                    &mut routine_ids,
+                    id,
+                    &routine.attrs,
+                    element,
+                    IdKind::Routine,
+                );
             }
         }
         for (i, attrs) in p.call_edges.iter().enumerate() {
             let _ = i;
-            self.edge_ends(attrs, "CallGraphEdge", RefKind::CallGraphEdgeEnd, |id| routine_ids.contains_key(id));
+            self.edge_ends(attrs, "CallGraphEdge", RefKind::CallGraphEdgeEnd, |id| {
+                routine_ids.contains_key(id)
+            });
         }
         for item in &p.items {
             if let CallGraphItem::Routine(r) = item {
@@ -276,26 +355,46 @@ impl<'a> Gate<'a> {
         let scopes: FxHashSet<&str> = scope_ids.keys().copied().collect();
         for item in &p.scope_hierarchy.items {
             if let ScopeItem::Edge(attrs) = item {
-                self.edge_ends(attrs, "ScopeEdge", RefKind::ScopeEdgeEnd, |id| scopes.contains(id));
+                self.edge_ends(attrs, "ScopeEdge", RefKind::ScopeEdgeEnd, |id| {
+                    scopes.contains(id)
+                });
             }
         }
     }
 
     fn symbol_attrs(&mut self, sym: &Symbol) {
         let a = &sym.attrs;
-        self.enumeration(a, "Symbol", "kind", &["subroutine", "variable", "pointer"], "subroutine, variable or pointer");
+        self.enumeration(
+            a,
+            "Symbol",
+            "kind",
+            &["subroutine", "variable", "pointer"],
+            "subroutine, variable or pointer",
+        );
         self.enumeration(
             a,
             "Symbol",
             "type",
-            &["void", "integer", "real", "complex", "bool", "char", "string", "opaque"],
+            &[
+                "void", "integer", "real", "complex", "bool", "char", "string", "opaque",
+            ],
             "a symbol type (void, integer, real, complex, bool, char, string, opaque)",
         );
         self.enumeration(
             a,
             "Symbol",
             "shape",
-            &["void", "scalar", "vector", "matrix", "three_tensor", "four_tensor", "five_tensor", "six_tensor", "seven_tensor"],
+            &[
+                "void",
+                "scalar",
+                "vector",
+                "matrix",
+                "three_tensor",
+                "four_tensor",
+                "five_tensor",
+                "six_tensor",
+                "seven_tensor",
+            ],
             "a shape (scalar, vector, matrix, three_tensor … seven_tensor)",
         );
         for flag in ["active", "temp", "pointer"] {
@@ -343,15 +442,32 @@ impl<'a> Gate<'a> {
         }
     }
 
-    fn edge_ends(&mut self, attrs: &Attrs, element: &str, what: RefKind, exists: impl Fn(&str) -> bool) {
+    fn edge_ends(
+        &mut self,
+        attrs: &Attrs,
+        element: &str,
+        what: RefKind,
+        exists: impl Fn(&str) -> bool,
+    ) {
         self.required(attrs, element, "edge_id");
         for end in ["source", "target"] {
             if let Some(id) = attrs.get(end) {
                 if !exists(id) {
-                    self.push(attrs, element, ErrorKind::DanglingReference { what, id: id.into() });
+                    self.push(
+                        attrs,
+                        element,
+                        ErrorKind::DanglingReference {
+                            what,
+                            id: id.into(),
+                        },
+                    );
                 }
             } else {
-                self.push(attrs, element, ErrorKind::MissingAttribute(if end == "source" { "source" } else { "target" }));
+                self.push(
+                    attrs,
+                    element,
+                    ErrorKind::MissingAttribute(if end == "source" { "source" } else { "target" }),
+                );
             }
         }
     }
@@ -362,10 +478,24 @@ impl<'a> Gate<'a> {
         let symbol = attrs.get("symbol_id");
         match (scope, symbol) {
             (Some(scope), Some(symbol)) => match self.symbols.get(scope) {
-                None => self.push(attrs, element, ErrorKind::DanglingReference { what: RefKind::Scope, id: scope.into() }),
+                None => self.push(
+                    attrs,
+                    element,
+                    ErrorKind::DanglingReference {
+                        what: RefKind::Scope,
+                        id: scope.into(),
+                    },
+                ),
                 Some(table) => {
                     if !table.contains(symbol) {
-                        self.push(attrs, element, ErrorKind::DanglingReference { what: RefKind::Symbol, id: symbol.into() })
+                        self.push(
+                            attrs,
+                            element,
+                            ErrorKind::DanglingReference {
+                                what: RefKind::Symbol,
+                                id: symbol.into(),
+                            },
+                        )
                     }
                 }
             },
@@ -377,13 +507,24 @@ impl<'a> Gate<'a> {
     fn scope_ref(&mut self, attrs: &Attrs, element: &str, attr: &'static str) {
         if let Some(scope) = attrs.get(attr) {
             if !self.symbols.contains_key(scope) {
-                self.push(attrs, element, ErrorKind::DanglingReference { what: RefKind::Scope, id: scope.into() });
+                self.push(
+                    attrs,
+                    element,
+                    ErrorKind::DanglingReference {
+                        what: RefKind::Scope,
+                        id: scope.into(),
+                    },
+                );
             }
         }
     }
 
     fn key_ref(&mut self, attrs: &Attrs, element: &str) {
-        for (attr, what) in [("alias", RefKind::AliasKey), ("du_ud", RefKind::DuudKey), ("do_chain", RefKind::DoKey)] {
+        for (attr, what) in [
+            ("alias", RefKind::AliasKey),
+            ("du_ud", RefKind::DuudKey),
+            ("do_chain", RefKind::DoKey),
+        ] {
             let Some(key) = attrs.get(attr) else { continue };
             let keys = match what {
                 RefKind::AliasKey => &self.alias_keys,
@@ -395,7 +536,14 @@ impl<'a> Gate<'a> {
                 None => true,
             };
             if missing {
-                self.push(attrs, element, ErrorKind::DanglingReference { what, id: key.into() });
+                self.push(
+                    attrs,
+                    element,
+                    ErrorKind::DanglingReference {
+                        what,
+                        id: key.into(),
+                    },
+                );
             }
         }
     }
@@ -413,12 +561,25 @@ impl<'a> Gate<'a> {
                 if let Some(pos) = self.integer(a, "ArgumentSymbolReference", "position", true) {
                     let key = pos.to_string();
                     if positions.contains_key(key.as_str()) {
-                        self.push(a, "ArgumentSymbolReference", ErrorKind::DuplicatePosition { vertex: routine.attrs.get("symbol_id").unwrap_or("").into(), position: pos });
+                        self.push(
+                            a,
+                            "ArgumentSymbolReference",
+                            ErrorKind::DuplicatePosition {
+                                vertex: routine.attrs.get("symbol_id").unwrap_or("").into(),
+                                position: pos,
+                            },
+                        );
                     } else {
                         positions.insert(key, ());
                     }
                 }
-                self.enumeration(a, "ArgumentSymbolReference", "intent", &["in", "out", "inout"], "in, out or inout");
+                self.enumeration(
+                    a,
+                    "ArgumentSymbolReference",
+                    "intent",
+                    &["in", "out", "inout"],
+                    "in, out or inout",
+                );
             }
         }
         for list in &routine.side_effects {
@@ -453,7 +614,13 @@ impl<'a> Gate<'a> {
             let element = vertex.kind.element();
             first_span.get_or_insert(vertex.attrs.span);
             let id = vertex.attrs.get("vertex_id").unwrap_or("1");
-            self.unique(&mut vertex_ids, id, &vertex.attrs, element, IdKind::CfgVertex);
+            self.unique(
+                &mut vertex_ids,
+                id,
+                &vertex.attrs,
+                element,
+                IdKind::CfgVertex,
+            );
             match &vertex.kind {
                 VertexKind::Entry => entries += 1,
                 VertexKind::Exit => exits += 1,
@@ -464,20 +631,37 @@ impl<'a> Gate<'a> {
         for e in body.edge_ids() {
             let edge = &p.edges[e];
             if let Some(id) = edge.attrs.get("edge_id") {
-                self.unique(&mut edge_ids, id, &edge.attrs, "ControlFlowEdge", IdKind::CfgEdge);
+                self.unique(
+                    &mut edge_ids,
+                    id,
+                    &edge.attrs,
+                    "ControlFlowEdge",
+                    IdKind::CfgEdge,
+                );
             }
-            self.edge_ends(&edge.attrs, "ControlFlowEdge", RefKind::CfgEdgeEnd, |id| vertex_ids.contains_key(id));
+            self.edge_ends(&edge.attrs, "ControlFlowEdge", RefKind::CfgEdgeEnd, |id| {
+                vertex_ids.contains_key(id)
+            });
             self.boolean(&edge.attrs, "ControlFlowEdge", "has_condition_value");
             self.integer(&edge.attrs, "ControlFlowEdge", "condition_value", false);
         }
         if !body.items.is_empty() && (entries != 1 || exits != 1) {
             let routine = &p.routines[body.routine];
             let span = first_span.unwrap_or(routine.attrs.span);
-            self.push_at(span, routine_element(routine), ErrorKind::EntryExitCount { entries, exits });
+            self.push_at(
+                span,
+                routine_element(routine),
+                ErrorKind::EntryExitCount { entries, exits },
+            );
         }
     }
 
-    fn vertex(&mut self, p: &'a Program, v: &'a CfgVertex, statement_ids: &mut FxHashMap<&'a str, Span>) {
+    fn vertex(
+        &mut self,
+        p: &'a Program,
+        v: &'a CfgVertex,
+        statement_ids: &mut FxHashMap<&'a str, Span>,
+    ) {
         let element = v.kind.element();
         match &v.kind {
             VertexKind::BasicBlock(stmts) => {
@@ -487,8 +671,18 @@ impl<'a> Gate<'a> {
                     self.statement(&p.stmts[*s], statement_ids);
                 }
             }
-            VertexKind::ForLoop { init, condition, update } => {
-                self.enumeration(&v.attrs, element, "reversal", &["explicit", "anonymous"], "explicit or anonymous");
+            VertexKind::ForLoop {
+                init,
+                condition,
+                update,
+            } => {
+                self.enumeration(
+                    &v.attrs,
+                    element,
+                    "reversal",
+                    &["explicit", "anonymous"],
+                    "explicit or anonymous",
+                );
                 for s in [init, update].into_iter().flatten() {
                     self.statement(&p.stmts[*s], statement_ids);
                 }
@@ -508,12 +702,19 @@ impl<'a> Gate<'a> {
         let element = s.kind.element();
         if let Some(id) = s.attrs.get("statement_id") {
             let is_key = self.statement_ids_are_keys
-                && matches!(s.kind, StmtKind::Assignment(_) | StmtKind::SubroutineCall(_) | StmtKind::Marker);
+                && matches!(
+                    s.kind,
+                    StmtKind::Assignment(_) | StmtKind::SubroutineCall(_) | StmtKind::Marker
+                );
             if is_key {
                 self.unique(statement_ids, id, &s.attrs, element, IdKind::Statement);
             }
         } else if !matches!(s.kind, StmtKind::DerivativePropagator(_)) {
-            self.push(&s.attrs, element, ErrorKind::MissingAttribute("statement_id"));
+            self.push(
+                &s.attrs,
+                element,
+                ErrorKind::MissingAttribute("statement_id"),
+            );
         }
         match &s.kind {
             StmtKind::Assignment(a) => {
@@ -602,9 +803,19 @@ impl<'a> Gate<'a> {
                     self.symbol_pair(&v.attrs, "SymbolReference");
                 }
                 RefVertexKind::ArrayElement { triplets } => {
-                    self.unique(&mut ids, id, &v.attrs, "ArrayElementReference", IdKind::RefVertex);
+                    self.unique(
+                        &mut ids,
+                        id,
+                        &v.attrs,
+                        "ArrayElementReference",
+                        IdKind::RefVertex,
+                    );
                     for t in triplets {
-                        for (name, part) in [("Index", &t.index), ("Bound", &t.bound), ("Stride", &t.stride)] {
+                        for (name, part) in [
+                            ("Index", &t.index),
+                            ("Bound", &t.bound),
+                            ("Stride", &t.stride),
+                        ] {
                             if let Some(e) = part {
                                 self.expr(e, name, PROGRAM_EXPR);
                             }
@@ -616,9 +827,17 @@ impl<'a> Gate<'a> {
         let mut edge_ids = FxHashMap::default();
         for e in &g.edges {
             if let Some(id) = e.get("edge_id") {
-                self.unique(&mut edge_ids, id, e, "VariableReferenceEdge", IdKind::RefVertex);
+                self.unique(
+                    &mut edge_ids,
+                    id,
+                    e,
+                    "VariableReferenceEdge",
+                    IdKind::RefVertex,
+                );
             }
-            self.edge_ends(e, "VariableReferenceEdge", RefKind::RefEdgeEnd, |id| ids.contains_key(id));
+            self.edge_ends(e, "VariableReferenceEdge", RefKind::RefEdgeEnd, |id| {
+                ids.contains_key(id)
+            });
         }
     }
 
@@ -663,7 +882,9 @@ impl<'a> Gate<'a> {
                 }
             }
             let position = self.integer(a, "ExpressionEdge", "position", true);
-            self.edge_ends(a, "ExpressionEdge", RefKind::ExprEdgeEnd, |id| index.contains_key(id));
+            self.edge_ends(a, "ExpressionEdge", RefKind::ExprEdgeEnd, |id| {
+                index.contains_key(id)
+            });
             let s = a.get("source").and_then(|id| index.get(id).copied());
             let t = a.get("target").and_then(|id| index.get(id).copied());
             match (s, t, position) {
@@ -675,15 +896,21 @@ impl<'a> Gate<'a> {
                 _ => resolved = false,
             }
         }
+        // Further checks only make sense on a graph whose ids resolve
+        // uniquely; otherwise they would repeat the errors above.
+        if !resolved || index.len() != n {
+            return;
+        }
         if rules.need_root {
             let roots = has_out.iter().filter(|o| !**o).count();
             if roots != 1 {
-                let span = e.vertices.first().map(|v| v.attrs.span).unwrap_or(e.attrs.span);
+                let span = e
+                    .vertices
+                    .first()
+                    .map(|v| v.attrs.span)
+                    .unwrap_or(e.attrs.span);
                 self.push_at(span, element, ErrorKind::ExpressionRoots { roots });
             }
-        }
-        if !resolved {
-            return;
         }
         // Positions: exactly 1..k, once each.
         for (t, ins) in incoming.iter_mut().enumerate() {
@@ -694,7 +921,14 @@ impl<'a> Gate<'a> {
             let vertex: &str = e.vertices[t].attrs.get("vertex_id").unwrap_or("1");
             for w in ins.windows(2) {
                 if w[0].0 == w[1].0 {
-                    self.push(w[1].1, "ExpressionEdge", ErrorKind::DuplicatePosition { vertex: vertex.into(), position: w[1].0 });
+                    self.push(
+                        w[1].1,
+                        "ExpressionEdge",
+                        ErrorKind::DuplicatePosition {
+                            vertex: vertex.into(),
+                            position: w[1].0,
+                        },
+                    );
                 }
             }
             let mut expected = 1;
@@ -702,7 +936,15 @@ impl<'a> Gate<'a> {
                 if *pos == expected {
                     expected += 1;
                 } else if *pos > expected {
-                    self.push(attrs, "ExpressionEdge", ErrorKind::MissingPosition { vertex: vertex.into(), position: expected, found: ins.len() });
+                    self.push(
+                        attrs,
+                        "ExpressionEdge",
+                        ErrorKind::MissingPosition {
+                            vertex: vertex.into(),
+                            position: expected,
+                            found: ins.len(),
+                        },
+                    );
                     break;
                 }
             }
@@ -721,7 +963,13 @@ impl<'a> Gate<'a> {
                     let w = succ[v][i];
                     if colour[w] == 1 {
                         let vertex = e.vertices[w].attrs.get("vertex_id").unwrap_or("1");
-                        self.push(&e.vertices[w].attrs, e.vertices[w].kind.element(), ErrorKind::CyclicExpression { vertex: vertex.into() });
+                        self.push(
+                            &e.vertices[w].attrs,
+                            e.vertices[w].kind.element(),
+                            ErrorKind::CyclicExpression {
+                                vertex: vertex.into(),
+                            },
+                        );
                         return;
                     }
                     if colour[w] == 0 {

@@ -1,15 +1,163 @@
-use std::path::PathBuf;
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let parsed = xaif_model::read_file(&PathBuf::from(&args[1]));
-    match parsed {
-        Ok(p) => {
-            if let Err(e) = xaif_model::validate_document(&p.document, &p.source) {
-                eprintln!("{e}");
-            }
-            let out = xaif_model::write_document(&p.document);
-            std::fs::write(&args[2], out).unwrap();
+//! `xaifb`: the XAIF transformation engine's command-line driver.
+//!
+//! The driver is the only place that prints or decides exit codes; the
+//! library crates return typed errors. Exit codes:
+//!
+//! - 0: every input was processed successfully;
+//! - 1: at least one input is invalid (read, validation or schema errors)
+//!   or could not be processed; the others were still processed;
+//! - 2: the command line is wrong;
+//! - 3: the environment is wrong (no inputs found, schema directory or tool
+//!   missing, output not writable).
+
+mod batch;
+mod output;
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+/// xaifb reads, validates and transforms XAIF, the XML interface format of
+/// the OpenAD automatic differentiation tool chain.
+#[derive(Parser)]
+#[command(name = "xaifb", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Read, validate and write XAIF back unchanged (same infoset).
+    Roundtrip(RoundtripArgs),
+    /// Check XAIF files: model checks, and XSD validation with --schema.
+    Validate(ValidateArgs),
+}
+
+#[derive(Args)]
+struct BatchArgs {
+    /// Worker threads for many inputs (default: available cores).
+    #[arg(long, short = 'j')]
+    jobs: Option<usize>,
+    /// Print a line for every file, not only for failures.
+    #[arg(long)]
+    verbose: bool,
+}
+
+#[derive(Args)]
+struct RoundtripArgs {
+    /// Input files or directories (searched for *.xaif).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Output file (one input file) or directory (several inputs or a
+    /// directory; relative paths are kept).
+    #[arg(short = 'o', long = "output", required = true)]
+    output: PathBuf,
+    #[command(flatten)]
+    batch: BatchArgs,
+}
+
+#[derive(Args)]
+struct ValidateArgs {
+    /// Input files or directories (searched for *.xaif).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Directory of the XAIF schemas (xaif.xsd, xaif_output.xsd, …); also
+    /// taken from XAIF_SCHEMA_DIR. Enables XSD validation with xmllint.
+    #[arg(long)]
+    schema: Option<PathBuf>,
+    #[command(flatten)]
+    batch: BatchArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Roundtrip(args) => roundtrip(args),
+        Command::Validate(args) => validate(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("xaifb: {e:#}");
+            ExitCode::from(3)
         }
-        Err(e) => { eprintln!("{e}"); std::process::exit(1) }
     }
+}
+
+fn jobs(args: &BatchArgs) -> usize {
+    args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
+}
+
+fn exit_for(failed: usize) -> ExitCode {
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Reads and gates one file; the error is the full report.
+fn load(input: &Path) -> std::result::Result<xaif_model::Parsed, String> {
+    let parsed = xaif_model::read_file(input).map_err(|e| e.to_string())?;
+    xaif_model::validate_document(&parsed.document, &parsed.source).map_err(|e| e.to_string())?;
+    Ok(parsed)
+}
+
+fn roundtrip(args: RoundtripArgs) -> Result<ExitCode> {
+    let inputs = batch::collect_inputs(&args.inputs)?;
+    if inputs.is_empty() {
+        bail!("no .xaif files found");
+    }
+    let single = inputs.len() == 1 && args.inputs.len() == 1 && args.inputs[0].is_file();
+    let to_dir = !single || args.output.is_dir();
+    let outcomes = batch::run(&inputs, jobs(&args.batch), |input, rel| {
+        let parsed = load(input)?;
+        let text = xaif_model::write_document(&parsed.document);
+        let dest = if to_dir {
+            args.output.join(rel)
+        } else {
+            args.output.clone()
+        };
+        output::write_atomic(&dest, text.as_bytes())
+            .map_err(|e| format!("{}: {e:#}", input.display()))?;
+        Ok(Some(format!("written to {}", dest.display())))
+    });
+    let failed = batch::report(&outcomes, "roundtrip", args.batch.verbose);
+    Ok(exit_for(failed))
+}
+
+fn validate(args: ValidateArgs) -> Result<ExitCode> {
+    let inputs = batch::collect_inputs(&args.inputs)?;
+    if inputs.is_empty() {
+        bail!("no .xaif files found");
+    }
+    let schema_dir = schema::schema_dir(args.schema.as_deref());
+    if let Some(dir) = &schema_dir {
+        if !dir.is_dir() {
+            bail!("schema directory {} not found", dir.display());
+        }
+        std::process::Command::new("xmllint")
+            .arg("--version")
+            .output()
+            .context("xmllint is needed for --schema (install libxml2-utils)")?;
+    }
+    let outcomes = batch::run(&inputs, jobs(&args.batch), |input, _| {
+        let parsed = load(input)?;
+        if let Some(dir) = &schema_dir {
+            let xsd = schema::schema_for(&parsed.document);
+            schema::xmllint(input, dir, xsd).map_err(|e| format!("{e:#}"))?;
+            return Ok(Some(format!("valid ({xsd})")));
+        }
+        Ok(Some("valid".into()))
+    });
+    let failed = batch::report(&outcomes, "validate", args.batch.verbose);
+    Ok(exit_for(failed))
 }
