@@ -12,6 +12,7 @@
 
 mod batch;
 mod output;
+mod run;
 mod schema;
 
 use std::path::{Path, PathBuf};
@@ -35,6 +36,10 @@ enum Command {
     Roundtrip(RoundtripArgs),
     /// Check XAIF files: model checks, and XSD validation with --schema.
     Validate(ValidateArgs),
+    /// Execute XAIF and print its Jacobian in the ad.out format.
+    Run(run::RunArgs),
+    /// Compare two Jacobian files (ad.out format).
+    Compare(run::CompareArgs),
 }
 
 #[derive(Args)]
@@ -78,6 +83,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Roundtrip(args) => roundtrip(args),
         Command::Validate(args) => validate(args),
+        Command::Run(args) => run::run(args),
+        Command::Compare(args) => run::compare_files(args),
     };
     match result {
         Ok(code) => code,

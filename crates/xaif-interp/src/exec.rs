@@ -1,0 +1,1661 @@
+//! The abstract machine that executes compiled XAIF.
+//!
+//! It implements the executable meaning of XAIF as the OpenAD tool chain
+//! compiles it: Fortran argument passing by reference, DO-loop trip counts
+//! fixed on entry, active values with derivative parts, derivative
+//! propagators, the inlinable calls of tangent and adjoint code, global LIFO
+//! tapes, per-routine argument checkpoint stacks, and the mode-flag state
+//! machines of the split and joint subroutine templates.
+
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::compile::{
+    Body, CArg, CCfg, CExpr, CProp, CRef, CStmt, CSub, CVertex, DoLoop, InlineOp, Inquiry, Loc,
+    Prog, SKind, VKind, VarDecl,
+};
+use crate::error::{ErrorKind, InterpError, Result};
+use crate::intrinsics;
+use crate::memory::{whole, BufId, Cells, Dim, Memory, Place};
+use crate::value::{Scalar, Shape, Ty, Value};
+
+/// The seven mode flags of OpenAD's subroutine templates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// Store argument checkpoints.
+    pub arg_store: bool,
+    /// Restore argument checkpoints.
+    pub arg_restore: bool,
+    /// Store result checkpoints.
+    pub res_store: bool,
+    /// Restore result checkpoints.
+    pub res_restore: bool,
+    /// Run the original code.
+    pub plain: bool,
+    /// Run the taping code.
+    pub tape: bool,
+    /// Run the adjoint code.
+    pub adjoint: bool,
+}
+
+impl Flags {
+    /// Only `plain`.
+    pub const PLAIN: Flags = Flags {
+        arg_store: false,
+        arg_restore: false,
+        res_store: false,
+        res_restore: false,
+        plain: true,
+        tape: false,
+        adjoint: false,
+    };
+
+    /// No flag set.
+    pub const NONE: Flags = Flags {
+        arg_store: false,
+        arg_restore: false,
+        res_store: false,
+        res_restore: false,
+        plain: false,
+        tape: false,
+        adjoint: false,
+    };
+}
+
+/// Which subroutine template the back end pasted the replacements into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Template {
+    /// Split reversal: the flags select one placeholder and never change.
+    Split,
+    /// Joint reversal: the five-test state machine.
+    Joint,
+}
+
+/// Counters of one run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Doubles pushed onto the double tape.
+    pub doubles_pushed: u64,
+    /// Integers pushed onto the integer tape.
+    pub integers_pushed: u64,
+    /// Logicals pushed.
+    pub logicals_pushed: u64,
+    /// Strings pushed.
+    pub strings_pushed: u64,
+    /// Largest size of the double tape.
+    pub peak_double_tape: u64,
+    /// Largest size of the integer tape.
+    pub peak_integer_tape: u64,
+    /// Largest total size of all argument checkpoint stacks (elements).
+    pub peak_checkpoint: u64,
+    /// Elements stored into argument checkpoints.
+    pub checkpoint_stored: u64,
+    /// Floating-point operations of original statements.
+    pub flops_original: u64,
+    /// Floating-point operations of derivative code (statements created by
+    /// the transformation, propagators, inlinable calls).
+    pub flops_derivative: u64,
+    /// Statements and control flow vertices executed.
+    pub steps: u64,
+    /// Routine calls.
+    pub calls: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Slot {
+    Unbound,
+    Bound { place: Place, growable: bool },
+    Absent,
+}
+
+struct Frame {
+    routine: usize,
+    slots: Vec<Slot>,
+    /// Whether a translated statement (or the caller) gave each slot a
+    /// value; checked only in routines with dropped stores.
+    written: Vec<bool>,
+    owned: Vec<BufId>,
+    copy_back: Vec<(Place, Place)>,
+}
+
+#[derive(Default, Clone, Debug)]
+struct Stacks {
+    real: Vec<f64>,
+    int: Vec<i64>,
+    bool: Vec<bool>,
+    str: Vec<Rc<str>>,
+}
+
+impl Stacks {
+    fn len(&self) -> usize {
+        self.real.len() + self.int.len() + self.bool.len() + self.str.len()
+    }
+}
+
+#[derive(Clone, Copy)]
+struct LoopState {
+    remaining: i64,
+    step: i64,
+}
+
+enum SubVal {
+    Index(i64),
+    Range(Option<i64>, Option<i64>, i64),
+}
+
+/// An actual argument of a call from outside the program (the harness).
+#[derive(Clone, Debug)]
+pub enum Actual {
+    /// Storage passed by reference.
+    Place(Place),
+    /// An absent optional argument.
+    Absent,
+}
+
+/// The machine: memory, frames, tapes, checkpoints and mode flags of one run.
+pub struct Machine<'p> {
+    prog: &'p Prog,
+    /// All storage.
+    pub mem: Memory,
+    globals: Vec<Slot>,
+    frames: Vec<Frame>,
+    /// The current mode flags.
+    pub flags: Flags,
+    template: Template,
+    tapes: Stacks,
+    checkpoints: Vec<Stacks>,
+    checkpoint_total: usize,
+    /// Counters.
+    pub stats: Stats,
+    budget: u64,
+    remembered: FxHashMap<(usize, u32), Shape>,
+    derivative_code: bool,
+}
+
+fn err(kind: ErrorKind) -> InterpError {
+    InterpError::new(kind)
+}
+
+impl<'p> Machine<'p> {
+    /// A fresh machine for `prog`.
+    pub fn new(prog: &'p Prog, template: Template, step_budget: u64) -> Self {
+        Machine {
+            prog,
+            mem: Memory::default(),
+            globals: vec![Slot::Unbound; prog.globals.len()],
+            frames: Vec::new(),
+            flags: Flags::PLAIN,
+            template,
+            tapes: Stacks::default(),
+            checkpoints: vec![Stacks::default(); prog.routines.len()],
+            checkpoint_total: 0,
+            stats: Stats::default(),
+            budget: step_budget,
+            remembered: FxHashMap::default(),
+            derivative_code: false,
+        }
+    }
+
+    /// The compiled program.
+    pub fn prog(&self) -> &'p Prog {
+        self.prog
+    }
+
+    /// Empties the tapes (done once before the first taping run).
+    pub fn reset_tapes(&mut self) {
+        self.tapes = Stacks::default();
+    }
+
+    /// Whether every tape and checkpoint stack is empty.
+    pub fn tapes_empty(&self) -> bool {
+        self.tapes.len() == 0 && self.checkpoints.iter().all(|c| c.len() == 0)
+    }
+
+    /// Sizes of the double and integer tapes.
+    pub fn tape_sizes(&self) -> (usize, usize) {
+        (self.tapes.real.len(), self.tapes.int.len())
+    }
+
+    /// Allocates storage outside any frame (for the harness): a scalar when
+    /// `len` is `None`, else a rank-one array with bounds `1:len`.
+    pub fn alloc(&mut self, ty: Ty, len: Option<usize>) -> Place {
+        let buf = self.mem.alloc(ty, len.unwrap_or(1), false);
+        match len {
+            None => Place {
+                buf,
+                offset: 0,
+                dims: Default::default(),
+            },
+            Some(n) => whole(buf, 0, &[(1, n as i64)]),
+        }
+    }
+
+    /// The storage of the global whose unified name is `name` (see
+    /// [`crate::compile::global_base_name`]).
+    pub fn global_place(&mut self, name: &str) -> Result<Place> {
+        let g = *self
+            .prog
+            .global_names
+            .get(&name.to_ascii_lowercase())
+            .ok_or_else(|| err(ErrorKind::Harness(format!("no global variable `{name}`"))))?;
+        match self.global_base(g, None)? {
+            Some(p) => Ok(p),
+            None => Err(err(ErrorKind::Unallocated(
+                self.prog.globals[g as usize].name.clone(),
+            ))),
+        }
+    }
+
+    /// Calls routine `routine` with the given actual arguments (position 1
+    /// first).
+    pub fn call(&mut self, routine: usize, actuals: Vec<Actual>) -> Result<()> {
+        let args = actuals
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| (i + 1, a))
+            .collect();
+        self.call_routine(routine, args)
+    }
+
+    fn step(&mut self) -> Result<()> {
+        self.stats.steps += 1;
+        if self.stats.steps > self.budget {
+            return Err(err(ErrorKind::StepBudget(self.budget)));
+        }
+        Ok(())
+    }
+
+    fn locate(&self, mut e: InterpError, line: u32) -> InterpError {
+        if e.line == 0 {
+            e.line = line;
+        }
+        if e.routine.is_none() {
+            e.routine = self
+                .frames
+                .last()
+                .map(|f| self.prog.routines[f.routine].name.clone());
+        }
+        e
+    }
+
+    fn count(&mut self, flops: u64) {
+        if self.derivative_code {
+            self.stats.flops_derivative += flops;
+        } else {
+            self.stats.flops_original += flops;
+        }
+    }
+
+    // ------------------------------------------------------------- calls
+
+    fn call_routine(&mut self, r: usize, actuals: Vec<(usize, Actual)>) -> Result<()> {
+        self.stats.calls += 1;
+        let prog = self.prog;
+        let routine = &prog.routines[r];
+        if matches!(routine.body, Body::Empty) {
+            return Err(err(ErrorKind::NoBody(routine.name.clone())));
+        }
+        let mut frame = Frame {
+            routine: r,
+            slots: vec![Slot::Unbound; routine.slots.len()],
+            written: vec![false; routine.slots.len()],
+            owned: Vec::new(),
+            copy_back: Vec::new(),
+        };
+        for (i, formal) in routine.formals.iter().enumerate() {
+            if let Some(slot) = formal {
+                frame.slots[*slot as usize] = Slot::Absent;
+            }
+            let _ = i;
+        }
+        for (pos, actual) in actuals {
+            let Some(Some(slot)) = routine.formals.get(pos - 1) else {
+                return Err(err(ErrorKind::Unsupported(format!(
+                    "a call of `{}` with an argument at position {pos}, which has no formal",
+                    routine.name
+                ))));
+            };
+            let decl = &routine.slots[*slot as usize];
+            frame.written[*slot as usize] = true;
+            frame.slots[*slot as usize] = match actual {
+                Actual::Absent => Slot::Absent,
+                Actual::Place(p) => self.bind(&mut frame, decl, p)?,
+            };
+        }
+        self.frames.push(frame);
+        let result = self.run_body(r);
+        let frame = self.frames.pop().expect("pushed above");
+        self.finish_frame(frame);
+        result
+    }
+
+    fn bind(&mut self, frame: &mut Frame, decl: &VarDecl, a: Place) -> Result<Slot> {
+        let buf_ty = self.mem.buf(a.buf).cells.ty();
+        let a = if buf_ty != decl.ty && decl.unsupported.is_none() {
+            // Without an interface the compiled code passes the storage
+            // anyway; the values seen through the dummy are the actual's
+            // converted, and derivative parts are untouched. Copy in and
+            // out through a temporary of the dummy's type.
+            let len = a.len().max(1);
+            let tmp = self.mem.alloc(decl.ty, len, decl.single);
+            let tmp_place = if a.is_scalar() {
+                Place {
+                    buf: tmp,
+                    offset: 0,
+                    dims: Default::default(),
+                }
+            } else {
+                whole(tmp, 0, &[(1, len as i64)])
+            };
+            self.copy(&a, &tmp_place);
+            frame.owned.push(tmp);
+            frame.copy_back.push((tmp_place.clone(), a));
+            tmp_place
+        } else {
+            a
+        };
+        if decl.rank == 0 {
+            if a.is_scalar() {
+                return Ok(Slot::Bound {
+                    place: a,
+                    growable: false,
+                });
+            }
+            // An array passed to a scalar dummy (no interface): the dummy
+            // is the first element, as with the compiled code.
+            if !a.is_empty() {
+                let offset = a.offset_of(0);
+                return Ok(Slot::Bound {
+                    place: Place {
+                        buf: a.buf,
+                        offset,
+                        dims: Default::default(),
+                    },
+                    growable: false,
+                });
+            }
+            return Err(err(ErrorKind::Shape(format!(
+                "an empty array passed to scalar dummy `{}`",
+                decl.name
+            ))));
+        }
+        let buf_len = self.mem.buf(a.buf).cells.len();
+        match &decl.bounds {
+            Some(bounds) => {
+                let need: usize = bounds
+                    .iter()
+                    .map(|(lo, hi)| (hi - lo + 1).max(0) as usize)
+                    .product();
+                if a.is_scalar() || a.is_contiguous() {
+                    let start = if a.is_scalar() {
+                        a.offset
+                    } else {
+                        a.offset_of(0)
+                    };
+                    if start + need > buf_len {
+                        return Err(err(ErrorKind::Shape(format!(
+                            "dummy `{}` needs {need} elements but the actual argument provides {}",
+                            decl.name,
+                            buf_len.saturating_sub(start)
+                        ))));
+                    }
+                    Ok(Slot::Bound {
+                        place: whole(a.buf, start, bounds),
+                        growable: false,
+                    })
+                } else {
+                    // Copy-in/copy-out through a contiguous temporary, as the
+                    // compiled code does for a section passed to an
+                    // explicit-shape dummy.
+                    if a.len() < need {
+                        return Err(err(ErrorKind::Shape(format!(
+                            "dummy `{}` needs {need} elements but the section has {}",
+                            decl.name,
+                            a.len()
+                        ))));
+                    }
+                    let tmp = self.mem.alloc(decl.ty, a.len(), false);
+                    let tmp_place = whole(tmp, 0, &[(1, a.len() as i64)]);
+                    self.copy(&a, &tmp_place);
+                    frame.owned.push(tmp);
+                    frame.copy_back.push((tmp_place, a));
+                    Ok(Slot::Bound {
+                        place: whole(tmp, 0, bounds),
+                        growable: false,
+                    })
+                }
+            }
+            None => {
+                if a.is_scalar() {
+                    // Sequence association: an element passed to an array
+                    // dummy of unknown size sees the rest of the storage.
+                    if decl.rank != 1 {
+                        return Err(err(ErrorKind::Shape(format!(
+                            "an array element passed to rank-{} dummy `{}` without declared bounds",
+                            decl.rank, decl.name
+                        ))));
+                    }
+                    return Ok(Slot::Bound {
+                        place: whole(a.buf, a.offset, &[(1, (buf_len - a.offset) as i64)]),
+                        growable: false,
+                    });
+                }
+                if a.dims.len() == decl.rank {
+                    let mut place = a;
+                    for d in place.dims.iter_mut() {
+                        d.lo = 1;
+                    }
+                    return Ok(Slot::Bound {
+                        place,
+                        growable: false,
+                    });
+                }
+                if decl.rank == 1 && a.is_contiguous() {
+                    let start = a.offset_of(0);
+                    return Ok(Slot::Bound {
+                        place: whole(a.buf, start, &[(1, a.len() as i64)]),
+                        growable: false,
+                    });
+                }
+                Err(err(ErrorKind::Shape(format!(
+                    "a rank-{} array passed to rank-{} dummy `{}`",
+                    a.dims.len(),
+                    decl.rank,
+                    decl.name
+                ))))
+            }
+        }
+    }
+
+    fn copy(&mut self, from: &Place, to: &Place) {
+        let src: Vec<usize> = from.offsets().collect();
+        for (s, t) in src.into_iter().zip(to.offsets()) {
+            let v = self.mem.get(from.buf, s);
+            let d = self.mem.get_d(from.buf, s);
+            let _ = self.mem.set(to.buf, t, &v);
+            self.mem.set_d(to.buf, t, d);
+        }
+    }
+
+    fn finish_frame(&mut self, frame: Frame) {
+        for (tmp, actual) in &frame.copy_back {
+            self.copy(tmp, actual);
+        }
+        let routine = &self.prog.routines[frame.routine];
+        for (i, slot) in frame.slots.iter().enumerate() {
+            if let Slot::Bound {
+                place,
+                growable: true,
+            } = slot
+            {
+                if routine.slots[i].bounds.is_none() {
+                    self.remembered
+                        .insert((frame.routine, i as u32), place.shape());
+                }
+            }
+        }
+        for b in frame.owned {
+            self.mem.release(b);
+        }
+    }
+
+    fn run_body(&mut self, r: usize) -> Result<()> {
+        let routine = &self.prog.routines[r];
+        match &routine.body {
+            Body::Empty => Err(err(ErrorKind::NoBody(routine.name.clone()))),
+            Body::Plain(g) => self.run_cfg(g),
+            Body::Template(_) => match self.template {
+                Template::Split => {
+                    let f = self.flags;
+                    if f.plain {
+                        self.run_placeholder(r, 1)?;
+                    }
+                    if f.tape {
+                        self.run_placeholder(r, 2)?;
+                    }
+                    if f.adjoint {
+                        self.run_placeholder(r, 3)?;
+                    }
+                    Ok(())
+                }
+                Template::Joint => {
+                    if self.flags.arg_store {
+                        self.run_placeholder(r, 4)?;
+                    }
+                    if self.flags.arg_restore {
+                        self.run_placeholder(r, 6)?;
+                    }
+                    if self.flags.plain {
+                        let saved = self.flags;
+                        self.flags.arg_store = false;
+                        self.run_placeholder(r, 1)?;
+                        self.flags = saved;
+                    }
+                    if self.flags.tape {
+                        self.flags = Flags {
+                            arg_store: true,
+                            plain: true,
+                            ..Flags::NONE
+                        };
+                        self.run_placeholder(r, 2)?;
+                        self.flags = Flags {
+                            adjoint: true,
+                            ..Flags::NONE
+                        };
+                    }
+                    if self.flags.adjoint {
+                        let restore_tape = Flags {
+                            arg_restore: true,
+                            tape: true,
+                            ..Flags::NONE
+                        };
+                        self.flags = restore_tape;
+                        self.run_placeholder(r, 3)?;
+                        self.flags = restore_tape;
+                    }
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    fn run_placeholder(&mut self, r: usize, ph: u32) -> Result<()> {
+        match self.prog.routines[r].placeholder(ph) {
+            Some(g) => self.run_cfg(g),
+            None => Ok(()),
+        }
+    }
+
+    // ------------------------------------------------------ control flow
+
+    fn run_cfg(&mut self, g: &'p CCfg) -> Result<()> {
+        let mut loops: Vec<Option<LoopState>> = Vec::new();
+        let mut v = g.entry;
+        let mut from_back = false;
+        loop {
+            self.step()?;
+            let vertex = &g.vertices[v];
+            let next = match &vertex.kind {
+                VKind::Exit => return Ok(()),
+                VKind::Entry | VKind::Pass => self.single(vertex)?,
+                VKind::EndLoop => {
+                    let next = self.single(vertex)?;
+                    v = next;
+                    from_back = true;
+                    continue;
+                }
+                VKind::Block(stmts) => {
+                    for s in stmts {
+                        self.exec(s)?;
+                    }
+                    self.single(vertex)?
+                }
+                VKind::Branch(c) => {
+                    let value = self.eval(c).map_err(|e| self.locate(e, vertex.line))?;
+                    let selector = match value.scalar() {
+                        Some(Scalar::Bool(b)) => *b as i64,
+                        Some(Scalar::Int(i)) => *i,
+                        _ => {
+                            return Err(self.locate(
+                                err(ErrorKind::Type(
+                                    "a branch condition that is neither logical nor integer".into(),
+                                )),
+                                vertex.line,
+                            ))
+                        }
+                    };
+                    self.pick(vertex, selector)?
+                }
+                VKind::Pre(c) => {
+                    let go = self.truth(c, vertex.line)?;
+                    self.loop_edge(vertex, go)?
+                }
+                VKind::Post(c) => {
+                    let go = if from_back {
+                        self.truth(c, vertex.line)?
+                    } else {
+                        true
+                    };
+                    self.loop_edge(vertex, go)?
+                }
+                VKind::For {
+                    init,
+                    cond,
+                    update,
+                    do_loop,
+                } => {
+                    if loops.len() < g.vertices.len() {
+                        loops.resize(g.vertices.len(), None);
+                    }
+                    let go = self
+                        .for_loop(
+                            &mut loops[v],
+                            from_back,
+                            init.as_deref(),
+                            cond,
+                            update.as_deref(),
+                            do_loop.as_deref(),
+                        )
+                        .map_err(|e| self.locate(e, vertex.line))?;
+                    self.loop_edge(vertex, go)?
+                }
+                VKind::Refuse(kind) => return Err(self.locate(err(kind.clone()), vertex.line)),
+            };
+            v = next;
+            from_back = false;
+        }
+    }
+
+    fn for_loop(
+        &mut self,
+        state: &mut Option<LoopState>,
+        from_back: bool,
+        init: Option<&'p CStmt>,
+        cond: &'p CExpr,
+        update: Option<&'p CStmt>,
+        do_loop: Option<&'p DoLoop>,
+    ) -> Result<bool> {
+        if !from_back {
+            *state = None;
+            if let Some(i) = init {
+                self.exec(i)?;
+            }
+            if let Some(d) = do_loop {
+                let lo = self.eval(&CExpr::Ref(Box::new(d.var.clone())))?;
+                let hi = self.eval(&d.hi)?;
+                let st = self.eval(&d.step)?;
+                if let (Some(Scalar::Int(lo)), Some(Scalar::Int(hi)), Some(Scalar::Int(st))) =
+                    (lo.scalar(), hi.scalar(), st.scalar())
+                {
+                    let step = if d.negate { -st } else { *st };
+                    if step == 0 {
+                        return Err(err(ErrorKind::ZeroStep));
+                    }
+                    let trip = ((hi - lo + step) / step).max(0);
+                    *state = Some(LoopState {
+                        remaining: trip,
+                        step,
+                    });
+                }
+            }
+        } else if let (Some(s), Some(d)) = (state.as_ref(), do_loop) {
+            let step = s.step;
+            let place = self.place(&d.var, None)?;
+            let cur = self.mem.get(place.buf, place.offset).as_int().unwrap_or(0);
+            self.mem
+                .set(place.buf, place.offset, &Scalar::Int(cur + step));
+        } else if let Some(u) = update {
+            self.exec(u)?;
+        }
+        match state {
+            Some(s) => {
+                if s.remaining > 0 {
+                    s.remaining -= 1;
+                    Ok(true)
+                } else {
+                    Ok(false)
+                }
+            }
+            None => {
+                let v = self.eval(cond)?;
+                v.scalar().and_then(Scalar::as_bool).ok_or_else(|| {
+                    err(ErrorKind::Type(
+                        "a loop condition that is not logical".into(),
+                    ))
+                })
+            }
+        }
+    }
+
+    fn truth(&mut self, c: &'p CExpr, line: u32) -> Result<bool> {
+        let v = self.eval(c).map_err(|e| self.locate(e, line))?;
+        v.scalar().and_then(Scalar::as_bool).ok_or_else(|| {
+            self.locate(
+                err(ErrorKind::Type("a condition that is not logical".into())),
+                line,
+            )
+        })
+    }
+
+    fn single(&self, v: &CVertex) -> Result<usize> {
+        v.succ.first().map(|(_, t)| *t).ok_or_else(|| {
+            self.locate(
+                err(ErrorKind::Unsupported(
+                    "a control flow vertex without successor".into(),
+                )),
+                v.line,
+            )
+        })
+    }
+
+    fn pick(&self, v: &CVertex, selector: i64) -> Result<usize> {
+        if let Some((_, t)) = v.succ.iter().find(|(c, _)| *c == Some(selector)) {
+            return Ok(*t);
+        }
+        if let Some((_, t)) = v.succ.iter().find(|(c, _)| c.is_none()) {
+            return Ok(*t);
+        }
+        Err(self.locate(err(ErrorKind::NoEdge(selector)), v.line))
+    }
+
+    fn loop_edge(&self, v: &CVertex, go: bool) -> Result<usize> {
+        let found = if go {
+            v.succ.iter().find(|(c, _)| *c == Some(1))
+        } else {
+            v.succ.iter().find(|(c, _)| *c != Some(1))
+        };
+        found
+            .map(|(_, t)| *t)
+            .ok_or_else(|| self.locate(err(ErrorKind::NoEdge(go as i64)), v.line))
+    }
+
+    // -------------------------------------------------------- statements
+
+    fn exec(&mut self, s: &'p CStmt) -> Result<()> {
+        self.step()?;
+        self.derivative_code = s.derivative;
+        let result = match &s.kind {
+            SKind::Nop => Ok(()),
+            SKind::Refuse(kind) => Err(err(kind.clone())),
+            SKind::Assign { lhs, rhs } => self.assign(lhs, rhs),
+            SKind::Call { target, args } => self.exec_call(target, args),
+            SKind::Inline { op, args } => self.inline(*op, args),
+            SKind::Prop(entries) => entries.iter().try_for_each(|e| self.prop(e)),
+        };
+        result.map_err(|e| self.locate(e, s.line))
+    }
+
+    fn assign(&mut self, lhs: &'p CRef, rhs: &'p CExpr) -> Result<()> {
+        let value = self.eval(rhs)?;
+        let place = self.place(lhs, Some(&value.shape()))?;
+        if !lhs.deriv {
+            self.note_write(lhs);
+        }
+        self.write(&place, &value, lhs.deriv, &lhs.name)
+    }
+
+    fn exec_call(
+        &mut self,
+        target: &'p std::result::Result<usize, String>,
+        args: &'p [(usize, CArg)],
+    ) -> Result<()> {
+        let callee = match target {
+            Ok(c) => *c,
+            Err(name) => return Err(err(ErrorKind::NoBody(name.clone()))),
+        };
+        let routine = &self.prog.routines[callee];
+        let mut actuals = Vec::with_capacity(args.len());
+        let mut temps = Vec::new();
+        for (pos, a) in args {
+            match a {
+                CArg::Ref(r) => {
+                    let place = self.place(r, None)?;
+                    // The callee may define it.
+                    self.note_write(r);
+                    actuals.push((*pos, Actual::Place(place)))
+                }
+                CArg::Const(c) => {
+                    let ty = routine
+                        .formals
+                        .get(pos - 1)
+                        .copied()
+                        .flatten()
+                        .map(|s| routine.slots[s as usize].ty)
+                        .unwrap_or(c.ty());
+                    let buf = self.mem.alloc(ty, 1, false);
+                    self.mem.set(buf, 0, c).ok_or_else(|| {
+                        err(ErrorKind::Type(format!(
+                            "constant {c:?} passed as {}",
+                            ty.name()
+                        )))
+                    })?;
+                    temps.push(buf);
+                    actuals.push((
+                        *pos,
+                        Actual::Place(Place {
+                            buf,
+                            offset: 0,
+                            dims: Default::default(),
+                        }),
+                    ));
+                }
+            }
+        }
+        let result = self.call_routine(callee, actuals);
+        for b in temps {
+            self.mem.release(b);
+        }
+        result
+    }
+
+    // ------------------------------------------------------- expressions
+
+    /// Evaluates an expression.
+    fn eval(&mut self, e: &CExpr) -> Result<Value> {
+        match e {
+            CExpr::Const(c) => Ok(Value::Scalar(c.clone())),
+            CExpr::Ref(r) => {
+                if !r.deriv {
+                    self.check_read(r)?;
+                }
+                let place = self.place(r, None)?;
+                Ok(self.read(&place, r.deriv))
+            }
+            CExpr::Op(op, args) => {
+                let mut values = Vec::with_capacity(args.len());
+                for a in args {
+                    values.push(self.eval(a)?);
+                }
+                let v = intrinsics::apply(*op, &values).map_err(err)?;
+                let per = intrinsics::flops(*op);
+                if per > 0 && !v.is_empty() && matches!(v.elem(0), Scalar::Real(_)) {
+                    self.count(per * v.len() as u64);
+                }
+                Ok(v)
+            }
+            CExpr::Inquiry(q, r, rest) => self.inquiry(*q, r, rest),
+            CExpr::Refuse(kind) => Err(err(kind.clone())),
+        }
+    }
+
+    fn inquiry(&mut self, q: Inquiry, r: &CRef, rest: &[CExpr]) -> Result<Value> {
+        if q == Inquiry::Present {
+            return Ok(Value::bool(!matches!(
+                self.base_slot(r)?,
+                Some(Slot::Absent)
+            )));
+        }
+        if q == Inquiry::Allocated {
+            let base = self.base(r, None)?;
+            return Ok(Value::bool(base.is_some()));
+        }
+        let place = self.place(r, None)?;
+        if q == Inquiry::Len {
+            let v = self.read(&place, false);
+            return match v.elem(0) {
+                Scalar::Str(s) => Ok(Value::int(s.chars().count() as i64)),
+                _ => Err(err(ErrorKind::Type("len of a non-string".into()))),
+            };
+        }
+        let dim =
+            match rest.first() {
+                Some(d) => Some(self.eval(d)?.scalar().and_then(Scalar::as_int).ok_or_else(
+                    || {
+                        err(ErrorKind::Type(
+                            "a DIM argument that is not an integer".into(),
+                        ))
+                    },
+                )?),
+                None => None,
+            };
+        let per_dim = |d: &Dim| -> i64 {
+            match q {
+                Inquiry::Size => d.n as i64,
+                Inquiry::Lbound => d.lo,
+                _ => d.hi(),
+            }
+        };
+        match dim {
+            Some(k) => {
+                let d = place.dims.get((k - 1).max(0) as usize).ok_or_else(|| {
+                    err(ErrorKind::Shape(format!(
+                        "DIM={k} of a rank-{} array",
+                        place.dims.len()
+                    )))
+                })?;
+                Ok(Value::int(per_dim(d)))
+            }
+            None if q == Inquiry::Size => Ok(Value::int(place.len() as i64)),
+            None => Ok(Value::Array {
+                shape: Shape::from_slice(&[place.dims.len()]),
+                data: place.dims.iter().map(|d| Scalar::Int(per_dim(d))).collect(),
+            }),
+        }
+    }
+
+    fn read(&self, place: &Place, deriv: bool) -> Value {
+        let get = |off: usize| {
+            if deriv {
+                Scalar::Real(self.mem.get_d(place.buf, off))
+            } else {
+                self.mem.get(place.buf, off)
+            }
+        };
+        if place.is_scalar() {
+            Value::Scalar(get(place.offset))
+        } else {
+            Value::Array {
+                shape: place.shape(),
+                data: place.offsets().map(get).collect(),
+            }
+        }
+    }
+
+    fn write(&mut self, place: &Place, v: &Value, deriv: bool, name: &str) -> Result<()> {
+        let n = place.len();
+        let m = v.len();
+        if (m != 1 && m != n) || (place.is_scalar() && m != 1) {
+            return Err(err(ErrorKind::Shape(format!(
+                "assigning {m} elements to `{name}` which has {n}"
+            ))));
+        }
+        let offsets: Vec<usize> = if place.is_scalar() {
+            vec![place.offset]
+        } else {
+            place.offsets().collect()
+        };
+        for (i, off) in offsets.into_iter().enumerate() {
+            let s = v.elem(if m == 1 { 0 } else { i });
+            if deriv {
+                let x = s.as_real().ok_or_else(|| {
+                    err(ErrorKind::Type(format!("a {} derivative", s.ty().name())))
+                })?;
+                self.mem.set_d(place.buf, off, x);
+            } else {
+                let ty = self.mem.buf(place.buf).cells.ty();
+                self.mem.set(place.buf, off, s).ok_or_else(|| {
+                    err(ErrorKind::Type(format!(
+                        "cannot assign a {} to `{name}` of type {}",
+                        s.ty().name(),
+                        ty.name()
+                    )))
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    // --------------------------------------------------------- places
+
+    fn frame_index(&self, loc: Loc) -> Result<Option<(usize, u32)>> {
+        match loc {
+            Loc::Local(slot) => Ok(Some((self.frames.len() - 1, slot))),
+            Loc::Global(_) => Ok(None),
+            Loc::Host { routine, slot } => self
+                .frames
+                .iter()
+                .rposition(|f| f.routine == routine as usize)
+                .map(|i| Some((i, slot)))
+                .ok_or_else(|| {
+                    err(ErrorKind::Unsupported(
+                        "a host variable without an active host".into(),
+                    ))
+                }),
+        }
+    }
+
+    fn base_slot(&self, r: &CRef) -> Result<Option<&Slot>> {
+        if let Loc::Global(g) = r.loc {
+            return Ok(self.globals.get(g as usize));
+        }
+        let (f, slot) = self.frame_index(r.loc)?.expect("not a global");
+        Ok(self.frames[f].slots.get(slot as usize))
+    }
+
+    /// Records that a translated statement gives `r` a value.
+    fn note_write(&mut self, r: &CRef) {
+        if let Loc::Local(slot) = r.loc {
+            if let Some(f) = self.frames.last_mut() {
+                if let Some(w) = f.written.get_mut(slot as usize) {
+                    *w = true;
+                }
+            }
+        }
+    }
+
+    /// Refuses to read a local that only a dropped store could have set.
+    fn check_read(&self, r: &CRef) -> Result<()> {
+        let Loc::Local(slot) = r.loc else {
+            return Ok(());
+        };
+        let Some(f) = self.frames.last() else {
+            return Ok(());
+        };
+        let Some((marker, line)) = &self.prog.routines[f.routine].dropped_store else {
+            return Ok(());
+        };
+        if f.written.get(slot as usize) == Some(&false) {
+            return Err(err(ErrorKind::UntranslatedStatement(format!(
+                "`{}` is read but no translated statement assigns it; its value comes from a store the XAIF does not carry (the marker {marker} at line {line})",
+                r.name
+            ))));
+        }
+        Ok(())
+    }
+
+    fn decl_of(&self, loc: Loc) -> Result<&'p VarDecl> {
+        let prog = self.prog;
+        match loc {
+            Loc::Global(g) => prog.globals.get(g as usize).ok_or_else(|| {
+                err(ErrorKind::Unsupported(
+                    "a reference to an unknown symbol".into(),
+                ))
+            }),
+            Loc::Local(slot) => {
+                let f = self.frames.last().expect("inside a routine");
+                Ok(&prog.routines[f.routine].slots[slot as usize])
+            }
+            Loc::Host { routine, slot } => {
+                Ok(&prog.routines[routine as usize].slots[slot as usize])
+            }
+        }
+    }
+
+    fn slot_mut(&mut self, loc: Loc) -> Result<&mut Slot> {
+        match loc {
+            Loc::Global(g) => Ok(&mut self.globals[g as usize]),
+            _ => {
+                let (f, slot) = self.frame_index(loc)?.expect("not a global");
+                Ok(&mut self.frames[f].slots[slot as usize])
+            }
+        }
+    }
+
+    fn global_base(&mut self, g: u32, hint: Option<&Shape>) -> Result<Option<Place>> {
+        let r = CRef {
+            loc: Loc::Global(g),
+            subs: Vec::new(),
+            deriv: false,
+            name: Rc::from(self.prog.globals[g as usize].name.as_str()),
+        };
+        self.base(&r, hint)
+    }
+
+    /// The whole-variable place of `r`, allocating a local or global on
+    /// first use; `None` when it has no shape yet. `alloc_shape` gives the
+    /// shape to allocate an unshaped array with (realloc on assignment).
+    fn base(&mut self, r: &CRef, alloc_shape: Option<&Shape>) -> Result<Option<Place>> {
+        let decl = self.decl_of(r.loc)?;
+        if let Some(u) = decl.unsupported {
+            return Err(err(ErrorKind::Unsupported(format!(
+                "variable `{}` of type {u}",
+                decl.name
+            ))));
+        }
+        let remembered = match r.loc {
+            Loc::Local(slot) => {
+                let f = self.frames.last().expect("inside a routine");
+                self.remembered.get(&(f.routine, slot)).cloned()
+            }
+            _ => None,
+        };
+        let owner_frame = match r.loc {
+            Loc::Global(_) => None,
+            loc => self.frame_index(loc)?.map(|(f, _)| f),
+        };
+        let slot = self.slot_mut(r.loc)?.clone();
+        match slot {
+            Slot::Bound { place, .. } => Ok(Some(place)),
+            Slot::Absent => Err(err(ErrorKind::Unsupported(format!(
+                "use of optional argument `{}`, which is not present",
+                decl.name
+            )))),
+            Slot::Unbound => {
+                let (bounds, growable) = match (&decl.bounds, remembered, alloc_shape) {
+                    (Some(b), _, _) => (b.clone(), false),
+                    (None, Some(shape), _) => {
+                        (shape.iter().map(|&n| (1, n as i64)).collect(), true)
+                    }
+                    (None, None, Some(shape)) if shape.len() == decl.rank => {
+                        (shape.iter().map(|&n| (1, n as i64)).collect(), true)
+                    }
+                    _ => return Ok(None),
+                };
+                let len: usize = bounds
+                    .iter()
+                    .map(|(lo, hi)| (hi - lo + 1).max(0) as usize)
+                    .product();
+                let buf = self.mem.alloc(decl.ty, len, decl.single);
+                let place = if decl.rank == 0 {
+                    Place {
+                        buf,
+                        offset: 0,
+                        dims: Default::default(),
+                    }
+                } else {
+                    whole(buf, 0, &bounds)
+                };
+                if let Some(f) = owner_frame {
+                    self.frames[f].owned.push(buf);
+                }
+                *self.slot_mut(r.loc)? = Slot::Bound {
+                    place: place.clone(),
+                    growable,
+                };
+                Ok(Some(place))
+            }
+        }
+    }
+
+    fn subscripts(&mut self, r: &CRef) -> Result<Vec<SubVal>> {
+        let mut out = Vec::with_capacity(r.subs.len());
+        let int = |m: &mut Self, e: &CExpr| -> Result<i64> {
+            m.eval(e)?.scalar().and_then(Scalar::as_int).ok_or_else(|| {
+                err(ErrorKind::Type(format!(
+                    "a subscript of `{}` that is not an integer",
+                    r.name
+                )))
+            })
+        };
+        for s in &r.subs {
+            out.push(match s {
+                CSub::Index(e) => SubVal::Index(int(self, e)?),
+                CSub::Range(lo, hi, st) => {
+                    let lo = match lo {
+                        Some(e) => Some(int(self, e)?),
+                        None => None,
+                    };
+                    let hi = match hi {
+                        Some(e) => Some(int(self, e)?),
+                        None => None,
+                    };
+                    let st = match st {
+                        Some(e) => int(self, e)?,
+                        None => 1,
+                    };
+                    SubVal::Range(lo, hi, st)
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    /// The place `r` denotes. With `write_shape`, an unshaped rank-one array
+    /// is given (or grown to) the shape the write needs.
+    fn place(&mut self, r: &CRef, write_shape: Option<&Shape>) -> Result<Place> {
+        let subs = self.subscripts(r)?;
+        let needed_hi = |subs: &[SubVal]| -> Option<i64> {
+            match subs {
+                [SubVal::Index(i)] => Some(*i),
+                [SubVal::Range(lo, Some(hi), st)] => {
+                    Some(if *st > 0 { *hi } else { lo.unwrap_or(*hi) })
+                }
+                _ => None,
+            }
+        };
+        let alloc_shape: Option<Shape> = match write_shape {
+            Some(s) if subs.is_empty() => Some(s.clone()),
+            Some(_) => needed_hi(&subs).map(|hi| Shape::from_slice(&[hi.max(0) as usize])),
+            None => None,
+        };
+        let base = match self.base(r, alloc_shape.as_ref())? {
+            Some(p) => p,
+            None => return Err(err(ErrorKind::Unallocated(r.name.to_string()))),
+        };
+        // Grow a lazily shaped rank-one array written beyond its end.
+        let base = match (write_shape, needed_hi(&subs), self.slot_mut(r.loc)?.clone()) {
+            (
+                Some(_),
+                Some(hi),
+                Slot::Bound {
+                    place,
+                    growable: true,
+                },
+            ) if place.dims.len() == 1 && hi > place.dims[0].hi() => {
+                let n = (hi - place.dims[0].lo + 1) as usize;
+                self.mem.grow(place.buf, place.offset + n);
+                let mut grown = place.clone();
+                grown.dims[0].n = n;
+                *self.slot_mut(r.loc)? = Slot::Bound {
+                    place: grown.clone(),
+                    growable: true,
+                };
+                grown
+            }
+            _ => base,
+        };
+        if subs.is_empty() {
+            return Ok(base);
+        }
+        if subs.len() != base.dims.len() {
+            return Err(err(ErrorKind::Shape(format!(
+                "`{}` has rank {} but {} subscripts",
+                r.name,
+                base.dims.len(),
+                subs.len()
+            ))));
+        }
+        let mut offset = base.offset as isize;
+        let mut dims = smallvec::SmallVec::new();
+        for (k, (s, d)) in subs.iter().zip(&base.dims).enumerate() {
+            let check = |i: i64| -> Result<()> {
+                if i < d.lo || i > d.hi() {
+                    Err(err(ErrorKind::OutOfBounds {
+                        index: i,
+                        lo: d.lo,
+                        hi: d.hi(),
+                        dim: k + 1,
+                    }))
+                } else {
+                    Ok(())
+                }
+            };
+            match *s {
+                SubVal::Index(i) => {
+                    check(i)?;
+                    offset += (i - d.lo) as isize * d.stride;
+                }
+                SubVal::Range(lo, hi, st) => {
+                    if st == 0 {
+                        return Err(err(ErrorKind::ZeroStep));
+                    }
+                    let lo = lo.unwrap_or(d.lo);
+                    let hi = hi.unwrap_or(d.hi());
+                    let count = ((hi - lo + st) / st).max(0);
+                    if count > 0 {
+                        check(lo)?;
+                        check(lo + (count - 1) * st)?;
+                    }
+                    offset += (lo - d.lo) as isize * d.stride;
+                    dims.push(Dim {
+                        lo: 1,
+                        n: count as usize,
+                        stride: d.stride * st as isize,
+                    });
+                }
+            }
+        }
+        Ok(Place {
+            buf: base.buf,
+            offset: offset.max(0) as usize,
+            dims,
+        })
+    }
+
+    // ------------------------------------------------------------- derivatives
+
+    fn derivs(&self, p: &Place) -> Vec<f64> {
+        if p.is_scalar() {
+            vec![self.mem.get_d(p.buf, p.offset)]
+        } else {
+            p.offsets().map(|o| self.mem.get_d(p.buf, o)).collect()
+        }
+    }
+
+    fn offsets(p: &Place) -> Vec<usize> {
+        if p.is_scalar() {
+            vec![p.offset]
+        } else {
+            p.offsets().collect()
+        }
+    }
+
+    fn conform(n: usize, m: usize, what: &str) -> Result<()> {
+        if m == 1 || m == n {
+            Ok(())
+        } else {
+            Err(err(ErrorKind::Shape(format!(
+                "{what}: {m} elements for a target of {n}"
+            ))))
+        }
+    }
+
+    /// tgt.d := f(tgt.d, src.d) element-wise, src broadcast.
+    fn update_derivs(
+        &mut self,
+        tgt: &Place,
+        src: &[f64],
+        f: impl Fn(f64, f64) -> f64,
+        what: &str,
+    ) -> Result<()> {
+        let offs = Self::offsets(tgt);
+        Self::conform(offs.len(), src.len(), what)?;
+        for (i, off) in offs.into_iter().enumerate() {
+            let s = src[if src.len() == 1 { 0 } else { i }];
+            let t = self.mem.get_d(tgt.buf, off);
+            self.mem.set_d(tgt.buf, off, f(t, s));
+        }
+        Ok(())
+    }
+
+    fn prop(&mut self, e: &'p CProp) -> Result<()> {
+        match e {
+            CProp::Set(t, s) | CProp::SetNeg(t, s) | CProp::Inc(t, s) | CProp::Dec(t, s) => {
+                let sp = self.place(s, None)?;
+                let src = self.derivs(&sp);
+                let tp = self.place(t, None)?;
+                let n = src.len().max(tp.len()) as u64;
+                match e {
+                    CProp::Set(..) => self.update_derivs(&tp, &src, |_, s| s, "SetDeriv"),
+                    CProp::SetNeg(..) => self.update_derivs(&tp, &src, |_, s| -s, "SetNegDeriv"),
+                    CProp::Inc(..) => {
+                        self.count(n);
+                        self.update_derivs(&tp, &src, |t, s| t + s, "IncDeriv")
+                    }
+                    _ => {
+                        self.count(n);
+                        self.update_derivs(&tp, &src, |t, s| t - s, "DecDeriv")
+                    }
+                }
+            }
+            CProp::Sax {
+                terms,
+                y,
+                accumulate,
+            } => {
+                let yp = self.place(y, None)?;
+                let n = yp.len().max(1);
+                let mut acc = vec![0.0; n];
+                for (a, x) in terms {
+                    let av = self.eval(a)?;
+                    let xp = self.place(x, None)?;
+                    let xd = self.derivs(&xp);
+                    Self::conform(n, av.len(), "Sax factor")?;
+                    Self::conform(n, xd.len(), "Sax operand")?;
+                    for (i, slot) in acc.iter_mut().enumerate() {
+                        let a = av
+                            .elem(if av.len() == 1 { 0 } else { i })
+                            .as_real()
+                            .ok_or_else(|| {
+                                err(ErrorKind::Type("a non-numeric Sax factor".into()))
+                            })?;
+                        *slot += a * xd[if xd.len() == 1 { 0 } else { i }];
+                    }
+                    self.count(2 * n as u64);
+                }
+                if *accumulate {
+                    self.update_derivs(&yp, &acc, |t, s| t + s, "Saxpy")
+                } else {
+                    self.update_derivs(&yp, &acc, |_, s| s, "Sax")
+                }
+            }
+            CProp::Zero(x) => {
+                let p = self.place(x, None)?;
+                self.update_derivs(&p, &[0.0], |_, s| s, "ZeroDeriv")
+            }
+        }
+    }
+
+    // -------------------------------------------------------- inlinable calls
+
+    fn arg_place(&mut self, args: &'p [CArg], k: usize, op: InlineOp) -> Result<Place> {
+        match args.get(k) {
+            Some(CArg::Ref(r)) => {
+                if matches!(
+                    op,
+                    InlineOp::Pop(_) | InlineOp::CpRestore { deriv: false, .. } | InlineOp::Convert
+                ) && k == 0
+                {
+                    self.note_write(r);
+                }
+                self.place(r, None)
+            }
+            Some(CArg::Const(_)) => Err(err(ErrorKind::Unsupported(format!(
+                "{op:?} with a constant where a variable is required"
+            )))),
+            None => Err(err(ErrorKind::Unsupported(format!(
+                "{op:?} with {} arguments",
+                args.len()
+            )))),
+        }
+    }
+
+    fn arg_value(&mut self, args: &'p [CArg], k: usize, op: InlineOp) -> Result<Value> {
+        match args.get(k) {
+            Some(CArg::Ref(r)) => {
+                self.check_read(r)?;
+                let p = self.place(r, None)?;
+                Ok(self.read(&p, false))
+            }
+            Some(CArg::Const(c)) => Ok(Value::Scalar(c.clone())),
+            None => Err(err(ErrorKind::Unsupported(format!(
+                "{op:?} with {} arguments",
+                args.len()
+            )))),
+        }
+    }
+
+    fn inline(&mut self, op: InlineOp, args: &'p [CArg]) -> Result<()> {
+        match op {
+            InlineOp::Push(ty) => {
+                let v = self.arg_value(args, 0, op)?;
+                let n = v.len();
+                for i in 0..n {
+                    let s = v.elem(i);
+                    match ty {
+                        Ty::Real => self
+                            .tapes
+                            .real
+                            .push(s.as_real().ok_or_else(|| {
+                                err(ErrorKind::Type("push of a non-real".into()))
+                            })?),
+                        Ty::Int => self.tapes.int.push(s.as_int().ok_or_else(|| {
+                            err(ErrorKind::Type("push_i of a non-integer".into()))
+                        })?),
+                        Ty::Bool => self.tapes.bool.push(s.as_bool().ok_or_else(|| {
+                            err(ErrorKind::Type("push_b of a non-logical".into()))
+                        })?),
+                        Ty::Str => match s {
+                            Scalar::Str(x) => self.tapes.str.push(x.clone()),
+                            _ => return Err(err(ErrorKind::Type("push_s of a non-string".into()))),
+                        },
+                    }
+                }
+                let n = n as u64;
+                match ty {
+                    Ty::Real => {
+                        self.stats.doubles_pushed += n;
+                        self.stats.peak_double_tape = self
+                            .stats
+                            .peak_double_tape
+                            .max(self.tapes.real.len() as u64);
+                    }
+                    Ty::Int => {
+                        self.stats.integers_pushed += n;
+                        self.stats.peak_integer_tape = self
+                            .stats
+                            .peak_integer_tape
+                            .max(self.tapes.int.len() as u64);
+                    }
+                    Ty::Bool => self.stats.logicals_pushed += n,
+                    Ty::Str => self.stats.strings_pushed += n,
+                }
+                Ok(())
+            }
+            InlineOp::Pop(ty) => {
+                let p = self.arg_place(args, 0, op)?;
+                let offs = Self::offsets(&p);
+                let n = offs.len();
+                let have = match ty {
+                    Ty::Real => self.tapes.real.len(),
+                    Ty::Int => self.tapes.int.len(),
+                    Ty::Bool => self.tapes.bool.len(),
+                    Ty::Str => self.tapes.str.len(),
+                };
+                if have < n {
+                    return Err(err(ErrorKind::Underflow(format!("the {} tape", ty.name()))));
+                }
+                let start = have - n;
+                for (i, off) in offs.into_iter().enumerate() {
+                    let s = match ty {
+                        Ty::Real => Scalar::Real(self.tapes.real[start + i]),
+                        Ty::Int => Scalar::Int(self.tapes.int[start + i]),
+                        Ty::Bool => Scalar::Bool(self.tapes.bool[start + i]),
+                        Ty::Str => Scalar::Str(self.tapes.str[start + i].clone()),
+                    };
+                    self.mem.set(p.buf, off, &s).ok_or_else(|| {
+                        err(ErrorKind::Type(format!(
+                            "pop of a {} into a different type",
+                            ty.name()
+                        )))
+                    })?;
+                }
+                match ty {
+                    Ty::Real => self.tapes.real.truncate(start),
+                    Ty::Int => self.tapes.int.truncate(start),
+                    Ty::Bool => self.tapes.bool.truncate(start),
+                    Ty::Str => self.tapes.str.truncate(start),
+                }
+                Ok(())
+            }
+            InlineOp::Saxpy => {
+                let a = self.arg_value(args, 0, op)?;
+                let xp = self.arg_place(args, 1, op)?;
+                let xd = self.derivs(&xp);
+                let yp = self.arg_place(args, 2, op)?;
+                let n = yp.len().max(1);
+                Self::conform(n, a.len(), "Saxpy factor")?;
+                Self::conform(n, xd.len(), "Saxpy operand")?;
+                let mut add = Vec::with_capacity(n);
+                for i in 0..n {
+                    let ai = a
+                        .elem(if a.len() == 1 { 0 } else { i })
+                        .as_real()
+                        .ok_or_else(|| err(ErrorKind::Type("a non-numeric Saxpy factor".into())))?;
+                    add.push(ai * xd[if xd.len() == 1 { 0 } else { i }]);
+                }
+                self.count(2 * n as u64);
+                self.update_derivs(&yp, &add, |t, s| t + s, "Saxpy")
+            }
+            InlineOp::IncDeriv | InlineOp::DecDeriv => {
+                let xp = self.arg_place(args, 0, op)?;
+                let xd = self.derivs(&xp);
+                let yp = self.arg_place(args, 1, op)?;
+                self.count(yp.len().max(1) as u64);
+                if op == InlineOp::IncDeriv {
+                    self.update_derivs(&yp, &xd, |t, s| t + s, "IncDeriv")
+                } else {
+                    self.update_derivs(&yp, &xd, |t, s| t - s, "DecDeriv")
+                }
+            }
+            InlineOp::ZeroDeriv => {
+                let p = self.arg_place(args, 0, op)?;
+                self.update_derivs(&p, &[0.0], |_, s| s, "ZeroDeriv")
+            }
+            InlineOp::CpStore { ty, deriv } => {
+                let p = self.arg_place(args, 0, op)?;
+                let r = self.frames.last().map(|f| f.routine).unwrap_or(0);
+                let offs = Self::offsets(&p);
+                let n = offs.len();
+                for off in offs {
+                    let stack = &mut self.checkpoints[r];
+                    if deriv {
+                        stack.real.push(self.mem.get_d(p.buf, off));
+                        continue;
+                    }
+                    match (ty, self.mem.get(p.buf, off)) {
+                        (Ty::Real, s) => stack.real.push(s.as_real().unwrap_or(0.0)),
+                        (Ty::Int, s) => stack.int.push(s.as_int().unwrap_or(0)),
+                        (Ty::Bool, s) => stack.bool.push(s.as_bool().unwrap_or(false)),
+                        (Ty::Str, Scalar::Str(s)) => stack.str.push(s),
+                        (Ty::Str, _) => {
+                            return Err(err(ErrorKind::Type(
+                                "a string checkpoint of a non-string".into(),
+                            )))
+                        }
+                    }
+                }
+                self.checkpoint_total += n;
+                self.stats.checkpoint_stored += n as u64;
+                self.stats.peak_checkpoint =
+                    self.stats.peak_checkpoint.max(self.checkpoint_total as u64);
+                Ok(())
+            }
+            InlineOp::CpRestore { ty, deriv } => {
+                let p = self.arg_place(args, 0, op)?;
+                let r = self.frames.last().map(|f| f.routine).unwrap_or(0);
+                let mut offs = Self::offsets(&p);
+                offs.reverse();
+                let n = offs.len();
+                for off in offs {
+                    let stack = &mut self.checkpoints[r];
+                    let underflow = || {
+                        err(ErrorKind::Underflow(format!(
+                            "the {} checkpoint stack",
+                            ty.name()
+                        )))
+                    };
+                    if deriv {
+                        let x = stack.real.pop().ok_or_else(underflow)?;
+                        self.mem.set_d(p.buf, off, x);
+                        continue;
+                    }
+                    let s = match ty {
+                        Ty::Real => Scalar::Real(stack.real.pop().ok_or_else(underflow)?),
+                        Ty::Int => Scalar::Int(stack.int.pop().ok_or_else(underflow)?),
+                        Ty::Bool => Scalar::Bool(stack.bool.pop().ok_or_else(underflow)?),
+                        Ty::Str => Scalar::Str(stack.str.pop().ok_or_else(underflow)?),
+                    };
+                    self.mem.set(p.buf, off, &s).ok_or_else(|| {
+                        err(ErrorKind::Type(
+                            "a checkpoint restored into a different type".into(),
+                        ))
+                    })?;
+                }
+                self.checkpoint_total = self.checkpoint_total.saturating_sub(n);
+                Ok(())
+            }
+            InlineOp::Convert => {
+                let from = self.arg_value(args, 1, op)?;
+                let to = self.arg_place(args, 0, op)?;
+                self.write(&to, &from, false, "oad_convert target")
+            }
+            InlineOp::AllocateMatching | InlineOp::AllocateShape => {
+                let Some(CArg::Ref(target)) = args.first() else {
+                    return Err(err(ErrorKind::Unsupported(format!(
+                        "{op:?} without a variable to allocate"
+                    ))));
+                };
+                let shape: Shape = if op == InlineOp::AllocateMatching {
+                    self.arg_place(args, 1, op)?.shape()
+                } else {
+                    let mut s = Shape::new();
+                    for k in 1..args.len() {
+                        let n = self
+                            .arg_value(args, k, op)?
+                            .scalar()
+                            .and_then(Scalar::as_int)
+                            .ok_or_else(|| {
+                                err(ErrorKind::Type("an extent that is not an integer".into()))
+                            })?;
+                        s.push(n.max(0) as usize);
+                    }
+                    s
+                };
+                self.allocate(target, &shape)
+            }
+            InlineOp::ShapeTest => Ok(()),
+        }
+    }
+
+    fn allocate(&mut self, target: &CRef, shape: &Shape) -> Result<()> {
+        self.note_write(target);
+        if let Some(Slot::Bound { place, .. }) = self.base_slot(target)?.cloned() {
+            if place.shape() == *shape {
+                return Ok(());
+            }
+        }
+        let decl = self.decl_of(target.loc)?;
+        let len: usize = shape.iter().product();
+        let buf = self.mem.alloc(decl.ty, len, decl.single);
+        let bounds: Vec<(i64, i64)> = shape.iter().map(|&n| (1, n as i64)).collect();
+        let place = whole(buf, 0, &bounds);
+        if let Some((f, _)) = self.frame_index(target.loc)? {
+            self.frames[f].owned.push(buf);
+        }
+        *self.slot_mut(target.loc)? = Slot::Bound {
+            place,
+            growable: false,
+        };
+        Ok(())
+    }
+
+    // ------------------------------------------------------ harness access
+
+    /// Reads the value part of an element as a real.
+    pub fn get_real(&self, buf: BufId, off: usize) -> f64 {
+        self.mem.get(buf, off).as_real().unwrap_or(f64::NAN)
+    }
+
+    /// Writes the value part of an element.
+    pub fn set_value(&mut self, buf: BufId, off: usize, v: &Scalar) {
+        let _ = self.mem.set(buf, off, v);
+    }
+
+    /// Whether a buffer holds reals.
+    pub fn is_real(&self, buf: BufId) -> bool {
+        matches!(self.mem.buf(buf).cells, Cells::Real { .. })
+    }
+}
