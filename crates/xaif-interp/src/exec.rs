@@ -575,8 +575,8 @@ impl<'p> Machine<'p> {
         let mut v = g.entry;
         let mut from_back = false;
         loop {
-            self.step()?;
             let vertex = &g.vertices[v];
+            self.step().map_err(|e| self.locate(e, vertex.line))?;
             let next = match &vertex.kind {
                 VKind::Exit => return Ok(()),
                 VKind::Entry | VKind::Pass => self.single(vertex)?,
@@ -936,7 +936,7 @@ impl<'p> Machine<'p> {
     fn write(&mut self, place: &Place, v: &Value, deriv: bool, name: &str) -> Result<()> {
         let n = place.len();
         let m = v.len();
-        if (m != 1 && m != n) || (place.is_scalar() && m != 1) {
+        if m != 1 && (m != n || place.is_scalar()) {
             return Err(err(ErrorKind::Shape(format!(
                 "assigning {m} elements to `{name}` which has {n}"
             ))));
