@@ -25,10 +25,8 @@
 //! topological order of the input, so every elimination emits its
 //! accumulation expressions in a documented, reproducible order.
 
-use std::collections::HashMap;
-
 use crate::graph::{Lcg, VertexId, VertexKind};
-use crate::heuristics::{EliminationState, Neighbourhood, OrderKey};
+use crate::heuristics::{intersection_size, EliminationState, Neighbourhood, OrderKey};
 use crate::result::{
     Direction, ElimError, Elimination, LcgTarget, Recorder, RemainderVertex, Step,
 };
@@ -44,9 +42,15 @@ pub struct ElimGraph {
     present: Vec<bool>,
     /// Predecessors, sorted by rank.
     preds: Vec<Vec<VertexId>>,
+    /// Edge values, parallel to `preds` (the same values as in
+    /// `succ_values`, stored twice so both directions iterate without
+    /// lookups).
+    pred_values: Vec<Vec<Val>>,
     /// Successors, sorted by rank.
     succs: Vec<Vec<VertexId>>,
-    values: HashMap<(VertexId, VertexId), Val>,
+    /// Edge values, parallel to `succs`.
+    succ_values: Vec<Vec<Val>>,
+    edge_count: usize,
     recorder: Recorder,
     previous: Option<Neighbourhood>,
 }
@@ -73,17 +77,19 @@ impl ElimGraph {
             rank,
             present: vec![true; count],
             preds: vec![Vec::new(); count],
+            pred_values: vec![Vec::new(); count],
             succs: vec![Vec::new(); count],
-            values: HashMap::new(),
+            succ_values: vec![Vec::new(); count],
+            edge_count: 0,
             recorder: Recorder::default(),
             previous: None,
         };
         for edge in lcg.edges() {
             let label = Val::from_label(edge.label);
-            match graph.values.get(&(edge.source, edge.target)).copied() {
+            match graph.value(edge.source, edge.target) {
                 Some(existing) => {
                     let merged = graph.recorder.sum(existing, label);
-                    graph.values.insert((edge.source, edge.target), merged);
+                    graph.set_value(edge.source, edge.target, merged);
                     graph.recorder.steps.push(Step::MergeParallel {
                         source: edge.source,
                         target: edge.target,
@@ -109,7 +115,7 @@ impl ElimGraph {
 
     /// Whether the edge is in the graph.
     pub fn contains_edge(&self, source: VertexId, target: VertexId) -> bool {
-        self.values.contains_key(&(source, target))
+        self.position(source, target).is_some()
     }
 
     /// Predecessors of a present vertex in topological order (empty for
@@ -131,7 +137,7 @@ impl ElimGraph {
 
     /// Number of edges.
     pub fn edge_count(&self) -> usize {
-        self.values.len()
+        self.edge_count
     }
 
     /// Operations performed so far.
@@ -146,7 +152,7 @@ impl ElimGraph {
 
     /// All present edges, by source then target in topological order.
     pub fn edges(&self) -> Vec<(VertexId, VertexId)> {
-        let mut edges = Vec::with_capacity(self.values.len());
+        let mut edges = Vec::with_capacity(self.edge_count);
         for source in self.vertices_in_order() {
             for &target in &self.succs[source.index()] {
                 edges.push((source, target));
@@ -269,7 +275,7 @@ impl ElimGraph {
         let edges = self
             .edges()
             .into_iter()
-            .map(|(source, target)| (source, target, self.values[&(source, target)]))
+            .filter_map(|(source, target)| Some((source, target, self.value(source, target)?)))
             .collect();
         self.recorder.finish(vertices, edges, triviality)
     }
@@ -298,7 +304,39 @@ impl ElimGraph {
     }
 
     pub(crate) fn value(&self, source: VertexId, target: VertexId) -> Option<Val> {
-        self.values.get(&(source, target)).copied()
+        let at = self.position(source, target)?;
+        Some(self.succ_values[source.index()][at])
+    }
+
+    /// Position of `target` in the successor list of `source`, found by
+    /// rank (ranks are unique).
+    fn position(&self, source: VertexId, target: VertexId) -> Option<usize> {
+        let rank = *self.rank.get(target.index())?;
+        let succs = self.succs.get(source.index())?;
+        let at = succs
+            .binary_search_by_key(&rank, |v| self.rank[v.index()])
+            .ok()?;
+        (succs[at] == target).then_some(at)
+    }
+
+    /// Position of `source` in the predecessor list of `target`.
+    fn pred_position(&self, source: VertexId, target: VertexId) -> Option<usize> {
+        let rank = *self.rank.get(source.index())?;
+        let preds = self.preds.get(target.index())?;
+        let at = preds
+            .binary_search_by_key(&rank, |v| self.rank[v.index()])
+            .ok()?;
+        (preds[at] == source).then_some(at)
+    }
+
+    fn set_value(&mut self, source: VertexId, target: VertexId, value: Val) {
+        if let (Some(out), Some(back)) = (
+            self.position(source, target),
+            self.pred_position(source, target),
+        ) {
+            self.succ_values[source.index()][out] = value;
+            self.pred_values[target.index()][back] = value;
+        }
     }
 
     pub(crate) fn into_recorder(self) -> Recorder {
@@ -306,29 +344,35 @@ impl ElimGraph {
     }
 
     fn link(&mut self, source: VertexId, target: VertexId, value: Val) {
-        self.values.insert((source, target), value);
         let rank = &self.rank;
         let succs = &mut self.succs[source.index()];
         let at = succs.partition_point(|v| rank[v.index()] < rank[target.index()]);
         succs.insert(at, target);
+        self.succ_values[source.index()].insert(at, value);
+        self.edge_count += 1;
         let preds = &mut self.preds[target.index()];
         let at = preds.partition_point(|v| rank[v.index()] < rank[source.index()]);
         preds.insert(at, source);
+        self.pred_values[target.index()].insert(at, value);
     }
 
     fn unlink(&mut self, source: VertexId, target: VertexId) -> Option<Val> {
-        let value = self.values.remove(&(source, target))?;
-        self.succs[source.index()].retain(|&v| v != target);
-        self.preds[target.index()].retain(|&v| v != source);
+        let at = self.position(source, target)?;
+        let back = self.pred_position(source, target)?;
+        self.succs[source.index()].remove(at);
+        let value = self.succ_values[source.index()].remove(at);
+        self.preds[target.index()].remove(back);
+        self.pred_values[target.index()].remove(back);
+        self.edge_count -= 1;
         Some(value)
     }
 
     /// `(i,k) := (i,k) + a * b`, creating the edge if needed.
     fn accumulate(&mut self, source: VertexId, target: VertexId, a: Val, b: Val) {
-        match self.values.get(&(source, target)).copied() {
+        match self.value(source, target) {
             Some(existing) => {
                 let value = self.recorder.absorb(existing, a, b);
-                self.values.insert((source, target), value);
+                self.set_value(source, target, value);
             }
             None => {
                 let value = self.recorder.product(a, b);
@@ -370,22 +414,65 @@ impl ElimGraph {
         i64::from(triviality.shape_is_nontrivial(shape))
     }
 
-    /// Change of the non-trivial edge count if `(i,k) += a * b`.
+    /// Change of the non-trivial edge count if an edge whose current
+    /// value is `existing` (or that does not exist) gets `+= a * b`.
     fn accumulate_delta(
         &self,
-        source: VertexId,
-        target: VertexId,
+        existing: Option<Val>,
         a: Val,
         b: Val,
         triviality: Triviality,
     ) -> i64 {
-        match self.value(source, target) {
+        match existing {
             Some(existing) => {
                 self.nontrivial(absorb_shape(existing, a, b), triviality)
                     - self.nontrivial(existing.shape(), triviality)
             }
             None => self.nontrivial(product_shape(a, b).shape(), triviality),
         }
+    }
+
+    /// Visits the successors `k` of `j` with `c_kj` and the value of
+    /// `(i,k)` if that edge exists: a merge of two lists sorted by rank, so
+    /// no lookups.
+    fn successors_against(&self, i: VertexId, j: VertexId, visit: impl FnMut(Val, Option<Val>)) {
+        merge_by_rank(
+            &self.rank,
+            (&self.succs[j.index()], &self.succ_values[j.index()]),
+            (&self.succs[i.index()], &self.succ_values[i.index()]),
+            visit,
+        )
+    }
+
+    /// Visits the predecessors `i` of `j` with `c_ji` and the value of
+    /// `(i,k)` if that edge exists.
+    fn predecessors_against(&self, j: VertexId, k: VertexId, visit: impl FnMut(Val, Option<Val>)) {
+        merge_by_rank(
+            &self.rank,
+            (&self.preds[j.index()], &self.pred_values[j.index()]),
+            (&self.preds[k.index()], &self.pred_values[k.index()]),
+            visit,
+        )
+    }
+}
+
+/// For each entry of `list`, visits its value and the value of the entry
+/// with the same vertex in `other`, if any; both lists are sorted by rank.
+fn merge_by_rank(
+    rank: &[u32],
+    (list, values): (&[VertexId], &[Val]),
+    (other, other_values): (&[VertexId], &[Val]),
+    mut visit: impl FnMut(Val, Option<Val>),
+) {
+    let mut cursor = 0;
+    for (&vertex, &value) in list.iter().zip(values) {
+        let key = rank[vertex.index()];
+        while cursor < other.len() && rank[other[cursor].index()] < key {
+            cursor += 1;
+        }
+        let matched =
+            (cursor < other.len() && other[cursor] == vertex).then(|| other_values[cursor]);
+        visit(value, matched);
     }
 }
 
@@ -430,36 +517,27 @@ impl EliminationState for ElimGraph {
     }
 
     fn fill_in(&self, target: &LcgTarget) -> usize {
+        let mut missing = 0;
+        let mut count = |_: Val, existing: Option<Val>| missing += usize::from(existing.is_none());
         match *target {
-            LcgTarget::Vertex(j) => self
-                .predecessors(j)
-                .iter()
-                .map(|&i| {
-                    self.successors(j)
-                        .iter()
-                        .filter(|&&k| !self.contains_edge(i, k))
-                        .count()
-                })
-                .sum(),
+            LcgTarget::Vertex(j) if self.contains_vertex(j) => {
+                for &i in self.predecessors(j) {
+                    self.successors_against(i, j, &mut count);
+                }
+            }
             LcgTarget::Edge {
                 source: i,
                 target: j,
                 direction: Direction::Front,
-            } => self
-                .successors(j)
-                .iter()
-                .filter(|&&k| !self.contains_edge(i, k))
-                .count(),
+            } if self.contains_edge(i, j) => self.successors_against(i, j, &mut count),
             LcgTarget::Edge {
                 source: j,
                 target: k,
                 direction: Direction::Back,
-            } => self
-                .predecessors(j)
-                .iter()
-                .filter(|&&i| !self.contains_edge(i, k))
-                .count(),
+            } if self.contains_edge(j, k) => self.predecessors_against(j, k, &mut count),
+            _ => {}
         }
+        missing
     }
 
     fn neighbourhood(&self, target: &LcgTarget) -> Neighbourhood {
@@ -481,6 +559,27 @@ impl EliminationState for ElimGraph {
 
     fn previous(&self) -> Option<&Neighbourhood> {
         self.previous.as_ref()
+    }
+
+    fn sibling_degree(&self, target: &LcgTarget, previous: &Neighbourhood) -> usize {
+        let member = |v: &VertexId, set: &[VertexId]| usize::from(set.binary_search(v).is_ok());
+        let (p, s) = (&previous.predecessors[..], &previous.successors[..]);
+        match *target {
+            LcgTarget::Vertex(j) => {
+                intersection_size(self.successors(j), s)
+                    * intersection_size(self.predecessors(j), p)
+            }
+            LcgTarget::Edge {
+                source: i,
+                target: j,
+                direction: Direction::Front,
+            } => intersection_size(self.successors(j), s) * member(&i, p),
+            LcgTarget::Edge {
+                source: j,
+                target: k,
+                direction: Direction::Back,
+            } => member(&k, s) * intersection_size(self.predecessors(j), p),
+        }
     }
 
     fn forward_key(&self, target: &LcgTarget) -> OrderKey {
@@ -507,21 +606,21 @@ impl EliminationState for ElimGraph {
     }
 
     fn nontrivial_delta(&self, target: &LcgTarget, triviality: Triviality) -> i64 {
-        let value = |s: VertexId, t: VertexId| self.value(s, t).unwrap_or(Val::Const(0.0));
-        let shape_of = |s: VertexId, t: VertexId| self.nontrivial(value(s, t).shape(), triviality);
+        let count = |val: Val| self.nontrivial(val.shape(), triviality);
         match *target {
-            LcgTarget::Vertex(j) => {
+            LcgTarget::Vertex(j) if self.contains_vertex(j) => {
                 let mut delta = 0;
-                for &i in self.predecessors(j) {
-                    delta -= shape_of(i, j);
+                for &c_kj in &self.succ_values[j.index()] {
+                    delta -= count(c_kj);
                 }
-                for &k in self.successors(j) {
-                    delta -= shape_of(j, k);
-                }
-                for &i in self.predecessors(j) {
-                    for &k in self.successors(j) {
-                        delta += self.accumulate_delta(i, k, value(i, j), value(j, k), triviality);
-                    }
+                for (&i, &c_ji) in self.preds[j.index()]
+                    .iter()
+                    .zip(&self.pred_values[j.index()])
+                {
+                    delta -= count(c_ji);
+                    self.successors_against(i, j, |c_kj, existing| {
+                        delta += self.accumulate_delta(existing, c_ji, c_kj, triviality)
+                    });
                 }
                 delta
             }
@@ -530,15 +629,18 @@ impl EliminationState for ElimGraph {
                 target: j,
                 direction: Direction::Front,
             } => {
-                let mut delta = -shape_of(i, j);
-                for &k in self.successors(j) {
-                    delta += self.accumulate_delta(i, k, value(i, j), value(j, k), triviality);
-                }
+                let Some(c_ji) = self.value(i, j) else {
+                    return 0;
+                };
+                let mut delta = -count(c_ji);
+                self.successors_against(i, j, |c_kj, existing| {
+                    delta += self.accumulate_delta(existing, c_ji, c_kj, triviality)
+                });
                 if self.kinds[j.index()] == VertexKind::Intermediate
-                    && self.predecessors(j).len() == 1
+                    && self.preds[j.index()].len() == 1
                 {
-                    for &k in self.successors(j) {
-                        delta -= shape_of(j, k);
+                    for &c_kj in &self.succ_values[j.index()] {
+                        delta -= count(c_kj);
                     }
                 }
                 delta
@@ -548,25 +650,30 @@ impl EliminationState for ElimGraph {
                 target: k,
                 direction: Direction::Back,
             } => {
-                let mut delta = -shape_of(j, k);
-                for &i in self.predecessors(j) {
-                    delta += self.accumulate_delta(i, k, value(j, k), value(i, j), triviality);
-                }
+                let Some(c_kj) = self.value(j, k) else {
+                    return 0;
+                };
+                let mut delta = -count(c_kj);
+                self.predecessors_against(j, k, |c_ji, existing| {
+                    delta += self.accumulate_delta(existing, c_kj, c_ji, triviality)
+                });
                 if self.kinds[j.index()] == VertexKind::Intermediate
-                    && self.successors(j).len() == 1
+                    && self.succs[j.index()].len() == 1
                 {
-                    for &i in self.predecessors(j) {
-                        delta -= shape_of(i, j);
+                    for &c_ji in &self.pred_values[j.index()] {
+                        delta -= count(c_ji);
                     }
                 }
                 delta
             }
+            _ => 0,
         }
     }
 
     fn nontrivial_edges(&self, triviality: Triviality) -> usize {
-        self.values
-            .values()
+        self.succ_values
+            .iter()
+            .flatten()
             .filter(|val| triviality.shape_is_nontrivial(val.shape()))
             .count()
     }
@@ -579,9 +686,9 @@ impl EliminationState for ElimGraph {
                 let preds = self.preds[j.index()].clone();
                 let succs = self.succs[j.index()].clone();
                 for &i in &preds {
-                    let c_ji = self.values[&(i, j)];
+                    let c_ji = self.value(i, j).unwrap_or(Val::Const(0.0));
                     for &k in &succs {
-                        let c_kj = self.values[&(j, k)];
+                        let c_kj = self.value(j, k).unwrap_or(Val::Const(0.0));
                         self.accumulate(i, k, c_ji, c_kj);
                     }
                 }
@@ -606,7 +713,7 @@ impl EliminationState for ElimGraph {
                     .unlink(i, j)
                     .ok_or(ElimError::NoSuchEdge { from: i, to: j })?;
                 for k in self.succs[j.index()].clone() {
-                    let c_kj = self.values[&(j, k)];
+                    let c_kj = self.value(j, k).unwrap_or(Val::Const(0.0));
                     self.accumulate(i, k, c_ji, c_kj);
                 }
                 self.recorder.steps.push(Step::from(*target));
@@ -621,7 +728,7 @@ impl EliminationState for ElimGraph {
                     .unlink(j, k)
                     .ok_or(ElimError::NoSuchEdge { from: j, to: k })?;
                 for i in self.preds[j.index()].clone() {
-                    let c_ji = self.values[&(i, j)];
+                    let c_ji = self.value(i, j).unwrap_or(Val::Const(0.0));
                     self.accumulate(i, k, c_kj, c_ji);
                 }
                 self.recorder.steps.push(Step::from(*target));

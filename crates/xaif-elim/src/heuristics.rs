@@ -69,7 +69,8 @@ impl Neighbourhood {
     }
 }
 
-fn intersection_size(a: &[VertexId], b: &[VertexId]) -> usize {
+/// `|a ∩ b|` for any `a` and a sorted `b`.
+pub(crate) fn intersection_size(a: &[VertexId], b: &[VertexId]) -> usize {
     a.iter().filter(|v| b.binary_search(v).is_ok()).count()
 }
 
@@ -94,6 +95,11 @@ pub trait EliminationState {
     /// Neighbourhood of the last elimination performed, taken before it was
     /// performed; `None` before the first.
     fn previous(&self) -> Option<&Neighbourhood>;
+    /// `sd_previous(target)`; implementations may override this to avoid
+    /// building the neighbourhood.
+    fn sibling_degree(&self, target: &Self::Target, previous: &Neighbourhood) -> usize {
+        self.neighbourhood(target).sibling_degree(previous)
+    }
     /// Forward-mode key: the smallest is chosen.
     fn forward_key(&self, target: &Self::Target) -> OrderKey;
     /// Reverse-mode key: the largest is chosen.
@@ -144,7 +150,7 @@ impl Filter {
                 };
                 let degrees: Vec<usize> = candidates
                     .iter()
-                    .map(|t| state.neighbourhood(t).sibling_degree(previous))
+                    .map(|t| state.sibling_degree(t, previous))
                     .collect();
                 let max = degrees.iter().copied().max().unwrap_or(0);
                 if max == 0 {

@@ -315,29 +315,39 @@ fn drive<S: EliminationState + Clone>(
     triviality: Triviality,
     representable: impl Fn(&S) -> bool,
 ) -> Result<S, ElimError> {
-    let mut best = match extent {
+    // Scarcity-preserving runs remember the initial state and the length of
+    // the best prefix, and replay that prefix at the end: cheaper than
+    // cloning the growing state at every improvement, and exact because
+    // eliminations are deterministic.
+    let initial = match extent {
         Extent::Total => None,
-        Extent::ScarcityPreserving { .. } => {
-            Some((state.nontrivial_edges(triviality), state.clone()))
-        }
+        Extent::ScarcityPreserving { .. } => Some(state.clone()),
     };
+    let mut performed = Vec::new();
+    let mut best = (state.nontrivial_edges(triviality), 0);
     for _ in 0..STEP_LIMIT {
         let mut available = candidates(&state);
         if let Extent::ScarcityPreserving { allow_maintaining } = extent {
             available = scarcity_filter(&state, available, triviality, allow_maintaining);
         }
         let Some(target) = chain.choose(&state, available) else {
-            return Ok(match best {
-                Some((_, best_state)) => best_state,
-                None => state,
-            });
+            let Some(mut replayed) = initial else {
+                return Ok(state);
+            };
+            if best.1 == performed.len() {
+                return Ok(state);
+            }
+            for target in &performed[..best.1] {
+                replayed.eliminate(target)?;
+            }
+            return Ok(replayed);
         };
         state.eliminate(&target)?;
-        if let Some((best_count, best_state)) = &mut best {
+        if initial.is_some() {
+            performed.push(target);
             let count = state.nontrivial_edges(triviality);
-            if count < *best_count && representable(&state) {
-                *best_count = count;
-                *best_state = state.clone();
+            if count < best.0 && representable(&state) {
+                best = (count, performed.len());
             }
         }
     }
