@@ -583,7 +583,7 @@ impl EliminationState for ElimGraph {
     }
 
     fn forward_key(&self, target: &LcgTarget) -> OrderKey {
-        let rank = |v: VertexId| u64::from(self.rank[v.index()]);
+        let rank = |v: VertexId| u64::from(self.rank(v).unwrap_or(0));
         match *target {
             LcgTarget::Vertex(j) => [rank(j), 0, 0, 0, 0],
             LcgTarget::Edge {

@@ -58,6 +58,13 @@
 //!   best of several strategies under the scarcity (`-M 1`) or operations
 //!   (`-M 0`) metric, with triviality `-A 0/1/2` ([`Triviality`]).
 //!
+//! Compared with the reference engine, the scarcity heuristics have no
+//! refill-avoidance filter, there are no randomized heuristics (`-a`) or
+//! reroutings (`-R`), and the remainder graph is not post-processed by
+//! further greedy eliminations. Face elimination is complete and correct
+//! but slow with some chains on large graphs, which is why the default
+//! configurations use vertex and edge elimination only.
+//!
 //! Nothing here panics on caller input: malformed graphs and impossible
 //! eliminations are [`GraphError`]s and [`ElimError`]s, numeric evaluation
 //! failures [`EvalError`]s.
@@ -80,6 +87,8 @@
 //! assert_eq!(best.accumulations[0].expr.to_string(), "v2 + v0 * v1");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+
+#![warn(missing_docs)]
 
 pub mod dot;
 pub mod dual;

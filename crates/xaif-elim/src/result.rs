@@ -1,7 +1,7 @@
 //! What an elimination produces, and the bookkeeping that produces it.
 //!
 //! Both working graphs ([`crate::ElimGraph`], [`crate::DualGraph`]) share one
-//! [`Recorder`], so steps, accumulation expressions and operation counts are
+//! `Recorder`, so steps, accumulation expressions and operation counts are
 //! built the same way whatever the elimination method: the counts are
 //! incremented exactly where an expression node is created.
 

@@ -1,6 +1,6 @@
 //! Edge values and Jacobian accumulation expressions.
 //!
-//! During elimination every edge carries a [`Val`]: a unit, a folded
+//! During elimination every edge carries a `Val`: a unit, a folded
 //! constant, an original variable label or an accumulated value, each with
 //! a pending sign. Keeping the sign apart is what makes `-1` factors free:
 //! `-1 * c` never becomes an operation, `a + (-1)(b*c)` becomes the single
@@ -13,8 +13,10 @@
 //! - constant times constant and constant plus constant are computed now;
 //!   results equal to `1.0` or `-1.0` become unit factors again;
 //! - every other product is one multiplication, every other sum one
-//!   addition or subtraction, and each product or sum that is not folded
-//!   defines one new accumulated value `acc_k`.
+//!   addition or subtraction; each new edge value that is not folded to a
+//!   unit, a constant or an existing operand defines one new accumulated
+//!   value `acc_k` (an absorption `c + a*b` is one value with two
+//!   operations, as in the seed's Eq. (5)).
 //!
 //! No other algebra is done (in particular `0 * x` is not folded), so the
 //! operation counts are exactly the operations in the emitted expressions.

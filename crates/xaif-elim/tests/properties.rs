@@ -369,6 +369,36 @@ proptest! {
     }
 
     #[test]
+    fn filters_keep_a_non_empty_subset_and_modes_pick_a_member(case in case()) {
+        let graph = ElimGraph::new(&case.lcg).unwrap();
+        let dual = xaif_elim::DualGraph::new(&case.lcg).unwrap();
+        let filters = [
+            Filter::LowestMarkowitz,
+            Filter::LowestRelativeMarkowitz,
+            Filter::LowestFillIn,
+            Filter::HighestSiblingDegree,
+        ];
+        for candidates in [graph.vertex_candidates(), graph.edge_candidates()] {
+            for filter in filters {
+                let kept = filter.apply(&graph, candidates.clone());
+                prop_assert_eq!(kept.is_empty(), candidates.is_empty());
+                prop_assert!(kept.iter().all(|t| candidates.contains(t)));
+            }
+            for mode in [Mode::Forward, Mode::Reverse] {
+                let chosen = mode.choose(&graph, &candidates);
+                prop_assert_eq!(chosen.is_some(), !candidates.is_empty());
+                prop_assert!(chosen.iter().all(|t| candidates.contains(t)));
+            }
+        }
+        let faces = dual.face_candidates();
+        for filter in filters {
+            let kept = filter.apply(&dual, faces.clone());
+            prop_assert_eq!(kept.is_empty(), faces.is_empty());
+            prop_assert!(kept.iter().all(|t| faces.contains(t)));
+        }
+    }
+
+    #[test]
     fn manual_random_edge_eliminations_preserve_the_jacobian(
         case in case(),
         picks in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
