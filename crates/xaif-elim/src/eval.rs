@@ -23,7 +23,8 @@ pub enum EvalError {
     /// An expression reads an accumulated value not defined before it.
     #[error("{0} is read before it is defined")]
     UndefinedAcc(AccId),
-    /// The graph is malformed (cyclic).
+    /// The graph is malformed (cyclic, or a hand-edited remainder names a
+    /// vertex that does not exist).
     #[error(transparent)]
     Graph(#[from] GraphError),
 }
@@ -157,6 +158,13 @@ impl Lcg {
 /// Sum over paths by forward accumulation in topological order, one
 /// independent at a time (distributivity turns the path sum into this).
 fn path_sum(kinds: &[VertexKind], edges: &[(usize, usize, f64)]) -> Result<Jacobian, EvalError> {
+    if let Some(&(s, t, _)) = edges
+        .iter()
+        .find(|&&(s, t, _)| s >= kinds.len() || t >= kinds.len())
+    {
+        let bad = if s >= kinds.len() { s } else { t };
+        return Err(GraphError::UnknownVertex(VertexId(bad as u32)).into());
+    }
     let pairs: Vec<(usize, usize)> = edges.iter().map(|&(s, t, _)| (s, t)).collect();
     let order = topological_order(kinds.len(), &pairs)
         .map_err(|v| GraphError::Cycle(VertexId(v as u32)))?;

@@ -271,13 +271,17 @@ impl Elimination {
         for accumulation in &self.accumulations {
             accumulation.expr.for_each_operand(&mut |operand| {
                 if let Operand::Acc(acc) = operand {
-                    uses[acc.index()] += 1;
+                    if let Some(count) = uses.get_mut(acc.index()) {
+                        *count += 1;
+                    }
                 }
             });
         }
         for edge in &self.remainder.edges {
             if let EdgeValue::Acc(acc) = edge.value {
-                uses[acc.index()] += 1;
+                if let Some(count) = uses.get_mut(acc.index()) {
+                    *count += 1;
+                }
             }
         }
         uses

@@ -456,3 +456,22 @@ fn remainder_dot_omits_removed_vertices() {
     );
     assert_eq!(elimination.acc_use_counts(), vec![1]);
 }
+
+#[test]
+fn evaluation_reports_bad_input_instead_of_panicking() {
+    let lcg = bowtie(var(0));
+    let mut elimination = ElimGraph::new(&lcg).unwrap().finish(Triviality::Unit);
+    assert_eq!(
+        elimination.jacobian(&|_| None),
+        Err(xaif_elim::EvalError::UnboundVariable(VarId(0)))
+    );
+    elimination.remainder.edges.push(xaif_elim::RemainderEdge {
+        source: xaif_elim::VertexId(0),
+        target: xaif_elim::VertexId(99),
+        value: EdgeValue::Unit,
+    });
+    assert!(matches!(
+        elimination.jacobian(&values),
+        Err(xaif_elim::EvalError::Graph(GraphError::UnknownVertex(_)))
+    ));
+}
