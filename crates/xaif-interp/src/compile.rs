@@ -192,8 +192,18 @@ pub enum InlineOp {
     IncDeriv,
     /// `DecDeriv(x, y)`: y.d -= x.d.
     DecDeriv,
-    /// `ZeroDeriv(x)`: x.d := 0.
+    /// `ZeroDeriv(x)`, tangent `zeroderiv(x)`: x.d := 0.
     ZeroDeriv,
+    /// Tangent `setderiv(tgt, src)`: tgt.d := src.d (target first).
+    SetDeriv,
+    /// Tangent `setnegderiv(tgt, src)`: tgt.d := -src.d.
+    SetNegDeriv,
+    /// Tangent `incderiv(tgt, src)`: tgt.d += src.d (target first).
+    IncDerivTarget,
+    /// Tangent `decderiv(tgt, src)`: tgt.d -= src.d (target first).
+    DecDerivTarget,
+    /// Tangent `sax(a, x, y)`: y.d := a·x.d.
+    Sax,
     /// `cp_arg_store_*` / `cp_res_store_*`.
     CpStore {
         /// Element type of the checkpoint stack.
@@ -1245,7 +1255,13 @@ fn inline_op(name: &str) -> Option<InlineOp> {
         "pop_b" => InlineOp::Pop(Ty::Bool),
         "push_s" => InlineOp::Push(Ty::Str),
         "pop_s" => InlineOp::Pop(Ty::Str),
-        "Saxpy" => InlineOp::Saxpy,
+        "Saxpy" | "saxpy" => InlineOp::Saxpy,
+        "sax" => InlineOp::Sax,
+        "setderiv" => InlineOp::SetDeriv,
+        "setnegderiv" => InlineOp::SetNegDeriv,
+        "incderiv" => InlineOp::IncDerivTarget,
+        "decderiv" => InlineOp::DecDerivTarget,
+        "zeroderiv" => InlineOp::ZeroDeriv,
         "IncDeriv" => InlineOp::IncDeriv,
         "DecDeriv" => InlineOp::DecDeriv,
         "ZeroDeriv" => InlineOp::ZeroDeriv,

@@ -1490,7 +1490,30 @@ impl<'p> Machine<'p> {
                 }
                 Ok(())
             }
-            InlineOp::Saxpy => {
+            InlineOp::SetDeriv
+            | InlineOp::SetNegDeriv
+            | InlineOp::IncDerivTarget
+            | InlineOp::DecDerivTarget => {
+                let sp = self.arg_place(args, 1, op)?;
+                let src = self.derivs(&sp);
+                let tp = self.arg_place(args, 0, op)?;
+                let n = src.len().max(tp.len()) as u64;
+                match op {
+                    InlineOp::SetDeriv => self.update_derivs(&tp, &src, |_, s| s, "setderiv"),
+                    InlineOp::SetNegDeriv => {
+                        self.update_derivs(&tp, &src, |_, s| -s, "setnegderiv")
+                    }
+                    InlineOp::IncDerivTarget => {
+                        self.count(n);
+                        self.update_derivs(&tp, &src, |t, s| t + s, "incderiv")
+                    }
+                    _ => {
+                        self.count(n);
+                        self.update_derivs(&tp, &src, |t, s| t - s, "decderiv")
+                    }
+                }
+            }
+            InlineOp::Saxpy | InlineOp::Sax => {
                 let a = self.arg_value(args, 0, op)?;
                 let xp = self.arg_place(args, 1, op)?;
                 let xd = self.derivs(&xp);
@@ -1507,7 +1530,11 @@ impl<'p> Machine<'p> {
                     add.push(ai * xd[if xd.len() == 1 { 0 } else { i }]);
                 }
                 self.count(2 * n as u64);
-                self.update_derivs(&yp, &add, |t, s| t + s, "Saxpy")
+                if op == InlineOp::Sax {
+                    self.update_derivs(&yp, &add, |_, s| s, "sax")
+                } else {
+                    self.update_derivs(&yp, &add, |t, s| t + s, "Saxpy")
+                }
             }
             InlineOp::IncDeriv | InlineOp::DecDeriv => {
                 let xp = self.arg_place(args, 0, op)?;

@@ -13,6 +13,7 @@
 
 pub mod arena;
 pub mod attrs;
+pub mod build;
 pub mod catalogue;
 pub mod error;
 pub mod index;
@@ -24,6 +25,7 @@ pub mod writer;
 
 pub use arena::{Arena, Id, SecondaryMap};
 pub use attrs::{Attr, Attrs, Span};
+pub use build::ExprBuilder;
 pub use catalogue::{InlinableCatalogue, InlinableIntrinsic, NonInlinable, NonInlinableCatalogue};
 pub use error::{ErrorKind, IdKind, ModelError, ModelErrors, RefKind};
 pub use index::{

@@ -14,6 +14,7 @@ mod batch;
 mod output;
 mod run;
 mod schema;
+mod transform;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -24,7 +25,7 @@ use clap::{Args, Parser, Subcommand};
 /// xaifb reads, validates and transforms XAIF, the XML interface format of
 /// the OpenAD automatic differentiation tool chain.
 #[derive(Parser)]
-#[command(name = "xaifb", version, about)]
+#[command(name = "xaifb", version, about, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -40,6 +41,8 @@ enum Command {
     Run(run::RunArgs),
     /// Compare two Jacobian files (ad.out format).
     Compare(run::CompareArgs),
+    /// Transform front-end XAIF into tangent-linear XAIF.
+    Tangent(transform::TransformArgs),
 }
 
 #[derive(Args)]
@@ -85,6 +88,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate(args),
         Command::Run(args) => run::run(args),
         Command::Compare(args) => run::compare_files(args),
+        Command::Tangent(args) => transform::tangent(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,229 @@
+//! The inlinable intrinsics catalogue as partial-derivative templates.
+//!
+//! The catalogue (`-c`) gives, per intrinsic, one `Partial` per argument: a
+//! type (passive, linear_one, linear_minus_one, linear, nonlinear) and an
+//! expression over `ArgumentReference`s (argument 0 is the result). This
+//! module turns each partial into a small template tree that linearization
+//! instantiates with the actual arguments.
+
+use rustc_hash::FxHashMap;
+use xaif_model::{Attrs, Expr, ExprGraph, ExprVertexKind, InlinableCatalogue};
+
+/// The kind of a partial derivative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartialKind {
+    /// Zero: no edge.
+    Passive,
+    /// The constant +1.
+    LinearOne,
+    /// The constant -1.
+    LinearMinusOne,
+    /// Independent of the arguments' values.
+    Linear,
+    /// Depends on the arguments' values.
+    Nonlinear,
+}
+
+/// A node of a partial-derivative template.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TNode {
+    /// `ArgumentReference argument=j` (0: the result).
+    Arg(usize),
+    /// A constant (its XAIF attributes).
+    Const(Attrs),
+    /// An intrinsic applied to template nodes.
+    Op {
+        /// Intrinsic name.
+        name: String,
+        /// Argument nodes in position order.
+        args: Vec<usize>,
+    },
+}
+
+/// A partial-derivative expression over the intrinsic's arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Template {
+    /// Nodes.
+    pub nodes: Vec<TNode>,
+    /// The node computing the partial.
+    pub root: usize,
+}
+
+impl Template {
+    /// The arguments the template reads (0 is the result).
+    pub fn arguments(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .nodes
+            .iter()
+            .filter_map(|n| match n {
+                TNode::Arg(j) => Some(*j),
+                _ => None,
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// One partial of an intrinsic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Partial {
+    /// Its kind.
+    pub kind: PartialKind,
+    /// Its expression (absent for passive partials).
+    pub template: Option<Template>,
+}
+
+/// One intrinsic of the catalogue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Intrinsic {
+    /// Name (`sin_scal`, …).
+    pub name: String,
+    /// Number of arguments.
+    pub arity: usize,
+    /// Partial with respect to argument `j` at index `j - 1`.
+    pub partials: Vec<Partial>,
+}
+
+/// The catalogue, indexed by intrinsic name.
+#[derive(Clone, Debug, Default)]
+pub struct Catalogue {
+    entries: FxHashMap<String, Intrinsic>,
+}
+
+/// A catalogue entry that cannot be used.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("intrinsic `{name}` in the catalogue: {reason}")]
+pub struct CatalogueError {
+    /// The intrinsic.
+    pub name: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl Catalogue {
+    /// Builds the templates of a validated catalogue.
+    pub fn new(c: &InlinableCatalogue) -> Result<Self, CatalogueError> {
+        let mut entries = FxHashMap::default();
+        for i in &c.intrinsics {
+            let name = i.name().to_string();
+            let err = |reason: String| CatalogueError {
+                name: name.clone(),
+                reason,
+            };
+            let arity = i
+                .attrs
+                .int("nr_arguments")
+                .filter(|n| *n > 0)
+                .ok_or_else(|| err("no nr_arguments".into()))? as usize;
+            let mut partials = vec![
+                Partial {
+                    kind: PartialKind::Passive,
+                    template: None,
+                };
+                arity
+            ];
+            for p in &i.partials {
+                let id = p
+                    .attrs
+                    .int("partial_id")
+                    .filter(|k| *k >= 1 && (*k as usize) <= arity)
+                    .ok_or_else(|| err("a partial without a valid partial_id".into()))?
+                    as usize;
+                let kind = match p.attrs.get("partial_type").unwrap_or("nonlinear") {
+                    "passive" => PartialKind::Passive,
+                    "linear_one" => PartialKind::LinearOne,
+                    "linear_minus_one" => PartialKind::LinearMinusOne,
+                    "linear" => PartialKind::Linear,
+                    _ => PartialKind::Nonlinear,
+                };
+                let template =
+                    if p.vertices.is_empty() {
+                        None
+                    } else {
+                        Some(template(p).ok_or_else(|| {
+                            err(format!("partial {id} is not a tree over arguments"))
+                        })?)
+                    };
+                if template.is_none()
+                    && matches!(kind, PartialKind::Linear | PartialKind::Nonlinear)
+                {
+                    return Err(err(format!("partial {id} has no expression")));
+                }
+                partials[id - 1] = Partial { kind, template };
+            }
+            entries.insert(
+                name.clone(),
+                Intrinsic {
+                    name,
+                    arity,
+                    partials,
+                },
+            );
+        }
+        Ok(Catalogue { entries })
+    }
+
+    /// The intrinsic called `name`.
+    pub fn get(&self, name: &str) -> Option<&Intrinsic> {
+        self.entries.get(name)
+    }
+}
+
+fn template(e: &Expr) -> Option<Template> {
+    let g = ExprGraph::new(e)?;
+    let nodes = e
+        .vertices
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            Some(match &v.kind {
+                ExprVertexKind::ArgumentReference => TNode::Arg(v.attrs.int("argument")? as usize),
+                ExprVertexKind::Constant => TNode::Const(v.attrs.clone()),
+                ExprVertexKind::Intrinsic => TNode::Op {
+                    name: v.attrs.get("name")?.to_string(),
+                    args: g.args[i].clone(),
+                },
+                _ => return None,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Template {
+        nodes,
+        root: g.root,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_partials_become_templates() {
+        let Some(shared) = xaif_testkit::shared_dir() else {
+            return;
+        };
+        let parsed =
+            xaif_model::read_file(&shared.join("xaif/schema/examples/inlinable_intrinsics.xaif"))
+                .unwrap();
+        let xaif_model::Document::Inlinable(c) = parsed.document else {
+            panic!("not a catalogue")
+        };
+        let cat = Catalogue::new(&c).unwrap();
+        let add = cat.get("add_scal_scal").unwrap();
+        assert_eq!(add.partials[0].kind, PartialKind::LinearOne);
+        let sub = cat.get("sub_scal_scal").unwrap();
+        assert_eq!(sub.partials[1].kind, PartialKind::LinearMinusOne);
+        let mul = cat.get("mul_scal_scal").unwrap();
+        assert_eq!(mul.partials[0].template.as_ref().unwrap().arguments(), [2]);
+        let tan = cat.get("tan_scal").unwrap();
+        // 1 + tan^2 reads the result (argument 0).
+        assert_eq!(tan.partials[0].template.as_ref().unwrap().arguments(), [0]);
+        let pow = cat.get("pow_scal_scal").unwrap();
+        assert_eq!(
+            pow.partials[1].template.as_ref().unwrap().arguments(),
+            [1, 2]
+        );
+    }
+}

@@ -1,0 +1,456 @@
+//! What the transformation needs to know about a program: symbol
+//! resolution, activity, storage identity for alias decisions, static shapes
+//! and types of expressions, and the DU-UD chains.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use xaif_model::{
+    index::SymbolType, Attrs, Expr, ExprGraph, ExprVertexKind, IndexTriplet, Program, RefGraph,
+    RefVertexKind, ScopeId, SymbolId, SymbolIndex, VarRef,
+};
+
+use crate::dag::{Dag, Node};
+
+/// Where a variable's storage lives, for alias decisions: a symbol, or a
+/// global unified by name (scope-1 variables of different routines that are
+/// one COMMON or module variable).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Storage {
+    /// A symbol of a routine or module scope (or a scope-1 temporary).
+    Symbol(SymbolId),
+    /// A scope-1 variable, by its name without the `_<n>` suffix.
+    Global(String),
+}
+
+/// The static type of an expression value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueType {
+    /// Real.
+    Real,
+    /// Integer.
+    Integer,
+    /// Logical.
+    Bool,
+    /// Anything else (strings, opaque).
+    Other,
+}
+
+/// The static shape of an expression value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shape {
+    /// Rank (0 for a scalar).
+    pub rank: usize,
+    /// Extents when they are known at transformation time.
+    pub extents: Option<Vec<i64>>,
+}
+
+impl Shape {
+    /// A scalar.
+    pub const SCALAR: Shape = Shape {
+        rank: 0,
+        extents: None,
+    };
+
+    /// Whether the value is a scalar.
+    pub fn is_scalar(&self) -> bool {
+        self.rank == 0
+    }
+}
+
+/// Program-wide facts for the transformation.
+pub struct Ctx<'a> {
+    /// The input program.
+    pub p: &'a Program,
+    /// Symbol lookup.
+    pub symbols: SymbolIndex,
+    /// DU-UD sets by key.
+    pub duud: FxHashMap<String, Vec<String>>,
+    /// The global scope (`vertex_id="1"`).
+    pub global_scope: Option<ScopeId>,
+    /// Symbols forced passive (`-p`).
+    pub forced_passive: FxHashSet<SymbolId>,
+}
+
+/// `G_29` → `g`.
+pub fn base_name(symbol_id: &str) -> String {
+    let lower = symbol_id.to_ascii_lowercase();
+    match lower.rfind('_') {
+        Some(i) if i + 1 < lower.len() && lower[i + 1..].bytes().all(|b| b.is_ascii_digit()) => {
+            lower[..i].to_string()
+        }
+        _ => lower,
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// Facts about `p`; `passive_names` are forced passive (matched against
+    /// symbol ids and their names without the numeric suffix, ignoring
+    /// case).
+    pub fn new(p: &'a Program, passive_names: &[String]) -> Self {
+        let symbols = SymbolIndex::new(p);
+        let mut duud = FxHashMap::default();
+        if let Some(map) = &p.duud_map {
+            for set in &map.sets {
+                if let Some(key) = set.attrs.get("key") {
+                    duud.insert(
+                        key.to_string(),
+                        set.ids
+                            .iter()
+                            .map(|i| i.get("idRef").unwrap_or("").to_string())
+                            .collect(),
+                    );
+                }
+            }
+        }
+        let wanted: FxHashSet<String> = passive_names
+            .iter()
+            .map(|n| n.to_ascii_lowercase())
+            .collect();
+        let forced_passive = p
+            .symbols
+            .iter()
+            .filter(|(_, s)| {
+                let id = s.name().to_ascii_lowercase();
+                wanted.contains(&id) || wanted.contains(&base_name(&id))
+            })
+            .map(|(id, _)| id)
+            .collect();
+        Ctx {
+            p,
+            global_scope: symbols.scope("1"),
+            symbols,
+            duud,
+            forced_passive,
+        }
+    }
+
+    /// The symbol a reference names.
+    pub fn symbol_of(&self, g: &RefGraph) -> Option<SymbolId> {
+        g.symbol_ref().and_then(|a| self.symbols.resolve(a))
+    }
+
+    /// Whether a symbol carries derivatives: the front end marked it
+    /// active, it is real, and `-p` does not force it passive.
+    pub fn symbol_active(&self, s: SymbolId) -> bool {
+        let sym = &self.p.symbols[s];
+        sym.is_active() && sym.ty() == SymbolType::Real && !self.forced_passive.contains(&s)
+    }
+
+    /// Whether a reference denotes an active variable.
+    pub fn ref_active(&self, g: &RefGraph) -> bool {
+        self.symbol_of(g).is_some_and(|s| self.symbol_active(s))
+    }
+
+    /// The storage of a symbol.
+    pub fn storage(&self, s: SymbolId) -> Storage {
+        let sym = &self.p.symbols[s];
+        if Some(sym.scope) == self.global_scope && !sym.is_temp() {
+            Storage::Global(base_name(sym.name()))
+        } else {
+            Storage::Symbol(s)
+        }
+    }
+
+    /// The statements a `du_ud` key names (`""` stands for outside the
+    /// routine). `None` when there is no information (no key, key 0, or a
+    /// key without a set).
+    pub fn chain(&self, attrs: &Attrs) -> Option<&[String]> {
+        let key = attrs.get("du_ud")?;
+        if key == "0" {
+            return None;
+        }
+        self.duud
+            .get(key)
+            .map(Vec::as_slice)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// The type of a variable.
+    pub fn var_type(&self, g: &RefGraph) -> ValueType {
+        match self.symbol_of(g).map(|s| self.p.symbols[s].ty()) {
+            Some(SymbolType::Real) => ValueType::Real,
+            Some(SymbolType::Integer) => ValueType::Integer,
+            Some(SymbolType::Bool) => ValueType::Bool,
+            _ => ValueType::Other,
+        }
+    }
+
+    /// The static shape of a reference.
+    pub fn ref_shape(&self, g: &RefGraph) -> Shape {
+        let Some(s) = self.symbol_of(g) else {
+            return Shape::SCALAR;
+        };
+        let sym = &self.p.symbols[s];
+        let rank = sym.rank();
+        let declared = if sym.bounds.len() == rank && rank > 0 {
+            Some(sym.source_bounds())
+        } else {
+            None
+        };
+        let subs = g.subscripts();
+        let Some(triplets) = subs.last() else {
+            return Shape {
+                rank,
+                extents: declared.map(|b| b.iter().map(|(lo, hi)| (hi - lo + 1).max(0)).collect()),
+            };
+        };
+        let mut out_rank = 0;
+        let mut extents = Some(Vec::new());
+        for (d, t) in triplets.iter().enumerate() {
+            if t.bound.is_none() && t.stride.is_none() && t.index.is_some() {
+                continue;
+            }
+            out_rank += 1;
+            let dim = declared.as_ref().and_then(|b| b.get(d).copied());
+            let lo = t.index.as_ref().map(const_int).unwrap_or(dim.map(|b| b.0));
+            let hi = t.bound.as_ref().map(const_int).unwrap_or(dim.map(|b| b.1));
+            let st = t.stride.as_ref().map(const_int).unwrap_or(Some(1));
+            match (lo, hi, st, extents.as_mut()) {
+                (Some(lo), Some(hi), Some(st), Some(ext)) if st != 0 => {
+                    ext.push(((hi - lo + st) / st).max(0))
+                }
+                _ => extents = None,
+            }
+        }
+        Shape {
+            rank: out_rank,
+            extents,
+        }
+    }
+
+    /// Type and shape of every node of `dag`.
+    pub fn infer(&self, dag: &Dag) -> Vec<(ValueType, Shape)> {
+        let mut out = vec![(ValueType::Other, Shape::SCALAR); dag.nodes.len()];
+        for n in dag.postorder(dag.root) {
+            out[n] = match &dag.nodes[n] {
+                Node::Var(r) => (self.var_type(&r.graph), self.ref_shape(&r.graph)),
+                Node::Const(a) => (
+                    match a.get("type") {
+                        Some("integer") => ValueType::Integer,
+                        Some("bool") => ValueType::Bool,
+                        Some("real") | Some("double") => ValueType::Real,
+                        _ => ValueType::Other,
+                    },
+                    Shape::SCALAR,
+                ),
+                Node::Other(_) => (ValueType::Other, Shape::SCALAR),
+                Node::Op {
+                    attrs,
+                    boolean,
+                    args,
+                } => {
+                    let name = attrs.get("name").unwrap_or("");
+                    let arg = |k: usize| args.get(k).map(|&a| out[a].clone());
+                    let widest = args
+                        .iter()
+                        .map(|&a| out[a].1.clone())
+                        .max_by_key(|s| (s.rank, s.extents.is_some()))
+                        .unwrap_or(Shape::SCALAR);
+                    let numeric = if args.iter().all(|&a| out[a].0 == ValueType::Integer) {
+                        ValueType::Integer
+                    } else {
+                        ValueType::Real
+                    };
+                    if *boolean || name.starts_with("string_") {
+                        (ValueType::Bool, widest)
+                    } else {
+                        match name {
+                            "size" | "lbound" | "ubound" | "len" => {
+                                (ValueType::Integer, Shape::SCALAR)
+                            }
+                            "present" | "allocated" => (ValueType::Bool, Shape::SCALAR),
+                            "int_scal" | "nint_scal" => (ValueType::Integer, widest),
+                            "real_scal" => (ValueType::Real, widest),
+                            "sum_arr" | "nc_maxval" | "nc_minval" | "maxval" | "minval" => (
+                                arg(0).map(|a| a.0).unwrap_or(ValueType::Real),
+                                Shape::SCALAR,
+                            ),
+                            "maxloc_arr" | "minloc_arr" | "shape_arr" => (
+                                ValueType::Integer,
+                                Shape {
+                                    rank: 1,
+                                    extents: arg(0).map(|a| vec![a.1.rank.max(1) as i64]),
+                                },
+                            ),
+                            "transpose_arr" => (
+                                numeric,
+                                Shape {
+                                    rank: 2,
+                                    extents: arg(0).and_then(|a| a.1.extents).map(|mut e| {
+                                        e.reverse();
+                                        e
+                                    }),
+                                },
+                            ),
+                            "reshape_arr" => (
+                                arg(0).map(|a| a.0).unwrap_or(ValueType::Real),
+                                Shape {
+                                    rank: arg(1)
+                                        .and_then(|a| a.1.extents)
+                                        .and_then(|e| e.first().copied())
+                                        .unwrap_or(1)
+                                        as usize,
+                                    extents: None,
+                                },
+                            ),
+                            _ => (numeric, widest),
+                        }
+                    }
+                }
+            };
+        }
+        out
+    }
+}
+
+fn const_int(e: &Expr) -> Option<i64> {
+    if e.vertices.len() != 1 {
+        return None;
+    }
+    let v = &e.vertices[0];
+    if matches!(v.kind, ExprVertexKind::Constant) {
+        v.attrs.get("value")?.trim().parse().ok()
+    } else {
+        None
+    }
+}
+
+/// A canonical text of an expression, for comparing subscripts.
+pub fn expr_text(e: &Expr) -> String {
+    let Some(g) = ExprGraph::new(e) else {
+        return "?".into();
+    };
+    fn show(e: &Expr, g: &ExprGraph, v: usize, out: &mut String) {
+        let vertex = &e.vertices[v];
+        match &vertex.kind {
+            ExprVertexKind::Constant => out.push_str(vertex.attrs.get("value").unwrap_or("?")),
+            ExprVertexKind::VariableReference(r) => out.push_str(&ref_text(r)),
+            _ => {
+                out.push_str(
+                    vertex
+                        .attrs
+                        .get("name")
+                        .or(vertex.attrs.get("symbol_id"))
+                        .unwrap_or("?"),
+                );
+                out.push('(');
+                for (i, a) in g.args[v].iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    show(e, g, *a, out);
+                }
+                out.push(')');
+            }
+        }
+    }
+    let mut out = String::new();
+    show(e, &g, g.root, &mut out);
+    out
+}
+
+fn triplet_text(t: &IndexTriplet) -> String {
+    let part = |x: &Option<Expr>| x.as_ref().map(expr_text).unwrap_or_default();
+    if t.bound.is_none() && t.stride.is_none() {
+        part(&t.index)
+    } else {
+        format!("{}:{}:{}", part(&t.index), part(&t.bound), part(&t.stride))
+    }
+}
+
+/// A canonical text of a variable reference (`scope:symbol(sub,…)`).
+pub fn ref_text(g: &RefGraph) -> String {
+    let mut s = match g.symbol_ids() {
+        Some((scope, sym)) => format!("{scope}:{sym}"),
+        None => "?".into(),
+    };
+    for v in g.chain() {
+        if let RefVertexKind::ArrayElement { triplets } = &v.kind {
+            s.push('(');
+            s.push_str(
+                &triplets
+                    .iter()
+                    .map(triplet_text)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
+            s.push(')');
+        }
+    }
+    s
+}
+
+/// The variables a reference's subscripts read.
+pub fn subscript_symbols(ctx: &Ctx<'_>, g: &RefGraph, out: &mut Vec<SymbolId>) {
+    for triplets in g.subscripts() {
+        for t in triplets {
+            for e in [&t.index, &t.bound, &t.stride].into_iter().flatten() {
+                expr_symbols(ctx, e, out);
+            }
+        }
+    }
+}
+
+/// The variables an expression reads (including in subscripts).
+pub fn expr_symbols(ctx: &Ctx<'_>, e: &Expr, out: &mut Vec<SymbolId>) {
+    for v in &e.vertices {
+        if let ExprVertexKind::VariableReference(r) = &v.kind {
+            if let Some(s) = ctx.symbol_of(r) {
+                out.push(s);
+            }
+            subscript_symbols(ctx, r, out);
+        }
+    }
+}
+
+/// How two references may overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overlap {
+    /// Certainly different storage.
+    No,
+    /// Possibly the same storage.
+    May,
+    /// Certainly the same storage (same variable, same subscripts).
+    Must,
+}
+
+/// Whether two references overlap. Different variables never alias
+/// (Fortran forbids writing through aliased dummies); the same variable
+/// with identical subscripts is the same storage; different constant
+/// subscripts are different storage; anything else may overlap.
+pub fn overlap(ctx: &Ctx<'_>, a: &VarRef, b: &VarRef) -> Overlap {
+    let (Some(sa), Some(sb)) = (ctx.symbol_of(&a.graph), ctx.symbol_of(&b.graph)) else {
+        return Overlap::May;
+    };
+    if ctx.storage(sa) != ctx.storage(sb) {
+        return Overlap::No;
+    }
+    let (ta, tb) = (a.graph.subscripts(), b.graph.subscripts());
+    match (ta.last(), tb.last()) {
+        (None, None) => Overlap::Must,
+        (Some(x), Some(y)) if x.len() == y.len() => {
+            let texts = |t: &[IndexTriplet]| t.iter().map(triplet_text).collect::<Vec<_>>();
+            let (xs, ys) = (texts(x), texts(y));
+            if xs == ys {
+                return Overlap::Must;
+            }
+            // Two element references with a different constant index in
+            // some dimension cannot overlap.
+            for (p, q) in x.iter().zip(y.iter()) {
+                let single = |t: &IndexTriplet| {
+                    if t.bound.is_none() && t.stride.is_none() {
+                        t.index.as_ref().and_then(const_int)
+                    } else {
+                        None
+                    }
+                };
+                if let (Some(i), Some(j)) = (single(p), single(q)) {
+                    if i != j {
+                        return Overlap::No;
+                    }
+                }
+            }
+            Overlap::May
+        }
+        _ => Overlap::May,
+    }
+}

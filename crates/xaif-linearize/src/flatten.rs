@@ -1,0 +1,502 @@
+//! Flattening: the statements of a basic block grouped into sequences whose
+//! linearized computational graphs are merged (seed "weighted term graphs"
+//! §5), and each sequence's graph.
+//!
+//! A sequence grows statement by statement. A use on a right-hand side is
+//! identified with an earlier definition of the sequence when the DU-UD
+//! chains (or, without chains, the alias analysis of
+//! [`crate::context::overlap`]) say it is certainly that definition; it is
+//! an independent of the sequence when no definition of the sequence
+//! reaches it; when either is uncertain the statement starts a new sequence.
+//! A new sequence also starts before a statement whose left-hand side may be
+//! a location already written in the sequence (unless `-Q`), before a
+//! passive statement that writes a variable the sequence uses in a subscript
+//! (the propagation at the end of the sequence evaluates subscripts again),
+//! at calls and untranslated statements, and for every statement with `-S`.
+//!
+//! A definition is a dependent of its sequence unless its DU chain shows
+//! that every use is a later statement of the same sequence.
+
+use rustc_hash::FxHashMap;
+use xaif_model::{Assignment, StmtId, StmtKind, SymbolId, VarRef};
+
+use crate::catalogue::Catalogue;
+use crate::context::{overlap, ref_text, subscript_symbols, Ctx, Overlap};
+use crate::dag::Node;
+use crate::linearize::{linearize, EdgePartial, LinStmt, LinearizeError};
+
+/// Where an active use on a right-hand side gets its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// From before the sequence: independent number `k` of the sequence.
+    Independent(usize),
+    /// From the definition of item `k` of the sequence.
+    Def(usize),
+}
+
+/// One statement of a sequence.
+#[derive(Clone, Debug)]
+pub enum Item {
+    /// A statement emitted unchanged (passive assignments, inert markers).
+    Plain(StmtId),
+    /// An active assignment.
+    Active {
+        /// The statement.
+        stmt: StmtId,
+        /// Its linearization.
+        lin: LinStmt,
+        /// Its left-hand side.
+        lhs: VarRef,
+        /// Source of each active variable node of `lin.dag`.
+        sources: FxHashMap<usize, Source>,
+        /// Whether its value is needed after the sequence.
+        dependent: bool,
+    },
+    /// A passive value assigned to an active variable: its derivative
+    /// becomes zero.
+    Zero {
+        /// The statement.
+        stmt: StmtId,
+        /// Its left-hand side.
+        lhs: VarRef,
+    },
+}
+
+/// An independent of a sequence: a variable read before the sequence
+/// defines it.
+#[derive(Clone, Debug)]
+pub struct Independent {
+    /// The reference.
+    pub var: VarRef,
+    /// Canonical text, the identity of the independent.
+    pub key: String,
+    /// The value comes from a zeroed definition of the sequence (its
+    /// derivative is read after the zeroing).
+    pub after_zero: bool,
+}
+
+/// A flattened sequence.
+#[derive(Clone, Debug, Default)]
+pub struct Sequence {
+    /// Statements in order.
+    pub items: Vec<Item>,
+    /// Independents.
+    pub independents: Vec<Independent>,
+    /// Variables used in subscripts of the sequence's references.
+    subscript_vars: Vec<SymbolId>,
+}
+
+impl Sequence {
+    /// Whether the sequence has derivative work.
+    pub fn is_active(&self) -> bool {
+        self.items
+            .iter()
+            .any(|i| matches!(i, Item::Active { .. } | Item::Zero { .. }))
+    }
+
+    fn defs(&self) -> impl Iterator<Item = (usize, &VarRef)> {
+        self.items.iter().enumerate().filter_map(|(k, i)| match i {
+            Item::Active { lhs, .. } | Item::Zero { lhs, .. } => Some((k, lhs)),
+            Item::Plain(_) => None,
+        })
+    }
+
+    fn stmt_ids<'c>(&self, ctx: &'c Ctx<'_>) -> Vec<&'c str> {
+        self.items
+            .iter()
+            .map(|i| {
+                let s = match i {
+                    Item::Plain(s) | Item::Active { stmt: s, .. } | Item::Zero { stmt: s, .. } => {
+                        *s
+                    }
+                };
+                ctx.p.stmts[s].id()
+            })
+            .collect()
+    }
+}
+
+/// A piece of a flattened basic block.
+#[derive(Clone, Debug)]
+pub enum Piece {
+    /// A sequence of assignments.
+    Seq(Sequence),
+    /// A statement handled on its own (a call, a marker that may change
+    /// values, an inlinable call, a direct-action assignment).
+    Single(StmtId),
+}
+
+/// Options of flattening.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlattenOptions {
+    /// `-S`: one graph per statement.
+    pub per_statement: bool,
+    /// `-Q`: do not split on possibly aliased left-hand sides.
+    pub no_alias_split: bool,
+}
+
+/// Why a block cannot be flattened.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("statement `{statement}`: {source}")]
+pub struct FlattenError {
+    /// The statement id.
+    pub statement: String,
+    /// What went wrong.
+    pub source: LinearizeError,
+}
+
+fn inert_marker(annotation: &str) -> bool {
+    [
+        "OPR_PRAGMA",
+        "OPR_XPRAGMA",
+        "OPR_COMMENT",
+        "OPR_USE",
+        "StmtLabel",
+    ]
+    .iter()
+    .any(|k| annotation.contains(k))
+}
+
+/// Whether an assignment is a direct action of the non-inlinable
+/// catalogue (`B = transpose_arr(A)` with `-N`): its right-hand side root is
+/// such an intrinsic.
+pub fn direct_action(a: &Assignment, direct: &dyn Fn(&str) -> bool) -> bool {
+    let Some(d) = crate::dag::Dag::from_expr(&a.rhs) else {
+        return false;
+    };
+    matches!(&d.nodes[d.root], Node::Op { attrs, .. } if attrs.get("name").is_some_and(direct))
+}
+
+/// Flattens a basic block.
+pub fn flatten(
+    ctx: &Ctx<'_>,
+    catalogue: &Catalogue,
+    stmts: &[StmtId],
+    options: FlattenOptions,
+    direct: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Piece>, FlattenError> {
+    let mut pieces = Vec::new();
+    let mut cur = Sequence::default();
+    let flush = |cur: &mut Sequence, pieces: &mut Vec<Piece>| {
+        if !cur.items.is_empty() {
+            pieces.push(Piece::Seq(std::mem::take(cur)));
+        }
+    };
+    for &s in stmts {
+        let stmt = &ctx.p.stmts[s];
+        let err = |source| FlattenError {
+            statement: stmt.id().to_string(),
+            source,
+        };
+        match &stmt.kind {
+            StmtKind::Marker if inert_marker(stmt.attrs.get("annotation").unwrap_or("")) => {
+                cur.items.push(Item::Plain(s));
+            }
+            StmtKind::Assignment(a) if direct_action(a, direct) => {
+                flush(&mut cur, &mut pieces);
+                pieces.push(Piece::Single(s));
+            }
+            StmtKind::Assignment(a) => {
+                let lhs_active = !a.lhs.attrs.flag("deriv", false) && ctx.ref_active(&a.lhs.graph);
+                if !lhs_active {
+                    // Passive: a new sequence when it writes a variable used
+                    // in a subscript of the sequence.
+                    if let Some(sym) = ctx.symbol_of(&a.lhs.graph) {
+                        if cur.subscript_vars.contains(&sym) {
+                            flush(&mut cur, &mut pieces);
+                        }
+                    }
+                    cur.items.push(Item::Plain(s));
+                    continue;
+                }
+                let lin = linearize(ctx, catalogue, &a.rhs).map_err(err)?;
+                // Output dependence: the left-hand side may be a location the
+                // sequence already writes.
+                if options.per_statement
+                    || (!options.no_alias_split
+                        && cur
+                            .defs()
+                            .any(|(_, l)| overlap(ctx, l, &a.lhs) != Overlap::No))
+                {
+                    flush(&mut cur, &mut pieces);
+                }
+                let root_active = lin.active[lin.dag.root];
+                if !root_active {
+                    cur.items.push(Item::Zero {
+                        stmt: s,
+                        lhs: a.lhs.clone(),
+                    });
+                    note_subscripts(ctx, &mut cur, &a.lhs);
+                    continue;
+                }
+                let sources = match resolve(ctx, &cur, &lin) {
+                    Some(x) => x,
+                    None => {
+                        flush(&mut cur, &mut pieces);
+                        resolve(ctx, &cur, &lin).expect("an empty sequence resolves everything")
+                    }
+                };
+                let mut sources_final = FxHashMap::default();
+                for (node, src) in sources {
+                    let resolved = match src {
+                        Resolved::Def(k) => Source::Def(k),
+                        Resolved::Independent(var, after_zero) => {
+                            let key = if after_zero {
+                                format!("zero:{}", ref_text(&var.graph))
+                            } else {
+                                ref_text(&var.graph)
+                            };
+                            let k = match cur.independents.iter().position(|i| i.key == key) {
+                                Some(k) => k,
+                                None => {
+                                    cur.independents.push(Independent {
+                                        var: var.clone(),
+                                        key,
+                                        after_zero,
+                                    });
+                                    cur.independents.len() - 1
+                                }
+                            };
+                            Source::Independent(k)
+                        }
+                    };
+                    sources_final.insert(node, resolved);
+                }
+                note_subscripts(ctx, &mut cur, &a.lhs);
+                for n in &lin.dag.nodes {
+                    if let Node::Var(r) = n {
+                        note_subscripts(ctx, &mut cur, r);
+                    }
+                }
+                cur.items.push(Item::Active {
+                    stmt: s,
+                    lin,
+                    lhs: a.lhs.clone(),
+                    sources: sources_final,
+                    dependent: true,
+                });
+                if options.per_statement {
+                    flush(&mut cur, &mut pieces);
+                }
+            }
+            _ => {
+                flush(&mut cur, &mut pieces);
+                pieces.push(Piece::Single(s));
+            }
+        }
+    }
+    flush(&mut cur, &mut pieces);
+    for piece in &mut pieces {
+        if let Piece::Seq(seq) = piece {
+            mark_dependents(ctx, seq);
+        }
+    }
+    Ok(pieces)
+}
+
+fn note_subscripts(ctx: &Ctx<'_>, cur: &mut Sequence, r: &VarRef) {
+    let mut syms = Vec::new();
+    subscript_symbols(ctx, &r.graph, &mut syms);
+    for s in syms {
+        if !cur.subscript_vars.contains(&s) {
+            cur.subscript_vars.push(s);
+        }
+    }
+}
+
+enum Resolved {
+    Def(usize),
+    Independent(VarRef, bool),
+}
+
+/// Sources of the active variable nodes of `lin` in `cur`; `None` when one
+/// is ambiguous.
+fn resolve(ctx: &Ctx<'_>, cur: &Sequence, lin: &LinStmt) -> Option<Vec<(usize, Resolved)>> {
+    let ids = cur.stmt_ids(ctx);
+    let mut out = Vec::new();
+    for (n, node) in lin.dag.nodes.iter().enumerate() {
+        let Node::Var(r) = node else { continue };
+        if !lin.active[n] {
+            continue;
+        }
+        let def = match ctx.chain(&r.attrs) {
+            Some(chain) => {
+                let inside: Vec<usize> = chain
+                    .iter()
+                    .filter_map(|id| ids.iter().position(|s| !id.is_empty() && s == id))
+                    .collect();
+                match (inside.len(), chain.len()) {
+                    (0, _) => None,
+                    (1, 1) => Some(inside[0]),
+                    _ => return None,
+                }
+            }
+            None => {
+                let mut found = None;
+                for (k, lhs) in cur.defs() {
+                    match overlap(ctx, lhs, r) {
+                        Overlap::No => {}
+                        Overlap::Must if found.is_none() => found = Some(k),
+                        _ => return None,
+                    }
+                }
+                found
+            }
+        };
+        let resolved = match def {
+            None => Resolved::Independent(r.clone(), false),
+            Some(k) => match &cur.items[k] {
+                Item::Zero { .. } => Resolved::Independent(r.clone(), true),
+                Item::Active { .. } => Resolved::Def(k),
+                Item::Plain(_) => return None,
+            },
+        };
+        out.push((n, resolved));
+    }
+    Some(out)
+}
+
+fn mark_dependents(ctx: &Ctx<'_>, seq: &mut Sequence) {
+    let ids: Vec<String> = seq.stmt_ids(ctx).into_iter().map(str::to_string).collect();
+    for (k, item) in seq.items.iter_mut().enumerate() {
+        if let Item::Active { lhs, dependent, .. } = item {
+            *dependent = match ctx.chain(&lhs.attrs) {
+                None => true,
+                Some(uses) => uses.iter().any(|u| match ids.iter().position(|s| s == u) {
+                    Some(pos) => pos <= k,
+                    None => true,
+                }),
+            };
+        }
+    }
+}
+
+/// Statistics of one linearized computational graph and its elimination.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct GraphStats {
+    /// Vertices of the graph.
+    pub vertices: usize,
+    /// Edges of the graph.
+    pub edges: usize,
+    /// Multiplications of the accumulation.
+    pub multiplications: usize,
+    /// Additions of the accumulation.
+    pub additions: usize,
+    /// Subtractions of the accumulation.
+    pub subtractions: usize,
+    /// Divisions of the accumulation.
+    pub divisions: usize,
+    /// Non-trivial edges left in the remainder graph.
+    pub nontrivial_remainder_edges: usize,
+}
+
+impl GraphStats {
+    /// Adds another graph's counts.
+    pub fn add(&mut self, o: &GraphStats) {
+        self.vertices += o.vertices;
+        self.edges += o.edges;
+        self.multiplications += o.multiplications;
+        self.additions += o.additions;
+        self.subtractions += o.subtractions;
+        self.divisions += o.divisions;
+        self.nontrivial_remainder_edges += o.nontrivial_remainder_edges;
+    }
+}
+
+/// The linearized computational graph of a sequence.
+pub struct SeqGraph {
+    /// The graph.
+    pub lcg: xaif_elim::Lcg,
+    /// Vertex of each independent.
+    pub independent_vertex: Vec<xaif_elim::VertexId>,
+    /// Vertex of each active node of each item: `node_vertex[item][node]`.
+    pub node_vertex: Vec<Vec<Option<xaif_elim::VertexId>>>,
+    /// The definition vertex of each item.
+    pub def_vertex: Vec<Option<xaif_elim::VertexId>>,
+    /// The partial instance of each variable label: (item, edge index).
+    pub variables: Vec<(usize, usize)>,
+}
+
+/// Builds the graph of a sequence.
+pub fn build_graph(seq: &Sequence) -> Result<SeqGraph, xaif_elim::GraphError> {
+    use xaif_elim::{Label, Lcg, VarId, VertexKind};
+    let mut lcg = Lcg::new();
+    let independent_vertex: Vec<_> = seq
+        .independents
+        .iter()
+        .map(|i| lcg.add_named_vertex(VertexKind::Independent, i.key.clone()))
+        .collect();
+    let mut node_vertex = Vec::with_capacity(seq.items.len());
+    let mut def_vertex = vec![None; seq.items.len()];
+    let mut variables = Vec::new();
+    for (k, item) in seq.items.iter().enumerate() {
+        let Item::Active {
+            lin,
+            sources,
+            dependent,
+            lhs,
+            ..
+        } = item
+        else {
+            node_vertex.push(Vec::new());
+            continue;
+        };
+        let mut nv = vec![None; lin.dag.nodes.len()];
+        for n in lin.dag.postorder(lin.dag.root) {
+            if !lin.active[n] {
+                continue;
+            }
+            nv[n] = match &lin.dag.nodes[n] {
+                Node::Var(_) => match sources.get(&n) {
+                    Some(Source::Independent(i)) => Some(independent_vertex[*i]),
+                    Some(Source::Def(d)) => def_vertex[*d],
+                    None => None,
+                },
+                Node::Op { .. } => Some(lcg.add_vertex(VertexKind::Intermediate)),
+                _ => None,
+            };
+        }
+        for (e, edge) in lin.edges.iter().enumerate() {
+            let (Some(from), Some(to)) = (nv[edge.from], nv[edge.to]) else {
+                continue;
+            };
+            let label = match &edge.partial {
+                EdgePartial::Unit => Label::Unit,
+                EdgePartial::MinusOne => Label::MinusOne,
+                EdgePartial::Constant(c) => Label::Constant(*c),
+                EdgePartial::Instance { .. } => {
+                    variables.push((k, e));
+                    Label::Variable(VarId((variables.len() - 1) as u32))
+                }
+            };
+            lcg.add_edge(from, to, label)?;
+        }
+        let root = lin.dag.root;
+        let def = match (&lin.dag.nodes[root], nv[root]) {
+            (Node::Op { .. }, Some(v)) => v,
+            (_, leaf) => {
+                let v = lcg.add_vertex(VertexKind::Intermediate);
+                if let Some(leaf) = leaf {
+                    lcg.add_edge(leaf, v, Label::Unit)?;
+                }
+                v
+            }
+        };
+        let kind = if *dependent {
+            VertexKind::Dependent
+        } else {
+            VertexKind::Intermediate
+        };
+        lcg.set_kind(def, kind)?;
+        let _ = lhs;
+        def_vertex[k] = Some(def);
+        node_vertex.push(nv);
+    }
+    Ok(SeqGraph {
+        lcg,
+        independent_vertex,
+        node_vertex,
+        def_vertex,
+        variables,
+    })
+}

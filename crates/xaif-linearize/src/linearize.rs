@@ -1,0 +1,328 @@
+//! Linearization of one assignment: which subexpressions are active, the
+//! local partial derivative on every edge from an active argument to its
+//! operation, and which subexpressions must be named by temporaries because
+//! a partial reads them.
+//!
+//! Partials come from the inlinable intrinsics catalogue. A partial that is
+//! `linear_one` or `linear_minus_one` is the constant ±1; one that reduces
+//! to a constant (`2.0 * x` with respect to `x`) is that constant; any other
+//! is an instance of the catalogue's expression, evaluated into a `lin`
+//! temporary before the statement. When a partial reads the operation's
+//! result or a non-leaf active argument, that subexpression is first
+//! assigned to an `aux` temporary and the statement reads the temporary.
+
+use xaif_model::{Attrs, Expr, ExprBuilder, ExprVertexKind, VarRef};
+
+use crate::catalogue::{Catalogue, PartialKind, TNode, Template};
+use crate::context::Ctx;
+use crate::dag::{Dag, Node};
+
+/// The local partial on one edge.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EdgePartial {
+    /// +1.
+    Unit,
+    /// -1.
+    MinusOne,
+    /// A constant.
+    Constant(f64),
+    /// The catalogue expression `template` for the operation `op`.
+    Instance {
+        /// The operation node.
+        op: usize,
+        /// The partial's template.
+        template: Template,
+    },
+}
+
+/// An edge of the statement's local graph: from an active argument node to
+/// the operation node that uses it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinEdge {
+    /// The argument node.
+    pub from: usize,
+    /// The operation node.
+    pub to: usize,
+    /// The local partial.
+    pub partial: EdgePartial,
+}
+
+/// A linearized assignment.
+#[derive(Clone, Debug)]
+pub struct LinStmt {
+    /// The right-hand side.
+    pub dag: Dag,
+    /// Whether each node carries a derivative.
+    pub active: Vec<bool>,
+    /// The local partials.
+    pub edges: Vec<LinEdge>,
+    /// Operation nodes that partials read, in evaluation order; each gets
+    /// an `aux` temporary.
+    pub aux: Vec<usize>,
+}
+
+/// Why an assignment cannot be linearized.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LinearizeError {
+    /// An operation on active values that the catalogue does not define.
+    #[error("intrinsic `{0}` is applied to active values but is not in the inlinable catalogue")]
+    NotInCatalogue(String),
+    /// A construct whose derivative the engine cannot form.
+    #[error("cannot differentiate {0}")]
+    Unsupported(String),
+}
+
+/// Linearizes a right-hand side.
+pub fn linearize(
+    ctx: &Ctx<'_>,
+    catalogue: &Catalogue,
+    rhs: &Expr,
+) -> Result<LinStmt, LinearizeError> {
+    let dag = Dag::from_expr(rhs)
+        .ok_or_else(|| LinearizeError::Unsupported("an empty expression".into()))?;
+    let order = dag.postorder(dag.root);
+    let mut active = vec![false; dag.nodes.len()];
+    let mut edges = Vec::new();
+    let mut needs_aux = vec![false; dag.nodes.len()];
+    for &n in &order {
+        match &dag.nodes[n] {
+            Node::Var(r) => active[n] = !r.attrs.flag("deriv", false) && ctx.ref_active(&r.graph),
+            Node::Const(_) => {}
+            Node::Other(v) => {
+                if let ExprVertexKind::FunctionCall(args) = &v.kind {
+                    if args.iter().any(|a| ctx.ref_active(&a.graph)) {
+                        return Err(LinearizeError::Unsupported(format!(
+                            "the function call `{}` on active arguments",
+                            v.attrs.get("symbol_id").unwrap_or("?")
+                        )));
+                    }
+                }
+            }
+            Node::Op {
+                attrs,
+                boolean,
+                args,
+            } => {
+                if *boolean || !args.iter().any(|&a| active[a]) {
+                    continue;
+                }
+                let name = attrs.get("name").unwrap_or("");
+                let intrinsic = catalogue
+                    .get(name)
+                    .ok_or_else(|| LinearizeError::NotInCatalogue(name.to_string()))?;
+                for (j, &a) in args.iter().enumerate() {
+                    if !active[a] {
+                        continue;
+                    }
+                    let Some(p) = intrinsic.partials.get(j) else {
+                        return Err(LinearizeError::Unsupported(format!(
+                            "`{name}` with {} arguments (the catalogue has {})",
+                            args.len(),
+                            intrinsic.arity
+                        )));
+                    };
+                    let partial = match (p.kind, &p.template) {
+                        (PartialKind::Passive, _) => continue,
+                        (PartialKind::LinearOne, _) => EdgePartial::Unit,
+                        (PartialKind::LinearMinusOne, _) => EdgePartial::MinusOne,
+                        (_, None) => continue,
+                        (_, Some(t)) => match constant_value(&dag, args, t) {
+                            Some(c) if c == 1.0 => EdgePartial::Unit,
+                            Some(c) if c == -1.0 => EdgePartial::MinusOne,
+                            Some(c) => EdgePartial::Constant(c),
+                            None => {
+                                for k in t.arguments() {
+                                    let node = if k == 0 { n } else { args[k - 1] };
+                                    if matches!(dag.nodes[node], Node::Op { .. }) {
+                                        needs_aux[node] = true;
+                                    }
+                                }
+                                EdgePartial::Instance {
+                                    op: n,
+                                    template: t.clone(),
+                                }
+                            }
+                        },
+                    };
+                    active[n] = true;
+                    edges.push(LinEdge {
+                        from: a,
+                        to: n,
+                        partial,
+                    });
+                }
+            }
+        }
+    }
+    let aux = order.iter().copied().filter(|&n| needs_aux[n]).collect();
+    Ok(LinStmt {
+        dag,
+        active,
+        edges,
+        aux,
+    })
+}
+
+/// The value of a constant, as the compiled code sees it (`F4` constants are
+/// single precision).
+pub fn constant_of(attrs: &Attrs) -> Option<f64> {
+    let v: f64 = attrs
+        .get("value")?
+        .trim()
+        .replace(['d', 'D'], "e")
+        .parse()
+        .ok()?;
+    if !v.is_finite() {
+        return None;
+    }
+    Some(if attrs.get("feType") == Some("F4") {
+        v as f32 as f64
+    } else {
+        v
+    })
+}
+
+/// The value of a partial that depends only on constants, folded the way
+/// the compiled code computes it (integer operands stay integer); `None`
+/// when it reads a variable or an operation folding does not cover.
+fn constant_value(dag: &Dag, args: &[usize], t: &Template) -> Option<f64> {
+    #[derive(Clone, Copy)]
+    enum C {
+        I(i64),
+        R(f64),
+    }
+    fn leaf(a: &Attrs) -> Option<C> {
+        if a.get("type") == Some("integer") {
+            a.get("value")?.trim().parse().ok().map(C::I)
+        } else {
+            constant_of(a).map(C::R)
+        }
+    }
+    fn eval(dag: &Dag, args: &[usize], t: &Template, n: usize) -> Option<C> {
+        match &t.nodes[n] {
+            TNode::Const(a) => leaf(a),
+            TNode::Arg(0) => None,
+            TNode::Arg(k) => match &dag.nodes[*args.get(k - 1)?] {
+                Node::Const(a) => leaf(a),
+                _ => None,
+            },
+            TNode::Op { name, args: ops } => {
+                let v: Option<Vec<C>> = ops.iter().map(|&o| eval(dag, args, t, o)).collect();
+                let v = v?;
+                let r = match (name.as_str(), v.as_slice()) {
+                    ("minus_scal", [C::I(a)]) => C::I(a.checked_neg()?),
+                    ("minus_scal", [C::R(a)]) => C::R(-a),
+                    (_, [C::I(a), C::I(b)]) => C::I(match name.as_str() {
+                        "add_scal_scal" => a.checked_add(*b)?,
+                        "sub_scal_scal" => a.checked_sub(*b)?,
+                        "mul_scal_scal" => a.checked_mul(*b)?,
+                        "div_scal_scal" if *b != 0 => a / b,
+                        _ => return None,
+                    }),
+                    (_, [a, b]) => {
+                        let f = |c: &C| match c {
+                            C::I(i) => *i as f64,
+                            C::R(r) => *r,
+                        };
+                        let (a, b) = (f(a), f(b));
+                        C::R(match name.as_str() {
+                            "add_scal_scal" => a + b,
+                            "sub_scal_scal" => a - b,
+                            "mul_scal_scal" => a * b,
+                            "div_scal_scal" => a / b,
+                            _ => return None,
+                        })
+                    }
+                    _ => return None,
+                };
+                Some(r)
+            }
+        }
+    }
+    match eval(dag, args, t, t.root)? {
+        C::I(i) => Some(i as f64),
+        C::R(r) => r.is_finite().then_some(r),
+    }
+}
+
+/// Writes the expression of a partial instance: argument references become
+/// the operation's arguments (leaves copied, named subexpressions read from
+/// their temporaries via `named`), the result becomes the operation's
+/// temporary.
+pub fn instantiate(
+    dag: &Dag,
+    op: usize,
+    template: &Template,
+    named: &dyn Fn(usize) -> Option<VarRef>,
+) -> Expr {
+    let args: &[usize] = match &dag.nodes[op] {
+        Node::Op { args, .. } => args,
+        _ => &[],
+    };
+    let mut b = ExprBuilder::new();
+    let mut made = vec![None; template.nodes.len()];
+    fn emit(
+        dag: &Dag,
+        op: usize,
+        args: &[usize],
+        t: &Template,
+        n: usize,
+        b: &mut ExprBuilder,
+        made: &mut Vec<Option<usize>>,
+        named: &dyn Fn(usize) -> Option<VarRef>,
+    ) -> usize {
+        if let Some(v) = made[n] {
+            return v;
+        }
+        let v = match &t.nodes[n] {
+            TNode::Const(a) => b.vertex(a.clone(), ExprVertexKind::Constant),
+            TNode::Arg(k) => {
+                let node = if *k == 0 { op } else { args[*k - 1] };
+                match named(node) {
+                    Some(r) => b.reference(&r),
+                    None => {
+                        // A leaf, or a passive subexpression recomputed in
+                        // place.
+                        let sub = dag.to_expr(node, named);
+                        copy_into(&sub, b)
+                    }
+                }
+            }
+            TNode::Op { name, args: ops } => {
+                let vs: Vec<usize> = ops
+                    .iter()
+                    .map(|&o| emit(dag, op, args, t, o, b, made, named))
+                    .collect();
+                b.intrinsic(name, &vs)
+            }
+        };
+        made[n] = Some(v);
+        v
+    }
+    emit(
+        dag,
+        op,
+        args,
+        template,
+        template.root,
+        &mut b,
+        &mut made,
+        named,
+    );
+    b.finish()
+}
+
+/// Copies an expression into a builder; returns the index of its root.
+pub fn copy_into(e: &Expr, b: &mut ExprBuilder) -> usize {
+    let g = xaif_model::ExprGraph::new(e).expect("built expressions are well formed");
+    let mut map = vec![usize::MAX; e.vertices.len()];
+    let dag = Dag::from_expr(e).expect("well formed");
+    for n in dag.postorder(g.root) {
+        let v = &e.vertices[n];
+        map[n] = b.vertex(v.attrs.clone(), v.kind.clone());
+        for (i, a) in g.args[n].iter().enumerate() {
+            b.edge(map[*a], map[n], i + 1);
+        }
+    }
+    map[g.root]
+}

@@ -1,0 +1,589 @@
+//! Preaccumulation of a flattened sequence: partials and temporaries, the
+//! elimination on the sequence's graph, Jacobian accumulation assignments,
+//! and the remainder graph as an ordered list of propagation steps.
+//!
+//! The result is mode-neutral: the tangent generator turns the steps into a
+//! `DerivativePropagator` after the sequence; the adjoint generator tapes
+//! the factors and transposes the steps.
+
+use rustc_hash::FxHashMap;
+use xaif_elim::{AccId, EdgeValue, Elimination, Operand, VertexId, VertexKind};
+use xaif_model::{Expr, ExprBuilder, Program, ScopeId, Stmt, StmtId, StmtKind, VarRef};
+
+use crate::catalogue::Template;
+use crate::context::{Ctx, Shape, ValueType};
+use crate::dag::Node;
+use crate::flatten::{build_graph, GraphStats, Item, Sequence};
+use crate::linearize::{instantiate, EdgePartial};
+use crate::temps::{add, assign_temp, declare, Names, Temp, TempKind};
+
+/// A factor of a propagation step.
+#[derive(Clone, Debug)]
+pub enum Factor {
+    /// +1.
+    Unit,
+    /// -1.
+    MinusOne,
+    /// A constant.
+    Constant(f64),
+    /// A temporary holding a partial or an accumulated value.
+    Var(VarRef),
+}
+
+impl Factor {
+    /// The factor as an expression.
+    pub fn expr(&self) -> Expr {
+        let mut b = ExprBuilder::new();
+        match self {
+            Factor::Unit => {
+                b.real(1.0);
+            }
+            Factor::MinusOne => {
+                b.real(-1.0);
+            }
+            Factor::Constant(c) => {
+                b.real(*c);
+            }
+            Factor::Var(r) => {
+                b.reference(&crate::temps::value_ref(r));
+            }
+        }
+        b.finish()
+    }
+}
+
+/// Where a derivative lives during propagation.
+#[derive(Clone, Debug)]
+pub struct Slot {
+    /// The variable whose derivative part holds it.
+    pub var: VarRef,
+    /// A temporary of the generated code (not a program variable).
+    pub temporary: bool,
+}
+
+/// One step of propagation: `target.d (+)= Σ factor · source.d`.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// The target.
+    pub target: Slot,
+    /// The terms.
+    pub terms: Vec<(Factor, Slot)>,
+}
+
+/// Everything the sequence's derivative code needs.
+#[derive(Clone, Debug, Default)]
+pub struct Preaccumulated {
+    /// The statements of the sequence with their partial computations, then
+    /// the accumulation assignments.
+    pub stmts: Vec<StmtId>,
+    /// Independents whose derivative must be saved before the sequence's
+    /// targets are written: (temporary, variable).
+    pub saves: Vec<(Slot, Slot)>,
+    /// Variables whose derivative becomes zero.
+    pub zeros: Vec<VarRef>,
+    /// Propagation steps in order (sources before targets).
+    pub steps: Vec<Step>,
+    /// Non-constant factors the steps use (temporaries), for taping.
+    pub factors: Vec<VarRef>,
+    /// Graph statistics.
+    pub stats: GraphStats,
+    /// The graph before elimination, as Graphviz text.
+    pub dot_before: Option<String>,
+    /// The remainder graph, as Graphviz text.
+    pub dot_after: Option<String>,
+}
+
+/// Why preaccumulation failed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PreaccError {
+    /// The sequence's graph is malformed.
+    #[error("linearized graph: {0}")]
+    Graph(#[from] xaif_elim::GraphError),
+    /// The elimination failed.
+    #[error("elimination: {0}")]
+    Elimination(#[from] xaif_elim::ElimError),
+}
+
+/// The routine being transformed.
+pub struct Target<'o> {
+    /// The output program.
+    pub out: &'o mut Program,
+    /// Temporary names.
+    pub names: &'o mut Names,
+    /// The routine's scope (where temporaries are declared).
+    pub scope: ScopeId,
+}
+
+/// Preaccumulates a sequence: emits its statements with partials and the
+/// accumulation, and returns the propagation.
+pub fn preaccumulate(
+    ctx: &Ctx<'_>,
+    t: &mut Target<'_>,
+    seq: &Sequence,
+    config: &xaif_elim::Config,
+    want_dot: bool,
+) -> Result<Preaccumulated, PreaccError> {
+    let mut result = Preaccumulated::default();
+    if !seq.is_active() {
+        for item in &seq.items {
+            if let Item::Plain(s) = item {
+                result.stmts.push(*s);
+            }
+        }
+        return Ok(result);
+    }
+    let graph = build_graph(seq)?;
+    let has_edges = !graph.lcg.edges().is_empty();
+    let elimination: Option<Elimination> = if has_edges {
+        Some(xaif_elim::select(&graph.lcg, config)?.elimination)
+    } else {
+        None
+    };
+    if want_dot {
+        result.dot_before = Some(graph.lcg.to_dot());
+        result.dot_after = elimination.as_ref().map(|e| e.remainder.to_dot());
+    }
+    result.stats.vertices = graph.lcg.vertex_count();
+    result.stats.edges = graph.lcg.edges().len();
+    if let Some(e) = &elimination {
+        result.stats.multiplications = e.ops.multiplications;
+        result.stats.additions = e.ops.additions;
+        result.stats.subtractions = e.ops.subtractions;
+        result.stats.divisions = e.ops.divisions;
+        result.stats.nontrivial_remainder_edges = e.nontrivial_edges;
+    }
+
+    // Which (item, node) each vertex stands for, for shapes.
+    let mut vertex_node: FxHashMap<VertexId, (usize, usize)> = FxHashMap::default();
+    for (k, nv) in graph.node_vertex.iter().enumerate() {
+        for (n, v) in nv.iter().enumerate() {
+            if let Some(v) = v {
+                vertex_node.entry(*v).or_insert((k, n));
+            }
+        }
+    }
+    let mut shapes: Vec<Vec<(ValueType, Shape)>> = Vec::with_capacity(seq.items.len());
+
+    // Statements with aux and lin temporaries.
+    let mut lin_temps: Vec<Option<Temp>> = vec![None; graph.variables.len()];
+    let mut lin_shapes: Vec<Shape> = vec![Shape::SCALAR; graph.variables.len()];
+    for (k, item) in seq.items.iter().enumerate() {
+        match item {
+            Item::Plain(s) | Item::Zero { stmt: s, .. } => {
+                result.stmts.push(*s);
+                shapes.push(Vec::new());
+            }
+            Item::Active { stmt, lin, .. } => {
+                let types = ctx.infer(&lin.dag);
+                let mut aux_temp: FxHashMap<usize, VarRef> = FxHashMap::default();
+                for &a in &lin.aux {
+                    let (ty, shape) = &types[a];
+                    let temp = declare(t.out, t.names, t.scope, TempKind::Aux, *ty, shape, false);
+                    let rhs = {
+                        let named = |n: usize| {
+                            if n == a {
+                                None
+                            } else {
+                                aux_temp.get(&n).cloned()
+                            }
+                        };
+                        lin.dag.to_expr(a, &named)
+                    };
+                    let like = like_ref(&lin.dag, a, &types);
+                    assign_temp(
+                        t.out,
+                        t.names,
+                        &mut result.stmts,
+                        &temp,
+                        rhs,
+                        "aux",
+                        like.as_ref(),
+                    );
+                    aux_temp.insert(a, temp.var);
+                }
+                let named = |n: usize| aux_temp.get(&n).cloned();
+                for (vi, (item_k, e)) in graph.variables.iter().enumerate() {
+                    if *item_k != k {
+                        continue;
+                    }
+                    let EdgePartial::Instance { op, template } = &lin.edges[*e].partial else {
+                        continue;
+                    };
+                    let rhs = instantiate(&lin.dag, *op, template, &named);
+                    let shape = partial_shape(&lin.dag, *op, template, &types);
+                    let temp = declare(
+                        t.out,
+                        t.names,
+                        t.scope,
+                        TempKind::Lin,
+                        ValueType::Real,
+                        &shape,
+                        false,
+                    );
+                    let like = like_ref(&lin.dag, *op, &types);
+                    assign_temp(
+                        t.out,
+                        t.names,
+                        &mut result.stmts,
+                        &temp,
+                        rhs,
+                        "elementary_partial",
+                        like.as_ref(),
+                    );
+                    lin_shapes[vi] = shape;
+                    lin_temps[vi] = Some(temp);
+                }
+                if lin.aux.is_empty() {
+                    result.stmts.push(*stmt);
+                } else {
+                    let original = &ctx.p.stmts[*stmt];
+                    let StmtKind::Assignment(a) = &original.kind else {
+                        unreachable!("active items are assignments")
+                    };
+                    let rhs = lin.dag.to_expr(lin.dag.root, &named);
+                    let new = Stmt {
+                        attrs: original.attrs.clone(),
+                        kind: StmtKind::Assignment(xaif_model::Assignment {
+                            lhs: a.lhs.clone(),
+                            rhs,
+                        }),
+                    };
+                    result.stmts.push(add(t.out, new));
+                }
+                shapes.push(types);
+            }
+        }
+    }
+    let shape_of_vertex = |v: VertexId| -> Shape {
+        vertex_node
+            .get(&v)
+            .and_then(|(k, n)| shapes.get(*k).and_then(|s| s.get(*n)))
+            .map(|(_, s)| s.clone())
+            .unwrap_or(Shape::SCALAR)
+    };
+
+    // Accumulation.
+    let mut acc_value: Vec<Option<Factor>> = Vec::new();
+    if let Some(e) = &elimination {
+        let total_uses = e.acc_use_counts();
+        let mut remainder_uses = vec![0usize; e.accumulations.len()];
+        for edge in &e.remainder.edges {
+            if let EdgeValue::Acc(a) = edge.value {
+                remainder_uses[a.index()] += 1;
+            }
+        }
+        acc_value = vec![None; e.accumulations.len()];
+        let mut acc_expr_inline: Vec<Option<xaif_elim::Expr>> = vec![None; e.accumulations.len()];
+        let mut acc_shapes: Vec<Shape> = vec![Shape::SCALAR; e.accumulations.len()];
+        for acc in &e.accumulations {
+            let k = acc.id.index();
+            let shape = expr_shape(&acc.expr, &lin_shapes, &acc_shapes);
+            acc_shapes[k] = shape.clone();
+            if total_uses[k] == 1 && remainder_uses[k] == 0 {
+                acc_expr_inline[k] = Some(acc.expr.clone());
+                continue;
+            }
+            let rhs = acc_to_expr(&acc.expr, &lin_temps, &acc_value, &acc_expr_inline);
+            let temp = declare(
+                t.out,
+                t.names,
+                t.scope,
+                TempKind::Acc,
+                ValueType::Real,
+                &shape,
+                false,
+            );
+            let like = largest_operand(&acc.expr, &lin_temps, &lin_shapes, &acc_value, &acc_shapes);
+            assign_temp(
+                t.out,
+                t.names,
+                &mut result.stmts,
+                &temp,
+                rhs,
+                "jacobian_accumulation",
+                like.as_ref(),
+            );
+            acc_value[k] = Some(Factor::Var(temp.var));
+        }
+    }
+    let factor = |v: &EdgeValue| -> Factor {
+        match v {
+            EdgeValue::Unit => Factor::Unit,
+            EdgeValue::MinusOne => Factor::MinusOne,
+            EdgeValue::Constant(c) => Factor::Constant(*c),
+            EdgeValue::Variable(var) => Factor::Var(
+                lin_temps[var.0 as usize]
+                    .as_ref()
+                    .expect("every variable label has a temporary")
+                    .var
+                    .clone(),
+            ),
+            EdgeValue::Acc(a) => acc_value[a.index()]
+                .clone()
+                .expect("remainder accumulations are stored"),
+        }
+    };
+
+    // Derivative slots.
+    let mut defs_written: Vec<&VarRef> = Vec::new();
+    for item in &seq.items {
+        match item {
+            Item::Active {
+                lhs,
+                dependent: true,
+                ..
+            } => defs_written.push(lhs),
+            Item::Zero { lhs, .. } => defs_written.push(lhs),
+            _ => {}
+        }
+    }
+    let mut slot: FxHashMap<VertexId, Slot> = FxHashMap::default();
+    for (i, ind) in seq.independents.iter().enumerate() {
+        let v = graph.independent_vertex[i];
+        let aliased = !ind.after_zero
+            && defs_written
+                .iter()
+                .any(|d| crate::context::overlap(ctx, d, &ind.var) != crate::context::Overlap::No);
+        let own = Slot {
+            var: ind.var.clone(),
+            temporary: false,
+        };
+        if aliased {
+            let shape = ctx.ref_shape(&ind.var.graph);
+            let temp = declare(
+                t.out,
+                t.names,
+                t.scope,
+                TempKind::Prp,
+                ValueType::Real,
+                &shape,
+                true,
+            );
+            let save = Slot {
+                var: temp.var,
+                temporary: true,
+            };
+            result.saves.push((save.clone(), own));
+            slot.insert(v, save);
+        } else {
+            slot.insert(v, own);
+        }
+    }
+    for (k, item) in seq.items.iter().enumerate() {
+        match item {
+            Item::Active {
+                lhs,
+                dependent: true,
+                ..
+            } => {
+                if let Some(v) = graph.def_vertex[k] {
+                    slot.insert(
+                        v,
+                        Slot {
+                            var: lhs.clone(),
+                            temporary: false,
+                        },
+                    );
+                }
+            }
+            Item::Zero { lhs, .. } => result.zeros.push(lhs.clone()),
+            _ => {}
+        }
+    }
+    let mut slot_for = |v: VertexId, t: &mut Target<'_>| -> Slot {
+        if let Some(s) = slot.get(&v) {
+            return s.clone();
+        }
+        let shape = shape_of_vertex(v);
+        let temp = declare(
+            t.out,
+            t.names,
+            t.scope,
+            TempKind::Prp,
+            ValueType::Real,
+            &shape,
+            true,
+        );
+        let s = Slot {
+            var: temp.var,
+            temporary: true,
+        };
+        slot.insert(v, s.clone());
+        s
+    };
+
+    // Propagation in topological order of the remainder graph.
+    if let Some(e) = &elimination {
+        let order = graph.lcg.topological_order()?;
+        let mut incoming: FxHashMap<VertexId, Vec<&xaif_elim::RemainderEdge>> =
+            FxHashMap::default();
+        for edge in &e.remainder.edges {
+            incoming.entry(edge.target).or_default().push(edge);
+        }
+        for v in order {
+            let kind = graph.lcg.kind(v);
+            let Some(ins) = incoming.get(&v) else {
+                if kind == Some(VertexKind::Dependent) && e.remainder.vertices[v.index()].present {
+                    // A dependent whose Jacobian is structurally zero.
+                    result.zeros.push(slot_for(v, t).var);
+                }
+                continue;
+            };
+            let target = slot_for(v, t);
+            let mut terms = Vec::with_capacity(ins.len());
+            for edge in ins {
+                let f = factor(&edge.value);
+                if let Factor::Var(r) = &f {
+                    if !result.factors.iter().any(|x| x == r) {
+                        result.factors.push(r.clone());
+                    }
+                }
+                terms.push((f, slot_for(edge.source, t)));
+            }
+            result.steps.push(Step { target, terms });
+        }
+    }
+    Ok(result)
+}
+
+/// A variable reference among the node's arguments with the node's shape,
+/// for allocating a temporary of that shape at run time.
+fn like_ref(dag: &crate::dag::Dag, n: usize, types: &[(ValueType, Shape)]) -> Option<VarRef> {
+    let want = types.get(n)?.1.rank;
+    if want == 0 {
+        return None;
+    }
+    for m in dag.postorder(n) {
+        if let Node::Var(r) = &dag.nodes[m] {
+            if types[m].1.rank == want {
+                return Some(r.clone());
+            }
+        }
+    }
+    None
+}
+
+fn partial_shape(
+    dag: &crate::dag::Dag,
+    op: usize,
+    template: &Template,
+    types: &[(ValueType, Shape)],
+) -> Shape {
+    let args: &[usize] = match &dag.nodes[op] {
+        Node::Op { args, .. } => args,
+        _ => &[],
+    };
+    let mut best = Shape::SCALAR;
+    for k in template.arguments() {
+        let node = if k == 0 { op } else { args[k - 1] };
+        let s = &types[node].1;
+        if s.rank > best.rank || (s.rank == best.rank && best.extents.is_none()) {
+            best = s.clone();
+        }
+    }
+    best
+}
+
+fn expr_shape(e: &xaif_elim::Expr, lin: &[Shape], acc: &[Shape]) -> Shape {
+    let mut best = Shape::SCALAR;
+    e.for_each_operand(&mut |o| {
+        let s = match o {
+            Operand::Constant(_) => Shape::SCALAR,
+            Operand::Variable(v) => lin[v.0 as usize].clone(),
+            Operand::Acc(a) => acc[a.index()].clone(),
+        };
+        if s.rank > best.rank {
+            best = s;
+        }
+    });
+    best
+}
+
+fn largest_operand(
+    e: &xaif_elim::Expr,
+    lin_temps: &[Option<Temp>],
+    lin_shapes: &[Shape],
+    acc_value: &[Option<Factor>],
+    acc_shapes: &[Shape],
+) -> Option<VarRef> {
+    let mut best: Option<(usize, VarRef)> = None;
+    e.for_each_operand(&mut |o| {
+        let candidate = match o {
+            Operand::Variable(v) => lin_temps[v.0 as usize]
+                .as_ref()
+                .map(|t| (lin_shapes[v.0 as usize].rank, t.var.clone())),
+            Operand::Acc(a) => match &acc_value[a.index()] {
+                Some(Factor::Var(r)) => Some((acc_shapes[a.index()].rank, r.clone())),
+                _ => None,
+            },
+            Operand::Constant(_) => None,
+        };
+        if let Some((rank, r)) = candidate {
+            if rank > 0 && best.as_ref().is_none_or(|(b, _)| rank > *b) {
+                best = Some((rank, r));
+            }
+        }
+    });
+    best.map(|(_, r)| r)
+}
+
+fn acc_to_expr(
+    e: &xaif_elim::Expr,
+    lin: &[Option<Temp>],
+    acc: &[Option<Factor>],
+    inline: &[Option<xaif_elim::Expr>],
+) -> Expr {
+    fn go(
+        e: &xaif_elim::Expr,
+        b: &mut ExprBuilder,
+        lin: &[Option<Temp>],
+        acc: &[Option<Factor>],
+        inline: &[Option<xaif_elim::Expr>],
+    ) -> usize {
+        use xaif_elim::Expr as E;
+        match e {
+            E::Leaf(Operand::Constant(c)) => b.real(*c),
+            E::Leaf(Operand::Variable(v)) => b.reference(&crate::temps::value_ref(
+                &lin[v.0 as usize].as_ref().expect("temporary").var,
+            )),
+            E::Leaf(Operand::Acc(a)) => leaf_acc(*a, b, lin, acc, inline),
+            E::Neg(x) => {
+                let x = go(x, b, lin, acc, inline);
+                b.intrinsic("minus_scal", &[x])
+            }
+            E::Mul(x, y) | E::Add(x, y) | E::Sub(x, y) => {
+                let name = match e {
+                    E::Mul(..) => "mul_scal_scal",
+                    E::Add(..) => "add_scal_scal",
+                    _ => "sub_scal_scal",
+                };
+                let x = go(x, b, lin, acc, inline);
+                let y = go(y, b, lin, acc, inline);
+                b.intrinsic(name, &[x, y])
+            }
+        }
+    }
+    fn leaf_acc(
+        a: AccId,
+        b: &mut ExprBuilder,
+        lin: &[Option<Temp>],
+        acc: &[Option<Factor>],
+        inline: &[Option<xaif_elim::Expr>],
+    ) -> usize {
+        if let Some(x) = &inline[a.index()] {
+            return go(x, b, lin, acc, inline);
+        }
+        match &acc[a.index()] {
+            Some(Factor::Var(r)) => b.reference(&crate::temps::value_ref(r)),
+            Some(Factor::Constant(c)) => b.real(*c),
+            Some(Factor::Unit) => b.real(1.0),
+            Some(Factor::MinusOne) => b.real(-1.0),
+            None => {
+                unreachable!("an accumulation reads only earlier, stored or inlined, accumulations")
+            }
+        }
+    }
+    let mut b = ExprBuilder::new();
+    go(e, &mut b, lin, acc, inline);
+    b.finish()
+}

@@ -1,0 +1,65 @@
+//! `-r`: transformed routines get the program's prefix, so hand-written
+//! drivers can call the differentiated routine by a different name than the
+//! original (`head` becomes `OpenAD_head`).
+
+use xaif_model::{Program, RoutineBody, ScopeItem, StmtKind, SymbolIndex};
+
+/// Renames every top-level routine with code (its scope's parent is the
+/// global scope) to `<prefix><symbol_id>`: a new scope-1 symbol with
+/// `temp="1"`, the routine's `symbol_id`, and every call.
+pub fn rename_routines(out: &mut Program, prefix: &str) {
+    let symbols = SymbolIndex::new(out);
+    let Some(global) = symbols.scope("1") else {
+        return;
+    };
+    let parent_of = |scope_id: &str| -> Option<String> {
+        out.scope_hierarchy.items.iter().find_map(|i| match i {
+            ScopeItem::Edge(a) if a.get("source") == Some(scope_id) => {
+                a.get("target").map(str::to_string)
+            }
+            _ => None,
+        })
+    };
+    let mut renames: Vec<(String, String)> = Vec::new();
+    for (_, r) in out.routines.iter() {
+        let RoutineBody::Graph(cfg) = &r.body else {
+            continue;
+        };
+        if out.cfgs[*cfg].vertex_ids().next().is_none() {
+            continue;
+        }
+        let Some(scope_id) = r.attrs.get("controlflowgraph_scope_id") else {
+            continue;
+        };
+        if parent_of(scope_id).as_deref() != Some("1") {
+            continue;
+        }
+        let old = r.symbol_name().to_string();
+        if !old.starts_with(prefix) {
+            renames.push((old.clone(), format!("{prefix}{old}")));
+        }
+    }
+    for (old, new) in &renames {
+        if let Some(sym) = symbols.symbol("1", old) {
+            let mut attrs = out.symbols[sym].attrs.clone();
+            attrs.set("symbol_id", new);
+            attrs.set("temp", "1");
+            out.add_symbol(global, attrs, Vec::new());
+        }
+        let ids: Vec<_> = out.routines.ids().collect();
+        for rid in ids {
+            if out.routines[rid].symbol_name() == old {
+                out.routines[rid].attrs.set("symbol_id", new);
+            }
+        }
+        let sids: Vec<_> = out.stmts.ids().collect();
+        for s in sids {
+            if matches!(out.stmts[s].kind, StmtKind::SubroutineCall(_))
+                && out.stmts[s].attrs.get("symbol_id") == Some(old.as_str())
+                && out.stmts[s].attrs.get("scope_id") == Some("1")
+            {
+                out.stmts[s].attrs.set("symbol_id", new);
+            }
+        }
+    }
+}

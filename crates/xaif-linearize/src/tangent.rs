@@ -1,0 +1,668 @@
+//! Tangent-linear mode: every basic block preaccumulated, derivatives
+//! propagated forward after each sequence, active/passive argument
+//! conversions around calls.
+//!
+//! The output follows the reference engine's conventions
+//! (`../shared/docs/engine-conventions.md` §2–§4 and §8): plain
+//! `ControlFlowGraph`s, temporaries declared in the routine's scope with
+//! `temp="1"`, `DerivativePropagator`s (or, with `-H`, the tangent
+//! inlinable calls `setderiv(tgt, src)`, `setnegderiv`, `incderiv`,
+//! `decderiv`, `zeroderiv(x)`, `sax(a, x, y)`, `saxpy(a, x, y)`), and
+//! `oad_convert` around calls whose actual and formal activity differ.
+
+use serde::Serialize;
+use xaif_model::{
+    build::inlinable_call, ArgValue, Attrs, AxTerm, CallArg, CfgId, Expr, NonInlinable,
+    NonInlinableCatalogue, Program, PropEntry, PropKind, RoutineBody, RoutineIndex, ScopeId, Stmt,
+    StmtId, StmtKind, SymbolId, VarRef, VertexKind,
+};
+
+use crate::catalogue::Catalogue;
+use crate::context::{Ctx, ValueType};
+use crate::flatten::{flatten, FlattenError, FlattenOptions, GraphStats, Piece};
+use crate::preaccumulate::{preaccumulate, Factor, PreaccError, Preaccumulated, Slot, Target};
+use crate::temps::{add, declare, deriv_ref, value_ref, Names, TempKind};
+
+/// Options of the tangent-linear transformation (the reference driver's
+/// flags that apply).
+#[derive(Clone, Debug, Default)]
+pub struct TangentOptions {
+    /// `-S` and `-Q`.
+    pub flatten: FlattenOptions,
+    /// `-n`: one n-ary `Sax` per target.
+    pub nary: bool,
+    /// `-H`: propagators as inlinable calls.
+    pub inline_calls: bool,
+    /// `-D`: zero the derivatives of active locals on entry.
+    pub zero_locals: bool,
+    /// `-p`: symbols forced passive.
+    pub passive: Vec<String>,
+    /// Elimination configuration (`-M`, `-A`, `-m`, `--heuristic`).
+    pub elimination: xaif_elim::Config,
+    /// Keep Graphviz text of every graph before and after elimination.
+    pub dot: bool,
+    /// `-r`: give transformed routines the program's prefix.
+    pub rename: bool,
+}
+
+/// Statistics of one basic block.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BlockStats {
+    /// The block's `vertex_id`.
+    pub block: String,
+    /// Per graph.
+    pub graphs: Vec<GraphStats>,
+    /// Sum over the graphs.
+    pub total: GraphStats,
+}
+
+/// Statistics of one routine.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RoutineStats {
+    /// The routine's `symbol_id`.
+    pub routine: String,
+    /// Per basic block with graphs.
+    pub blocks: Vec<BlockStats>,
+    /// Sum over the blocks.
+    pub total: GraphStats,
+}
+
+/// Statistics of a transformation (`--stats-json`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TransformStats {
+    /// Per routine.
+    pub routines: Vec<RoutineStats>,
+    /// Sum over the routines.
+    pub total: GraphStats,
+}
+
+/// A graph kept for Graphviz output.
+#[derive(Clone, Debug)]
+pub struct DotGraph {
+    /// Routine, block and graph number, for file names.
+    pub name: String,
+    /// Before elimination.
+    pub before: String,
+    /// After elimination.
+    pub after: Option<String>,
+}
+
+/// Why the transformation failed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TransformError {
+    /// A block could not be flattened or linearized.
+    #[error("routine `{routine}`: {source}")]
+    Flatten {
+        /// The routine.
+        routine: String,
+        /// The cause.
+        source: FlattenError,
+    },
+    /// Preaccumulation failed.
+    #[error("routine `{routine}`: {source}")]
+    Preaccumulation {
+        /// The routine.
+        routine: String,
+        /// The cause.
+        source: PreaccError,
+    },
+    /// The input is already a transformation result or otherwise unusable.
+    #[error("{0}")]
+    Input(String),
+}
+
+/// The result of a transformation.
+pub struct Transformed {
+    /// The output program.
+    pub program: Program,
+    /// Statistics.
+    pub stats: TransformStats,
+    /// Graphs for Graphviz output (empty unless asked for).
+    pub dots: Vec<DotGraph>,
+}
+
+/// The names of the non-inlinable intrinsics with a direct action.
+pub fn direct_actions(c: Option<&NonInlinableCatalogue>) -> Vec<String> {
+    c.map(|c| {
+        c.entries
+            .iter()
+            .filter(|e| matches!(e, NonInlinable::DirectAction(_)))
+            .map(|e| e.name().to_string())
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Transforms a validated front-end program into tangent-linear XAIF.
+pub fn tangent(
+    p: &Program,
+    catalogue: &Catalogue,
+    noninlinable: Option<&NonInlinableCatalogue>,
+    options: &TangentOptions,
+) -> Result<Transformed, TransformError> {
+    if p.is_output() {
+        return Err(TransformError::Input(
+            "the input is already a transformation result (it has derivative code)".into(),
+        ));
+    }
+    let ctx = Ctx::new(p, &options.passive);
+    let mut out = p.clone();
+    let mut names = Names::new(p.attrs.get("prefix").unwrap_or("OpenAD_"));
+    let routines = RoutineIndex::new(p);
+    let direct = direct_actions(noninlinable);
+    let is_direct = |name: &str| direct.iter().any(|d| d == name);
+    let mut stats = TransformStats::default();
+    let mut dots = Vec::new();
+    for (rid, routine) in p.routines.iter() {
+        let RoutineBody::Graph(cfg) = &routine.body else {
+            continue;
+        };
+        let name = routine.symbol_name().to_string();
+        let Some(scope) = routine
+            .attrs
+            .get("controlflowgraph_scope_id")
+            .and_then(|s| ctx.symbols.scope(s))
+        else {
+            continue;
+        };
+        let mut rstats = RoutineStats {
+            routine: name.clone(),
+            ..Default::default()
+        };
+        let vertices: Vec<_> = p.cfgs[*cfg].vertex_ids().collect();
+        for v in vertices {
+            let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
+                continue;
+            };
+            let pieces =
+                flatten(&ctx, catalogue, stmts, options.flatten, &is_direct).map_err(|source| {
+                    TransformError::Flatten {
+                        routine: name.clone(),
+                        source,
+                    }
+                })?;
+            let mut new_stmts = Vec::new();
+            let mut bstats = BlockStats {
+                block: p.vertices[v]
+                    .attrs
+                    .get("vertex_id")
+                    .unwrap_or("")
+                    .to_string(),
+                ..Default::default()
+            };
+            for piece in &pieces {
+                match piece {
+                    Piece::Seq(seq) => {
+                        let mut target = Target {
+                            out: &mut out,
+                            names: &mut names,
+                            scope,
+                        };
+                        let pre = preaccumulate(
+                            &ctx,
+                            &mut target,
+                            seq,
+                            &options.elimination,
+                            options.dot,
+                        )
+                        .map_err(|source| {
+                            TransformError::Preaccumulation {
+                                routine: name.clone(),
+                                source,
+                            }
+                        })?;
+                        new_stmts.extend(pre.stmts.iter().copied());
+                        emit_propagation(&mut out, &mut names, &pre, options, &mut new_stmts);
+                        if seq.is_active() {
+                            if let Some(before) = &pre.dot_before {
+                                dots.push(DotGraph {
+                                    name: format!(
+                                        "{name}_{}_{}",
+                                        bstats.block,
+                                        bstats.graphs.len()
+                                    ),
+                                    before: before.clone(),
+                                    after: pre.dot_after.clone(),
+                                });
+                            }
+                            bstats.total.add(&pre.stats);
+                            bstats.graphs.push(pre.stats);
+                        }
+                    }
+                    Piece::Single(s) => single(
+                        &ctx,
+                        &mut out,
+                        &mut names,
+                        scope,
+                        &routines,
+                        *s,
+                        &is_direct,
+                        options,
+                        &mut new_stmts,
+                    ),
+                }
+            }
+            out.vertices[v].kind = VertexKind::BasicBlock(new_stmts);
+            if !bstats.graphs.is_empty() {
+                rstats.total.add(&bstats.total);
+                rstats.blocks.push(bstats);
+            }
+        }
+        if options.zero_locals {
+            zero_active_locals(&ctx, &mut out, rid, *cfg, scope);
+        }
+        stats.total.add(&rstats.total);
+        stats.routines.push(rstats);
+    }
+    if options.rename {
+        crate::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
+    }
+    Ok(Transformed {
+        program: out,
+        stats,
+        dots,
+    })
+}
+
+fn prop_entry(kind: PropKind) -> PropEntry {
+    PropEntry {
+        attrs: Attrs::new(),
+        kind,
+    }
+}
+
+/// Appends the forward propagation of a preaccumulated sequence.
+pub fn emit_propagation(
+    out: &mut Program,
+    names: &mut Names,
+    pre: &Preaccumulated,
+    options: &TangentOptions,
+    stmts: &mut Vec<StmtId>,
+) {
+    let mut entries: Vec<PropEntry> = Vec::new();
+    let d = |s: &Slot| deriv_ref(&s.var);
+    for (save, var) in &pre.saves {
+        entries.push(prop_entry(PropKind::SetDeriv {
+            tgt: d(save),
+            src: d(var),
+        }));
+    }
+    for z in &pre.zeros {
+        entries.push(prop_entry(PropKind::ZeroDeriv(deriv_ref(z))));
+    }
+    for step in &pre.steps {
+        let tgt = d(&step.target);
+        if options.nary {
+            let terms = step
+                .terms
+                .iter()
+                .map(|(f, s)| AxTerm {
+                    attrs: Attrs::new(),
+                    a: f.expr(),
+                    x: d(s),
+                })
+                .collect();
+            entries.push(prop_entry(PropKind::Sax { terms, y: tgt }));
+            continue;
+        }
+        for (i, (f, s)) in step.terms.iter().enumerate() {
+            let src = d(s);
+            let first = i == 0;
+            entries.push(prop_entry(match (f, first) {
+                (Factor::Unit, true) => PropKind::SetDeriv {
+                    tgt: tgt.clone(),
+                    src,
+                },
+                (Factor::Unit, false) => PropKind::IncDeriv {
+                    tgt: tgt.clone(),
+                    src,
+                },
+                (Factor::MinusOne, true) => PropKind::SetNegDeriv {
+                    tgt: tgt.clone(),
+                    src,
+                },
+                (Factor::MinusOne, false) => PropKind::DecDeriv {
+                    tgt: tgt.clone(),
+                    src,
+                },
+                (f, first) => {
+                    let terms = vec![AxTerm {
+                        attrs: Attrs::new(),
+                        a: f.expr(),
+                        x: src,
+                    }];
+                    if first {
+                        PropKind::Sax {
+                            terms,
+                            y: tgt.clone(),
+                        }
+                    } else {
+                        PropKind::Saxpy {
+                            terms,
+                            y: tgt.clone(),
+                        }
+                    }
+                }
+            }));
+        }
+    }
+    if entries.is_empty() {
+        return;
+    }
+    if options.inline_calls {
+        for e in entries {
+            for s in inline_form(names, e) {
+                stmts.push(add(out, s));
+            }
+        }
+    } else {
+        stmts.push(add(
+            out,
+            Stmt {
+                attrs: Attrs::new(),
+                kind: StmtKind::DerivativePropagator(entries),
+            },
+        ));
+    }
+}
+
+/// A propagator entry as tangent inlinable calls (target first for the
+/// set/inc/dec family, `(a, x, y)` for `sax`/`saxpy`; an n-ary `Sax`
+/// becomes one `sax` and then `saxpy` calls).
+fn inline_form(names: &mut Names, e: PropEntry) -> Vec<Stmt> {
+    let v = |r: VarRef| ArgValue::Variable(value_ref(&r));
+    let factor = |a: &Expr| -> ArgValue {
+        // Factors are one constant or one reference.
+        match &a.vertices[0].kind {
+            xaif_model::ExprVertexKind::VariableReference(g) => ArgValue::Variable(VarRef {
+                attrs: a.vertices[0].attrs.clone(),
+                graph: g.clone(),
+            }),
+            _ => ArgValue::Constant(a.vertices[0].attrs.clone()),
+        }
+    };
+    let mut call = |name: &str, args: Vec<ArgValue>| {
+        inlinable_call(name, &names.statement("tangent_call"), args)
+    };
+    let is_sax = matches!(e.kind, PropKind::Sax { .. });
+    match e.kind {
+        PropKind::SetDeriv { tgt, src } => vec![call("setderiv", vec![v(tgt), v(src)])],
+        PropKind::SetNegDeriv { tgt, src } => vec![call("setnegderiv", vec![v(tgt), v(src)])],
+        PropKind::IncDeriv { tgt, src } => vec![call("incderiv", vec![v(tgt), v(src)])],
+        PropKind::DecDeriv { tgt, src } => vec![call("decderiv", vec![v(tgt), v(src)])],
+        PropKind::ZeroDeriv(x) => vec![call("zeroderiv", vec![v(x)])],
+        PropKind::Sax { terms, y } | PropKind::Saxpy { terms, y } => {
+            let mut sets = is_sax;
+            terms
+                .into_iter()
+                .map(|t| {
+                    let name = if sets { "sax" } else { "saxpy" };
+                    sets = false;
+                    call(name, vec![factor(&t.a), v(t.x), v(y.clone())])
+                })
+                .collect()
+        }
+    }
+}
+
+/// A call, an untranslated statement or a direct-action assignment.
+#[allow(clippy::too_many_arguments)]
+fn single(
+    ctx: &Ctx<'_>,
+    out: &mut Program,
+    names: &mut Names,
+    scope: ScopeId,
+    routines: &RoutineIndex,
+    s: StmtId,
+    is_direct: &dyn Fn(&str) -> bool,
+    _options: &TangentOptions,
+    stmts: &mut Vec<StmtId>,
+) {
+    let stmt = &ctx.p.stmts[s];
+    match &stmt.kind {
+        StmtKind::SubroutineCall(args) => {
+            let callee = stmt.attrs.get("symbol_id").unwrap_or("");
+            let formals = callee_formals(ctx, routines, callee);
+            let mut before = Vec::new();
+            let mut after = Vec::new();
+            let mut new_args = Vec::with_capacity(args.len());
+            let mut changed = false;
+            for (i, a) in args.iter().enumerate() {
+                let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
+                let xaif_model::ArgValue::Variable(actual) = &a.value else {
+                    new_args.push(a.clone());
+                    continue;
+                };
+                let formal = formals.get(pos.wrapping_sub(1)).copied().flatten();
+                let (Some(formal), Some(actual_sym)) = (formal, ctx.symbol_of(&actual.graph))
+                else {
+                    new_args.push(a.clone());
+                    continue;
+                };
+                let real = |s: SymbolId| ctx.p.symbols[s].ty() == xaif_model::SymbolType::Real;
+                let (fa, aa) = (ctx.symbol_active(formal), ctx.symbol_active(actual_sym));
+                if fa == aa || !real(formal) || !real(actual_sym) {
+                    new_args.push(a.clone());
+                    continue;
+                }
+                changed = true;
+                // Convert the whole variable and pass the same element or
+                // section of the temporary, so sequence association still
+                // sees the rest of the array.
+                let (scope_id, symbol_id) = actual.graph.symbol_ids().expect("resolved above");
+                let whole =
+                    VarRef::symbol(Attrs::new().with("vertex_id", "1"), scope_id, symbol_id);
+                let shape = ctx.ref_shape(&whole.graph);
+                let temp = declare(
+                    out,
+                    names,
+                    scope,
+                    TempKind::Tyc,
+                    ValueType::Real,
+                    &shape,
+                    fa,
+                );
+                if temp.allocatable {
+                    let id = names.statement("allocate");
+                    before.push(inlinable_call(
+                        "oad_AllocateMatching",
+                        &id,
+                        vec![
+                            ArgValue::Variable(value_ref(&temp.var)),
+                            ArgValue::Variable(value_ref(&whole)),
+                        ],
+                    ));
+                }
+                let id = names.statement("convert");
+                before.push(inlinable_call(
+                    "oad_convert",
+                    &id,
+                    vec![
+                        ArgValue::Variable(value_ref(&temp.var)),
+                        ArgValue::Variable(value_ref(&whole)),
+                    ],
+                ));
+                if temp.allocatable {
+                    let id = names.statement("shape_test");
+                    after.push(inlinable_call(
+                        "oad_ShapeTest",
+                        &id,
+                        vec![
+                            ArgValue::Variable(value_ref(&temp.var)),
+                            ArgValue::Variable(value_ref(&whole)),
+                        ],
+                    ));
+                }
+                let id = names.statement("convert");
+                after.push(inlinable_call(
+                    "oad_convert",
+                    &id,
+                    vec![
+                        ArgValue::Variable(value_ref(&whole)),
+                        ArgValue::Variable(value_ref(&temp.var)),
+                    ],
+                ));
+                let (temp_scope, temp_symbol) =
+                    temp.var.graph.symbol_ids().expect("a declared temporary");
+                let mut passed = actual.clone();
+                if let Some(v) = passed
+                    .graph
+                    .vertices
+                    .iter_mut()
+                    .find(|v| matches!(v.kind, xaif_model::RefVertexKind::Symbol { .. }))
+                {
+                    v.attrs.set("symbol_id", temp_symbol);
+                    v.attrs.set("scope_id", temp_scope);
+                }
+                new_args.push(CallArg {
+                    attrs: a.attrs.clone(),
+                    value: xaif_model::ArgValue::Variable(passed),
+                });
+            }
+            for b in before {
+                stmts.push(add(out, b));
+            }
+            if changed {
+                stmts.push(add(
+                    out,
+                    Stmt {
+                        attrs: stmt.attrs.clone(),
+                        kind: StmtKind::SubroutineCall(new_args),
+                    },
+                ));
+            } else {
+                stmts.push(s);
+            }
+            for a in after {
+                stmts.push(add(out, a));
+            }
+        }
+        StmtKind::Assignment(a) if crate::flatten::direct_action(a, is_direct) => {
+            // y = f(x) for a direct action: y.d = f(x.d).
+            stmts.push(s);
+            let mut deriv = a.clone();
+            deriv.lhs.attrs.set("deriv", "1");
+            for v in &mut deriv.rhs.vertices {
+                if let xaif_model::ExprVertexKind::VariableReference(g) = &v.kind {
+                    if ctx.ref_active(g) {
+                        v.attrs.set("deriv", "1");
+                    }
+                }
+            }
+            let mut attrs = stmt.attrs.clone();
+            attrs.set("statement_id", names.statement("direct_action"));
+            stmts.push(add(
+                out,
+                Stmt {
+                    attrs,
+                    kind: StmtKind::Assignment(deriv),
+                },
+            ));
+        }
+        _ => stmts.push(s),
+    }
+}
+
+/// The formal symbols of the routine defined for `callee`, by position.
+pub fn callee_formals(
+    ctx: &Ctx<'_>,
+    routines: &RoutineIndex,
+    callee: &str,
+) -> Vec<Option<SymbolId>> {
+    let Some(r) = routines.get(callee) else {
+        return Vec::new();
+    };
+    let routine = &ctx.p.routines[r];
+    if !routine.has_body(ctx.p) {
+        return Vec::new();
+    }
+    let mut out: Vec<Option<SymbolId>> = Vec::new();
+    if let Some(args) = &routine.arguments {
+        for a in &args.args {
+            let (Some(pos), Some(sym)) = (a.int("position"), ctx.symbols.resolve(a)) else {
+                continue;
+            };
+            let pos = pos.max(1) as usize;
+            if out.len() < pos {
+                out.resize(pos, None);
+            }
+            out[pos - 1] = Some(sym);
+        }
+    }
+    out
+}
+
+/// `-D`: a `ZeroDeriv` for every active local at the start of the routine.
+fn zero_active_locals(
+    ctx: &Ctx<'_>,
+    out: &mut Program,
+    routine: xaif_model::RoutineId,
+    cfg: CfgId,
+    scope: ScopeId,
+) {
+    let formals: Vec<SymbolId> = ctx.p.routines[routine]
+        .arguments
+        .iter()
+        .flat_map(|l| l.args.iter().filter_map(|a| ctx.symbols.resolve(a)))
+        .collect();
+    let scope_id = ctx.p.scopes[scope]
+        .attrs
+        .get("vertex_id")
+        .unwrap_or("1")
+        .to_string();
+    let mut entries = Vec::new();
+    for table in &ctx.p.scopes[scope].tables {
+        for &s in &table.symbols {
+            let sym = &ctx.p.symbols[s];
+            if sym.kind() == xaif_model::SymbolKind::Variable
+                && ctx.symbol_active(s)
+                && !formals.contains(&s)
+            {
+                let r = VarRef::symbol(Attrs::new().with("deriv", "1"), &scope_id, sym.name());
+                entries.push(prop_entry(PropKind::ZeroDeriv(r)));
+            }
+        }
+    }
+    if entries.is_empty() {
+        return;
+    }
+    let graph = xaif_model::CfgGraph::new(out, cfg);
+    let Some(entry) = graph.entry else { return };
+    let Some(&(_, first)) = graph.successors(entry).first() else {
+        return;
+    };
+    let zero = out.stmts.alloc(Stmt {
+        attrs: Attrs::new(),
+        kind: StmtKind::DerivativePropagator(entries),
+    });
+    match &mut out.vertices[first].kind {
+        VertexKind::BasicBlock(stmts) => stmts.insert(0, zero),
+        _ => {
+            // Insert a block between the entry and its successor.
+            let edge = graph.successors(entry)[0].0;
+            let block_id = "_zero_locals_block".to_string();
+            let v = out.vertices.alloc(xaif_model::CfgVertex {
+                attrs: Attrs::new()
+                    .with("vertex_id", &block_id)
+                    .with("scope_id", &scope_id),
+                cfg,
+                kind: VertexKind::BasicBlock(vec![zero]),
+            });
+            out.edges[edge].attrs.set("target", &block_id);
+            let target = out.vertices[first]
+                .attrs
+                .get("vertex_id")
+                .unwrap_or("")
+                .to_string();
+            let e = out.edges.alloc(xaif_model::CfgEdge {
+                attrs: Attrs::new()
+                    .with("edge_id", "_zero_locals_edge")
+                    .with("source", &block_id)
+                    .with("target", &target),
+                cfg,
+            });
+            out.cfgs[cfg].items.push(xaif_model::CfgItem::Vertex(v));
+            out.cfgs[cfg].items.push(xaif_model::CfgItem::Edge(e));
+        }
+    }
+}

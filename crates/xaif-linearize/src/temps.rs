@@ -1,0 +1,206 @@
+//! Temporaries and new statements of the generated code.
+//!
+//! Every temporary is a new symbol of the routine's scope, `temp="1"`, named
+//! `<prefix>lin_N`, `<prefix>aux_N`, `<prefix>acc_N`, `<prefix>prp_N` or
+//! `<prefix>tyc_N` with program-wide counters (the reference engine's
+//! names), typed and shaped like the value it holds. A temporary whose
+//! extents are not known at transformation time has no bounds and is
+//! allocated with `oad_AllocateMatching` before its assignment.
+
+use xaif_model::{
+    build::{assignment, inlinable_call},
+    ArgValue, Attrs, Expr, Program, ScopeId, Stmt, StmtId, VarRef,
+};
+
+use crate::context::{Shape, ValueType};
+
+/// Counters and naming of temporaries and generated statement ids.
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    prefix: String,
+    counters: [usize; 5],
+    statements: usize,
+}
+
+/// The kinds of temporaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TempKind {
+    /// A local partial derivative.
+    Lin,
+    /// A subexpression a partial reads.
+    Aux,
+    /// An accumulated Jacobian entry.
+    Acc,
+    /// A saved or intermediate derivative.
+    Prp,
+    /// An argument converted between active and passive.
+    Tyc,
+}
+
+impl TempKind {
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn stem(self) -> &'static str {
+        match self {
+            TempKind::Lin => "lin",
+            TempKind::Aux => "aux",
+            TempKind::Acc => "acc",
+            TempKind::Prp => "prp",
+            TempKind::Tyc => "tyc",
+        }
+    }
+}
+
+impl Names {
+    /// Names with the program's `prefix` (`OpenAD_`).
+    pub fn new(prefix: &str) -> Self {
+        Names {
+            prefix: prefix.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// A fresh temporary name of `kind`.
+    pub fn next(&mut self, kind: TempKind) -> String {
+        let n = self.counters[kind.index()];
+        self.counters[kind.index()] += 1;
+        format!("{}{}_{n}", self.prefix, kind.stem())
+    }
+
+    /// A fresh statement id `_<stem>_N`.
+    pub fn statement(&mut self, stem: &str) -> String {
+        self.statements += 1;
+        format!("_{stem}_{}", self.statements)
+    }
+}
+
+/// A temporary that was declared.
+#[derive(Clone, Debug)]
+pub struct Temp {
+    /// A reference to it (value part).
+    pub var: VarRef,
+    /// Whether it needs run-time allocation.
+    pub allocatable: bool,
+}
+
+/// Declares a temporary in `scope` and returns a reference to it.
+pub fn declare(
+    out: &mut Program,
+    names: &mut Names,
+    scope: ScopeId,
+    kind: TempKind,
+    ty: ValueType,
+    shape: &Shape,
+    active: bool,
+) -> Temp {
+    let name = names.next(kind);
+    let scope_id = out.scopes[scope]
+        .attrs
+        .get("vertex_id")
+        .unwrap_or("1")
+        .to_string();
+    let type_name = match ty {
+        ValueType::Integer => "integer",
+        ValueType::Bool => "bool",
+        _ => "real",
+    };
+    let fe = match ty {
+        ValueType::Integer => "I4",
+        ValueType::Bool => "L4",
+        _ => "F8",
+    };
+    let attrs = Attrs::new()
+        .with("symbol_id", &name)
+        .with("kind", "variable")
+        .with("type", type_name)
+        .with("feType", fe)
+        .with("shape", xaif_model::index::SHAPES[shape.rank.min(7)])
+        .with("active", if active { "1" } else { "0" })
+        .with("temp", "1");
+    let (bounds, allocatable) = match (&shape.extents, shape.rank) {
+        (_, 0) => (Vec::new(), false),
+        (Some(ext), _) => (
+            ext.iter()
+                .rev()
+                .map(|n| Attrs::new().with("lower", "1").with("upper", n.to_string()))
+                .collect(),
+            false,
+        ),
+        (None, _) => (Vec::new(), true),
+    };
+    out.add_symbol(scope, attrs, bounds);
+    let var = VarRef::symbol(
+        Attrs::new()
+            .with("vertex_id", "1")
+            .with("active", if active { "true" } else { "false" })
+            .with("deriv", "0"),
+        &scope_id,
+        &name,
+    );
+    Temp { var, allocatable }
+}
+
+/// A reference to the derivative part of `r`, for propagator operands.
+pub fn deriv_ref(r: &VarRef) -> VarRef {
+    let mut attrs = Attrs::new();
+    for a in r.attrs.iter() {
+        if !matches!(a.key.as_str(), "vertex_id" | "deriv") {
+            attrs.push(&a.key, &a.value);
+        }
+    }
+    attrs.set("deriv", "1");
+    r.with_attrs(attrs)
+}
+
+/// A reference usable as an expression vertex or argument (value part).
+pub fn value_ref(r: &VarRef) -> VarRef {
+    let mut attrs = r.attrs.clone();
+    if !attrs.has("vertex_id") {
+        attrs = Attrs::new().with("vertex_id", "1");
+        for a in r.attrs.iter() {
+            attrs.push(&a.key, &a.value);
+        }
+    }
+    attrs.set("deriv", "0");
+    r.with_attrs(attrs)
+}
+
+/// Allocates a new statement in `out`.
+pub fn add(out: &mut Program, s: Stmt) -> StmtId {
+    out.stmts.alloc(s)
+}
+
+/// `temp = rhs`, preceded by `oad_AllocateMatching(temp, like)` when the
+/// temporary needs allocation and a reference of the same shape is known.
+pub fn assign_temp(
+    out: &mut Program,
+    names: &mut Names,
+    stmts: &mut Vec<StmtId>,
+    temp: &Temp,
+    rhs: Expr,
+    stem: &str,
+    like: Option<&VarRef>,
+) {
+    if temp.allocatable {
+        if let Some(like) = like {
+            let id = names.statement("allocate");
+            stmts.push(add(
+                out,
+                inlinable_call(
+                    "oad_AllocateMatching",
+                    &id,
+                    vec![
+                        ArgValue::Variable(value_ref(&temp.var)),
+                        ArgValue::Variable(value_ref(like)),
+                    ],
+                ),
+            ));
+        }
+    }
+    let id = names.statement(stem);
+    let mut lhs = temp.var.clone();
+    lhs.attrs.remove("vertex_id");
+    stmts.push(add(out, assignment(&id, lhs, rhs)));
+}

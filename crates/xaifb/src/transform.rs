@@ -1,0 +1,338 @@
+//! `xaifb tangent` (and the flags it shares with `xaifb adjoint`): the
+//! reference driver's single-letter flags, the catalogues, and the output
+//! files and reports.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use xaif_elim::{Chain, Config, Extent, Filter, Method, Mode, Strategy};
+use xaif_linearize::{Catalogue, FlattenOptions, TangentOptions};
+use xaif_model::{Document, NonInlinableCatalogue, Program};
+
+/// Flags of the transformation drivers.
+#[derive(Args, Clone)]
+pub struct TransformArgs {
+    /// Inlinable intrinsics catalogue (required).
+    #[arg(short = 'c')]
+    pub catalogue: PathBuf,
+    /// Input XAIF (required).
+    #[arg(short = 'i')]
+    pub input: PathBuf,
+    /// Output XAIF (default: standard output).
+    #[arg(short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Schema directory: the output's schemaLocation names xaif_output.xsd
+    /// there; with -v the input is validated against it.
+    #[arg(short = 's')]
+    pub schema: Option<PathBuf>,
+    /// Validate the input against the schema (needs -s and xmllint).
+    #[arg(short = 'v')]
+    pub validate: bool,
+    /// One computational graph per statement (no flattening).
+    #[arg(short = 'S')]
+    pub per_statement: bool,
+    /// One n-ary Sax per target instead of binary Sax/Saxpy.
+    #[arg(short = 'n')]
+    pub nary: bool,
+    /// Tangent propagators as inlinable calls.
+    #[arg(short = 'H')]
+    pub inline_calls: bool,
+    /// Trivial edges: 0 none, 1 unit, 2 unit and constant.
+    #[arg(short = 'A', default_value_t = 1)]
+    pub trivial: u8,
+    /// Elimination metric: 0 operations, 1 scarcity.
+    #[arg(short = 'M', default_value_t = 1)]
+    pub metric: u8,
+    /// Allow eliminations that keep the number of non-trivial edges.
+    #[arg(short = 'm')]
+    pub maintaining: bool,
+    /// Symbols forced passive (space-separated names).
+    #[arg(short = 'p')]
+    pub passive: Option<String>,
+    /// Zero the derivatives of active locals explicitly.
+    #[arg(short = 'D')]
+    pub zero_locals: bool,
+    /// Non-inlinable intrinsics catalogue (direct actions).
+    #[arg(short = 'N')]
+    pub noninlinable: Option<PathBuf>,
+    /// Do not split flattened sequences on possibly aliased left-hand
+    /// sides.
+    #[arg(short = 'Q')]
+    pub no_alias_split: bool,
+    /// Give the transformed routines the program's prefix (head becomes
+    /// OpenAD_head).
+    #[arg(short = 'r')]
+    pub rename: bool,
+    /// Debug output file (default: standard error).
+    #[arg(short = 'd')]
+    pub debug_file: Option<PathBuf>,
+    /// Debug groups: 8 graphics (Graphviz of every graph), 16 timing,
+    /// 64 metrics (operation counts per graph, block, routine).
+    #[arg(short = 'g', default_value_t = 0)]
+    pub debug_mask: u32,
+    /// One elimination strategy instead of the reference's selection, as
+    /// METHOD:FILTER,…,MODE with METHOD vertex, edge or face, filters HS,
+    /// LM, LRM, LF and MODE forward or reverse (e.g. edge:HS,LM,reverse).
+    #[arg(long)]
+    pub heuristic: Option<String>,
+    /// Write operation and graph statistics as JSON to this file.
+    #[arg(long)]
+    pub stats_json: Option<PathBuf>,
+    /// Write Graphviz files of every linearized graph before and after
+    /// elimination into this directory.
+    #[arg(long)]
+    pub dot: Option<PathBuf>,
+}
+
+/// Parses `--heuristic`.
+pub fn parse_strategy(spec: &str, extent: Extent) -> Result<Strategy> {
+    let (method, chain) = spec
+        .split_once(':')
+        .ok_or_else(|| anyhow!("--heuristic {spec}: expected METHOD:CHAIN"))?;
+    let method = match method.trim() {
+        "vertex" => Method::Vertex,
+        "edge" => Method::Edge,
+        "face" => Method::Face,
+        m => bail!("--heuristic: unknown method `{m}` (vertex, edge, face)"),
+    };
+    let mut parts: Vec<&str> = chain
+        .split(|c| c == ',' || c == '>' || c == ' ')
+        .map(|s| s.trim().trim_end_matches('-'))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mode = match parts.pop() {
+        Some("forward") => Mode::Forward,
+        Some("reverse") => Mode::Reverse,
+        other => bail!("--heuristic: the chain must end in forward or reverse, not {other:?}"),
+    };
+    let filters = parts
+        .into_iter()
+        .map(|f| match f {
+            "HS" => Ok(Filter::HighestSiblingDegree),
+            "LM" => Ok(Filter::LowestMarkowitz),
+            "LRM" => Ok(Filter::LowestRelativeMarkowitz),
+            "LF" => Ok(Filter::LowestFillIn),
+            other => Err(anyhow!(
+                "--heuristic: unknown filter `{other}` (HS, LM, LRM, LF)"
+            )),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Strategy {
+        method,
+        chain: Chain::new(filters, mode),
+        extent,
+    })
+}
+
+impl TransformArgs {
+    /// The elimination configuration of -M, -A, -m and --heuristic.
+    pub fn elimination(&self) -> Result<Config> {
+        let mut config = Config::from_flags(self.metric, self.trivial, self.maintaining)
+            .map_err(|e| anyhow!("{e}"))?;
+        if let Some(spec) = &self.heuristic {
+            let extent = if self.metric == 1 {
+                Extent::ScarcityPreserving {
+                    allow_maintaining: self.maintaining,
+                }
+            } else {
+                Extent::Total
+            };
+            config.strategies = vec![parse_strategy(spec, extent)?];
+        }
+        Ok(config)
+    }
+
+    /// The tangent options of these flags.
+    pub fn tangent_options(&self) -> Result<TangentOptions> {
+        Ok(TangentOptions {
+            flatten: FlattenOptions {
+                per_statement: self.per_statement,
+                no_alias_split: self.no_alias_split,
+            },
+            nary: self.nary,
+            inline_calls: self.inline_calls,
+            zero_locals: self.zero_locals,
+            passive: self
+                .passive
+                .as_deref()
+                .map(|s| s.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default(),
+            elimination: self.elimination()?,
+            dot: self.dot.is_some() || self.debug_mask & 8 != 0,
+            rename: self.rename,
+        })
+    }
+
+    /// Reads the catalogues.
+    pub fn catalogues(&self) -> Result<(Catalogue, Option<NonInlinableCatalogue>), String> {
+        let parsed = xaif_model::read_file(&self.catalogue).map_err(|e| e.to_string())?;
+        xaif_model::validate_document(&parsed.document, &parsed.source)
+            .map_err(|e| e.to_string())?;
+        let Document::Inlinable(c) = parsed.document else {
+            return Err(format!(
+                "{}: not an inlinable intrinsics catalogue",
+                self.catalogue.display()
+            ));
+        };
+        let cat = Catalogue::new(&c).map_err(|e| format!("{}: {e}", self.catalogue.display()))?;
+        let non = match &self.noninlinable {
+            None => None,
+            Some(path) => {
+                let parsed = xaif_model::read_file(path).map_err(|e| e.to_string())?;
+                xaif_model::validate_document(&parsed.document, &parsed.source)
+                    .map_err(|e| e.to_string())?;
+                match parsed.document {
+                    Document::NonInlinable(c) => Some(c),
+                    _ => {
+                        return Err(format!(
+                            "{}: not a non-inlinable intrinsics catalogue",
+                            path.display()
+                        ))
+                    }
+                }
+            }
+        };
+        Ok((cat, non))
+    }
+
+    /// Reads and gates the input (and validates it with -v -s).
+    pub fn input(&self) -> Result<Program, String> {
+        let (p, source) = xaif_model::read_program_file(&self.input).map_err(|e| e.to_string())?;
+        xaif_model::validate_program(&p, &source).map_err(|e| e.to_string())?;
+        if self.validate {
+            let dir = crate::schema::schema_dir(self.schema.as_deref())
+                .ok_or_else(|| "-v needs a schema directory (-s or XAIF_SCHEMA_DIR)".to_string())?;
+            crate::schema::xmllint(&self.input, &dir, "xaif.xsd").map_err(|e| format!("{e:#}"))?;
+        }
+        Ok(p)
+    }
+
+    /// Writes the output program.
+    pub fn write(&self, mut p: Program) -> Result<()> {
+        let dir = self
+            .schema
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        p.mark_as_output(&dir);
+        let text = xaif_model::write_program(&p);
+        match &self.output {
+            Some(path) => crate::output::write_atomic(path, text.as_bytes()),
+            None => {
+                print!("{text}");
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes debug output.
+    pub fn debug(&self, text: &str) -> Result<()> {
+        match &self.debug_file {
+            Some(path) => {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("cannot open {}", path.display()))?;
+                f.write_all(text.as_bytes())?;
+                Ok(())
+            }
+            None => {
+                eprint!("{text}");
+                Ok(())
+            }
+        }
+    }
+}
+
+fn write_dots(dir: &Path, dots: &[xaif_linearize::tangent::DotGraph]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for d in dots {
+        crate::output::write_atomic(
+            &dir.join(format!("{}_before.dot", d.name)),
+            d.before.as_bytes(),
+        )?;
+        if let Some(after) = &d.after {
+            crate::output::write_atomic(
+                &dir.join(format!("{}_after.dot", d.name)),
+                after.as_bytes(),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `xaifb tangent`.
+pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
+    let start = std::time::Instant::now();
+    let fail = |msg: String| -> Result<ExitCode> {
+        eprintln!("{msg}");
+        Ok(ExitCode::from(1))
+    };
+    let (catalogue, noninlinable) = match args.catalogues() {
+        Ok(x) => x,
+        Err(e) => return fail(e),
+    };
+    let program = match args.input() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let options = args.tangent_options()?;
+    let result =
+        match xaif_linearize::tangent(&program, &catalogue, noninlinable.as_ref(), &options) {
+            Ok(r) => r,
+            Err(e) => return fail(format!("{}: {e}", args.input.display())),
+        };
+    if args.debug_mask & 64 != 0 {
+        let mut text = String::new();
+        for r in &result.stats.routines {
+            for b in &r.blocks {
+                for (k, g) in b.graphs.iter().enumerate() {
+                    text.push_str(&format!(
+                        "metrics: {} block {} graph {k}: {} vertices, {} edges, {} mul, {} add, {} sub, {} div, {} non-trivial remainder edges\n",
+                        r.routine, b.block, g.vertices, g.edges, g.multiplications, g.additions, g.subtractions, g.divisions, g.nontrivial_remainder_edges
+                    ));
+                }
+            }
+            let t = &r.total;
+            text.push_str(&format!(
+                "metrics: {} total: {} mul, {} add, {} sub, {} div\n",
+                r.routine, t.multiplications, t.additions, t.subtractions, t.divisions
+            ));
+        }
+        args.debug(&text)?;
+    }
+    if args.debug_mask & 8 != 0 {
+        let mut text = String::new();
+        for d in &result.dots {
+            text.push_str(&format!("// {} before elimination\n{}\n", d.name, d.before));
+            if let Some(a) = &d.after {
+                text.push_str(&format!("// {} after elimination\n{a}\n", d.name));
+            }
+        }
+        args.debug(&text)?;
+    }
+    if let Some(dir) = &args.dot {
+        write_dots(dir, &result.dots)?;
+    }
+    if let Some(path) = &args.stats_json {
+        let report = serde_json::json!({
+            "input": args.input.display().to_string(),
+            "mode": "tangent",
+            "routines": result.stats.routines,
+            "total": result.stats.total,
+        });
+        crate::output::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    }
+    args.write(result.program)?;
+    if args.debug_mask & 16 != 0 {
+        args.debug(&format!(
+            "timing: tangent transformation {:.3} ms\n",
+            start.elapsed().as_secs_f64() * 1e3
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
