@@ -127,9 +127,15 @@ pub fn linearize(
                         (PartialKind::LinearMinusOne, _) => EdgePartial::MinusOne,
                         (_, None) => continue,
                         (_, Some(t)) => match constant_value(&dag, args, t) {
-                            Some(c) if c == 1.0 => EdgePartial::Unit,
-                            Some(c) if c == -1.0 => EdgePartial::MinusOne,
-                            Some(c) => EdgePartial::Constant(c),
+                            Some(c) => {
+                                if c == 1.0 {
+                                    EdgePartial::Unit
+                                } else if c == -1.0 {
+                                    EdgePartial::MinusOne
+                                } else {
+                                    EdgePartial::Constant(c)
+                                }
+                            }
                             None => {
                                 for k in t.arguments() {
                                     let node = if k == 0 { n } else { args[k - 1] };
@@ -261,6 +267,7 @@ pub fn instantiate(
     };
     let mut b = ExprBuilder::new();
     let mut made = vec![None; template.nodes.len()];
+    #[allow(clippy::too_many_arguments)]
     fn emit(
         dag: &Dag,
         op: usize,

@@ -142,29 +142,40 @@ pub fn declare(
     Temp { var, allocatable }
 }
 
-/// A reference to the derivative part of `r`, for propagator operands.
-pub fn deriv_ref(r: &VarRef) -> VarRef {
-    let mut attrs = Attrs::new();
+/// The attributes a `VariableReferenceType` element may carry (an
+/// `AssignmentLHS` also has `live`, which other elements must not).
+const REFERENCE_ATTRIBUTES: [&str; 6] = [
+    "annotation",
+    "active",
+    "alias",
+    "du_ud",
+    "deriv",
+    "constant",
+];
+
+fn reference_attrs(r: &VarRef, with_vertex_id: bool, deriv: bool) -> Attrs {
+    let mut attrs = if with_vertex_id {
+        Attrs::new().with("vertex_id", r.attrs.get("vertex_id").unwrap_or("1"))
+    } else {
+        Attrs::new()
+    };
     for a in r.attrs.iter() {
-        if !matches!(a.key.as_str(), "vertex_id" | "deriv") {
+        if REFERENCE_ATTRIBUTES.contains(&a.key.as_str()) {
             attrs.push(&a.key, &a.value);
         }
     }
-    attrs.set("deriv", "1");
-    r.with_attrs(attrs)
+    attrs.set("deriv", if deriv { "1" } else { "0" });
+    attrs
+}
+
+/// A reference to the derivative part of `r`, for propagator operands.
+pub fn deriv_ref(r: &VarRef) -> VarRef {
+    r.with_attrs(reference_attrs(r, false, true))
 }
 
 /// A reference usable as an expression vertex or argument (value part).
 pub fn value_ref(r: &VarRef) -> VarRef {
-    let mut attrs = r.attrs.clone();
-    if !attrs.has("vertex_id") {
-        attrs = Attrs::new().with("vertex_id", "1");
-        for a in r.attrs.iter() {
-            attrs.push(&a.key, &a.value);
-        }
-    }
-    attrs.set("deriv", "0");
-    r.with_attrs(attrs)
+    r.with_attrs(reference_attrs(r, true, false))
 }
 
 /// Allocates a new statement in `out`.

@@ -98,7 +98,7 @@ pub fn parse_strategy(spec: &str, extent: Extent) -> Result<Strategy> {
         m => bail!("--heuristic: unknown method `{m}` (vertex, edge, face)"),
     };
     let mut parts: Vec<&str> = chain
-        .split(|c| c == ',' || c == '>' || c == ' ')
+        .split([',', '>', ' '])
         .map(|s| s.trim().trim_end_matches('-'))
         .filter(|s| !s.is_empty())
         .collect();

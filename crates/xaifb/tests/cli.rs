@@ -221,9 +221,112 @@ fn run_prints_ad_out_and_stats() {
     assert_eq!(cmp.status.code(), Some(1));
 }
 
+#[test]
+fn tangent_transforms_with_reports_and_graphs() {
+    let Some(shared) = shared_dir() else { return };
+    let ex = shared.join("corpus/examples/lighthouse");
+    let cat = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+    let dir = scratch("tangent");
+    let out = dir.join("out.xaif");
+    let stats = dir.join("stats.json");
+    let dots = dir.join("dots");
+    let o = xaifb()
+        .args(["tangent", "-c"])
+        .arg(&cat)
+        .arg("-i")
+        .arg(ex.join("tlmhead_sf.pre.xaif"))
+        .arg("-o")
+        .arg(&out)
+        .arg("-s")
+        .arg(shared.join("xaif/schema"))
+        .args(["-g", "64", "-d"])
+        .arg(dir.join("debug.txt"))
+        .arg("--stats-json")
+        .arg(&stats)
+        .arg("--dot")
+        .arg(&dots)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The output runs and reproduces ad.out.
+    let run = xaifb()
+        .args(["run", "--mode", "tangent", "--params"])
+        .arg(ex.join("params.conf"))
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let ours = dir.join("ours.out");
+    std::fs::write(&ours, &run.stdout).unwrap();
+    assert!(xaifb()
+        .arg("compare")
+        .arg(&ours)
+        .arg(ex.join("ad.out"))
+        .status()
+        .unwrap()
+        .success());
+    // It names xaif_output.xsd and validates against it.
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("xaif_output.xsd"));
+    if have_xmllint() {
+        let v = xaifb()
+            .args(["validate", "--schema"])
+            .arg(shared.join("xaif/schema"))
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    }
+    // Reports: statistics following the schema, metrics, Graphviz files.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("schemas/transform-stats.schema.json")).unwrap(),
+    )
+    .unwrap();
+    check_against(&report, &schema);
+    assert!(report["total"]["multiplications"].as_u64().unwrap() > 0);
+    assert!(std::fs::read_to_string(dir.join("debug.txt"))
+        .unwrap()
+        .contains("metrics: head__24"));
+    let names: Vec<String> = std::fs::read_dir(&dots)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.ends_with("_before.dot"))
+            && names.iter().any(|n| n.ends_with("_after.dot")),
+        "{names:?}"
+    );
+    // A bad heuristic is a usage problem, not a crash.
+    let bad = xaifb()
+        .args(["tangent", "-c"])
+        .arg(&cat)
+        .arg("-i")
+        .arg(ex.join("tlmhead_sf.pre.xaif"))
+        .args(["--heuristic", "edge:XX,reverse"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown filter"));
+}
+
 /// A small check of a JSON value against the subset of JSON Schema our
-/// schemas use (type, required, additionalProperties, enum, minimum).
+/// schemas use (type, required, additionalProperties, enum, minimum, $ref
+/// into $defs, array items).
 fn check_against(v: &serde_json::Value, schema: &serde_json::Value) {
+    check_in(v, schema, schema);
+}
+
+fn check_in(v: &serde_json::Value, schema: &serde_json::Value, root: &serde_json::Value) {
+    if let Some(r) = schema.get("$ref").and_then(|r| r.as_str()) {
+        let name = r.trim_start_matches("#/$defs/");
+        return check_in(v, &root["$defs"][name], root);
+    }
     if let Some(options) = schema.get("enum").and_then(|e| e.as_array()) {
         assert!(options.contains(v), "{v} not in {options:?}");
     }
@@ -236,7 +339,12 @@ fn check_against(v: &serde_json::Value, schema: &serde_json::Value) {
             }
             for (k, val) in obj {
                 let sub = props.get(k).unwrap_or_else(|| panic!("unexpected key {k}"));
-                check_against(val, sub);
+                check_in(val, sub, root);
+            }
+        }
+        Some("array") => {
+            for item in v.as_array().expect("an array") {
+                check_in(item, &schema["items"], root);
             }
         }
         Some("integer") => {

@@ -1,0 +1,188 @@
+//! Tangent-linear mode over the regression corpus (acceptance of the
+//! tangent issue): every tangent input transforms into schema-valid XAIF,
+//! and executing our output reproduces `ad.out` for every executable
+//! example, under the default flags and under the flag variants a user may
+//! choose.
+
+use std::path::{Path, PathBuf};
+
+use xaif_interp::corpus::{read_index, run_file, Example};
+use xaif_interp::{CompileOptions, Mode};
+use xaif_linearize::{tangent, Catalogue, TangentOptions};
+use xaif_model::{Document, NonInlinableCatalogue};
+use xaif_testkit::{have_xmllint, shared_dir};
+
+fn catalogues(shared: &Path) -> (Catalogue, NonInlinableCatalogue) {
+    let ex = shared.join("xaif/schema/examples");
+    let Document::Inlinable(c) = xaif_model::read_file(&ex.join("inlinable_intrinsics.xaif"))
+        .unwrap()
+        .document
+    else {
+        panic!("inlinable catalogue")
+    };
+    let Document::NonInlinable(n) = xaif_model::read_file(&ex.join("noninlinable_intrinsics.xaif"))
+        .unwrap()
+        .document
+    else {
+        panic!("non-inlinable catalogue")
+    };
+    (Catalogue::new(&c).unwrap(), n)
+}
+
+/// The engine options an example was built with (its `options` file).
+fn example_options(ex: &Example, base: &TangentOptions) -> (TangentOptions, bool) {
+    let mut o = base.clone();
+    let opts = &ex.options;
+    o.flatten.per_statement |= opts.contains("-S");
+    o.zero_locals |= opts.contains("-D");
+    o.rename |= opts.contains("'-r'");
+    (o, opts.contains("-N"))
+}
+
+/// Transforms the example's tangent input; returns the output file.
+fn transform(
+    shared: &Path,
+    ex: &Example,
+    base: &TangentOptions,
+    out_dir: &Path,
+) -> Result<PathBuf, String> {
+    let (catalogue, non) = catalogues(shared);
+    let (p, source) = xaif_model::read_program_file(&ex.input(false)).map_err(|e| e.to_string())?;
+    xaif_model::validate_program(&p, &source).map_err(|e| e.to_string())?;
+    let (options, with_non) = example_options(ex, base);
+    let result =
+        tangent(&p, &catalogue, with_non.then_some(&non), &options).map_err(|e| e.to_string())?;
+    let mut program = result.program;
+    program.mark_as_output("");
+    let path = out_dir.join(format!("{}.xaif", ex.name));
+    std::fs::write(&path, xaif_model::write_program(&program)).unwrap();
+    Ok(path)
+}
+
+fn run_variant(name: &str, base: TangentOptions, check_schema: bool) {
+    let Some(shared) = shared_dir() else { return };
+    let examples = read_index(&shared.join("corpus")).unwrap();
+    let out = std::env::temp_dir().join(format!("xaifb-tangent-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let mut failures = Vec::new();
+    let mut outputs = Vec::new();
+    let mut checked = 0;
+    for ex in examples.iter().filter(|e| e.input(false).is_file()) {
+        let file = match transform(&shared, ex, &base, &out) {
+            Ok(f) => f,
+            Err(e) => {
+                failures.push(format!("{}: transformation failed: {e}", ex.name));
+                continue;
+            }
+        };
+        outputs.push(file.clone());
+        if !matches!(
+            ex.verdict.as_str(),
+            "executable-generic-harness" | "executable-custom-harness"
+        ) {
+            continue;
+        }
+        checked += 1;
+        let report = run_file(
+            ex,
+            &file,
+            Mode::Tangent,
+            CompileOptions::default(),
+            50_000_000,
+        );
+        match (&report.outcome, &report.comparison) {
+            (Err(e), _) => failures.push(format!("{}: {e}", ex.name)),
+            (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
+                "{}: worst relative {:.3e}, first mismatch {:?}",
+                ex.name, c.max_rel, c.mismatches[0]
+            )),
+            (Ok(_), None) => failures.push(format!("{}: nothing to compare", ex.name)),
+            _ => {}
+        }
+    }
+    assert!(checked > 120, "only {checked} executable examples");
+    if check_schema && have_xmllint() {
+        let schema = shared.join("xaif/schema/xaif_output.xsd");
+        for chunk in outputs.chunks(100) {
+            let o = std::process::Command::new("xmllint")
+                .arg("--noout")
+                .arg("--schema")
+                .arg(&schema)
+                .args(chunk)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            for f in chunk {
+                if !stderr
+                    .lines()
+                    .any(|l| l == format!("{} validates", f.display()))
+                {
+                    failures.push(format!(
+                        "{}: not valid against xaif_output.xsd",
+                        f.display()
+                    ));
+                }
+            }
+        }
+    }
+    std::fs::remove_dir_all(&out).ok();
+    assert!(
+        failures.is_empty(),
+        "{name}: {} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn default_flags_validate_and_reproduce_ad_out() {
+    run_variant("default", TangentOptions::default(), true);
+}
+
+#[test]
+fn nary_sax_and_inlinable_calls() {
+    run_variant(
+        "nary-inline",
+        TangentOptions {
+            nary: true,
+            inline_calls: true,
+            ..Default::default()
+        },
+        true,
+    );
+}
+
+#[test]
+fn operations_metric_and_per_statement_graphs() {
+    let mut o = TangentOptions {
+        elimination: xaif_elim::Config::from_flags(0, 2, false).unwrap(),
+        ..Default::default()
+    };
+    run_variant("ops", o.clone(), false);
+    o.flatten.per_statement = true;
+    run_variant("per-statement", o, false);
+}
+
+#[test]
+fn seed_chain_and_face_elimination() {
+    use xaif_elim::{Chain, Extent, Method, Strategy};
+    for (name, method, chain) in [
+        ("seed-edge", Method::Edge, Chain::seed()),
+        ("face", Method::Face, Chain::reverse()),
+    ] {
+        let mut config = xaif_elim::Config::default();
+        config.strategies = vec![Strategy {
+            method,
+            chain,
+            extent: Extent::Total,
+        }];
+        run_variant(
+            name,
+            TangentOptions {
+                elimination: config,
+                ..Default::default()
+            },
+            false,
+        );
+    }
+}
