@@ -170,12 +170,14 @@ fn seed_chain_and_face_elimination() {
         ("seed-edge", Method::Edge, Chain::seed()),
         ("face", Method::Face, Chain::reverse()),
     ] {
-        let mut config = xaif_elim::Config::default();
-        config.strategies = vec![Strategy {
-            method,
-            chain,
-            extent: Extent::Total,
-        }];
+        let config = xaif_elim::Config {
+            strategies: vec![Strategy {
+                method,
+                chain,
+                extent: Extent::Total,
+            }],
+            ..Default::default()
+        };
         run_variant(
             name,
             TangentOptions {
