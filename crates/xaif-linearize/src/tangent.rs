@@ -420,135 +420,16 @@ fn single(
 ) {
     let stmt = &ctx.p.stmts[s];
     match &stmt.kind {
-        StmtKind::SubroutineCall(args) => {
-            let callee = stmt.attrs.get("symbol_id").unwrap_or("");
-            let formals = callee_formals(ctx, routines, callee);
-            let mut before = Vec::new();
-            let mut after = Vec::new();
-            let mut new_args = Vec::with_capacity(args.len());
-            let mut changed = false;
-            for (i, a) in args.iter().enumerate() {
-                let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
-                let xaif_model::ArgValue::Variable(actual) = &a.value else {
-                    new_args.push(a.clone());
-                    continue;
-                };
-                let formal = formals.get(pos.wrapping_sub(1)).copied().flatten();
-                let (Some(formal), Some(actual_sym)) = (formal, ctx.symbol_of(&actual.graph))
-                else {
-                    new_args.push(a.clone());
-                    continue;
-                };
-                let real = |s: SymbolId| ctx.p.symbols[s].ty() == xaif_model::SymbolType::Real;
-                let (fa, aa) = (ctx.symbol_active(formal), ctx.symbol_active(actual_sym));
-                if fa == aa || !real(formal) || !real(actual_sym) {
-                    new_args.push(a.clone());
-                    continue;
-                }
-                changed = true;
-                // Convert the whole variable and pass the same element or
-                // section of the temporary, so sequence association still
-                // sees the rest of the array.
-                let (scope_id, symbol_id) = actual.graph.symbol_ids().expect("resolved above");
-                let whole =
-                    VarRef::symbol(Attrs::new().with("vertex_id", "1"), scope_id, symbol_id);
-                let shape = ctx.ref_shape(&whole.graph);
-                let temp = declare(
-                    out,
-                    names,
-                    scope,
-                    TempKind::Tyc,
-                    ValueType::Real,
-                    &shape,
-                    fa,
-                );
-                if temp.allocatable {
-                    let id = names.statement("allocate");
-                    before.push(inlinable_call(
-                        "oad_AllocateMatching",
-                        &id,
-                        vec![
-                            ArgValue::Variable(value_ref(&temp.var)),
-                            ArgValue::Variable(value_ref(&whole)),
-                        ],
-                    ));
-                }
-                let id = names.statement("convert");
-                before.push(inlinable_call(
-                    "oad_convert",
-                    &id,
-                    vec![
-                        ArgValue::Variable(value_ref(&temp.var)),
-                        ArgValue::Variable(value_ref(&whole)),
-                    ],
-                ));
-                if temp.allocatable {
-                    let id = names.statement("shape_test");
-                    after.push(inlinable_call(
-                        "oad_ShapeTest",
-                        &id,
-                        vec![
-                            ArgValue::Variable(value_ref(&temp.var)),
-                            ArgValue::Variable(value_ref(&whole)),
-                        ],
-                    ));
-                }
-                let id = names.statement("convert");
-                after.push(inlinable_call(
-                    "oad_convert",
-                    &id,
-                    vec![
-                        ArgValue::Variable(value_ref(&whole)),
-                        ArgValue::Variable(value_ref(&temp.var)),
-                    ],
-                ));
-                let (temp_scope, temp_symbol) =
-                    temp.var.graph.symbol_ids().expect("a declared temporary");
-                let mut passed = actual.clone();
-                if let Some(v) = passed
-                    .graph
-                    .vertices
-                    .iter_mut()
-                    .find(|v| matches!(v.kind, xaif_model::RefVertexKind::Symbol { .. }))
-                {
-                    v.attrs.set("symbol_id", temp_symbol);
-                    v.attrs.set("scope_id", temp_scope);
-                }
-                new_args.push(CallArg {
-                    attrs: a.attrs.clone(),
-                    value: xaif_model::ArgValue::Variable(passed),
-                });
-            }
-            for b in before {
-                stmts.push(add(out, b));
-            }
-            if changed {
-                stmts.push(add(
-                    out,
-                    Stmt {
-                        attrs: stmt.attrs.clone(),
-                        kind: StmtKind::SubroutineCall(new_args),
-                    },
-                ));
-            } else {
-                stmts.push(s);
-            }
-            for a in after {
-                stmts.push(add(out, a));
-            }
+        StmtKind::SubroutineCall(_) => {
+            let c = convert_call(ctx, out, names, scope, routines, s);
+            stmts.extend(c.before);
+            stmts.push(c.call);
+            stmts.extend(c.after);
         }
         StmtKind::Assignment(a) if crate::flatten::direct_action(a, is_direct) => {
             // y = f(x) for a direct action: y.d = f(x.d).
             stmts.push(s);
-            let mut deriv = a.clone();
-            deriv.lhs.attrs.set("deriv", "1");
-            for v in &mut deriv.rhs.vertices {
-                if let xaif_model::ExprVertexKind::VariableReference(g) = &v.kind {
-                    if ctx.ref_active(g) {
-                        v.attrs.set("deriv", "1");
-                    }
-                }
-            }
+            let deriv = derivative_assignment(ctx, a);
             let mut attrs = stmt.attrs.clone();
             attrs.set("statement_id", names.statement("direct_action"));
             stmts.push(add(
@@ -561,6 +442,138 @@ fn single(
         }
         _ => stmts.push(s),
     }
+}
+
+/// `y = f(x)` as `y.d = f(x.d)`: the left-hand side and the active
+/// references of the right-hand side denote derivative parts.
+pub fn derivative_assignment(ctx: &Ctx<'_>, a: &xaif_model::Assignment) -> xaif_model::Assignment {
+    let mut deriv = a.clone();
+    deriv.lhs.attrs.set("deriv", "1");
+    for v in &mut deriv.rhs.vertices {
+        if let xaif_model::ExprVertexKind::VariableReference(g) = &v.kind {
+            if ctx.ref_active(g) {
+                v.attrs.set("deriv", "1");
+            }
+        }
+    }
+    deriv
+}
+
+/// A call with its active/passive argument conversions.
+pub struct ConvertedCall {
+    /// Statements before the call (allocations, `oad_convert` in).
+    pub before: Vec<StmtId>,
+    /// The call (the original statement when nothing is converted).
+    pub call: StmtId,
+    /// Statements after the call (shape tests, `oad_convert` out).
+    pub after: Vec<StmtId>,
+    /// The converted arguments: position, the temporary's symbol shape and
+    /// activity (the adjoint passes fresh temporaries of the same kind).
+    pub converted: Vec<(usize, VarRef, crate::context::Shape, bool)>,
+}
+
+/// Wraps a call in `oad_convert`s for every argument whose activity differs
+/// from the callee's formal: the whole variable is converted into a
+/// temporary of the formal's activity and the same element or section of
+/// the temporary is passed, so sequence association still sees the rest of
+/// the array.
+pub fn convert_call(
+    ctx: &Ctx<'_>,
+    out: &mut Program,
+    names: &mut Names,
+    scope: ScopeId,
+    routines: &RoutineIndex,
+    s: StmtId,
+) -> ConvertedCall {
+    let stmt = &ctx.p.stmts[s];
+    let StmtKind::SubroutineCall(args) = &stmt.kind else {
+        return ConvertedCall {
+            before: Vec::new(),
+            call: s,
+            after: Vec::new(),
+            converted: Vec::new(),
+        };
+    };
+    let callee = stmt.attrs.get("symbol_id").unwrap_or("");
+    let formals = callee_formals(ctx, routines, callee);
+    let mut before = Vec::new();
+    let mut after = Vec::new();
+    let mut converted = Vec::new();
+    let mut new_args = Vec::with_capacity(args.len());
+    for (i, a) in args.iter().enumerate() {
+        let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
+        let xaif_model::ArgValue::Variable(actual) = &a.value else {
+            new_args.push(a.clone());
+            continue;
+        };
+        let formal = formals.get(pos.wrapping_sub(1)).copied().flatten();
+        let (Some(formal), Some(actual_sym)) = (formal, ctx.symbol_of(&actual.graph)) else {
+            new_args.push(a.clone());
+            continue;
+        };
+        let real = |s: SymbolId| ctx.p.symbols[s].ty() == xaif_model::SymbolType::Real;
+        let (fa, aa) = (ctx.symbol_active(formal), ctx.symbol_active(actual_sym));
+        if fa == aa || !real(formal) || !real(actual_sym) {
+            new_args.push(a.clone());
+            continue;
+        }
+        let (scope_id, symbol_id) = actual.graph.symbol_ids().expect("resolved above");
+        let whole = VarRef::symbol(Attrs::new().with("vertex_id", "1"), scope_id, symbol_id);
+        let shape = ctx.ref_shape(&whole.graph);
+        let temp = declare(out, names, scope, TempKind::Tyc, ValueType::Real, &shape, fa);
+        let pair = |x: &VarRef, y: &VarRef| vec![ArgValue::Variable(value_ref(x)), ArgValue::Variable(value_ref(y))];
+        if temp.allocatable {
+            let id = names.statement("allocate");
+            before.push(add(out, inlinable_call("oad_AllocateMatching", &id, pair(&temp.var, &whole))));
+        }
+        let id = names.statement("convert");
+        before.push(add(out, inlinable_call("oad_convert", &id, pair(&temp.var, &whole))));
+        if temp.allocatable {
+            let id = names.statement("shape_test");
+            after.push(add(out, inlinable_call("oad_ShapeTest", &id, pair(&temp.var, &whole))));
+        }
+        let id = names.statement("convert");
+        after.push(add(out, inlinable_call("oad_convert", &id, pair(&whole, &temp.var))));
+        let passed = with_symbol(actual, &temp.var);
+        converted.push((pos, actual.clone(), shape, fa));
+        new_args.push(CallArg {
+            attrs: a.attrs.clone(),
+            value: xaif_model::ArgValue::Variable(passed),
+        });
+    }
+    let call = if converted.is_empty() {
+        s
+    } else {
+        add(
+            out,
+            Stmt {
+                attrs: stmt.attrs.clone(),
+                kind: StmtKind::SubroutineCall(new_args),
+            },
+        )
+    };
+    ConvertedCall {
+        before,
+        call,
+        after,
+        converted,
+    }
+}
+
+/// `r` with its variable replaced by `by` (same subscripts).
+pub fn with_symbol(r: &VarRef, by: &VarRef) -> VarRef {
+    let (scope, symbol) = by.graph.symbol_ids().unwrap_or(("1", "?"));
+    let mut out = r.clone();
+    if let Some(v) = out
+        .graph
+        .vertices
+        .iter_mut()
+        .find(|v| matches!(v.kind, xaif_model::RefVertexKind::Symbol { .. }))
+    {
+        v.attrs.set("symbol_id", symbol);
+        v.attrs.set("scope_id", scope);
+    }
+    out
 }
 
 /// The formal symbols of the routine defined for `callee`, by position.
