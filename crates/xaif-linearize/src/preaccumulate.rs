@@ -83,8 +83,9 @@ pub struct Preaccumulated {
     pub zeros: Vec<VarRef>,
     /// Propagation steps in order (sources before targets).
     pub steps: Vec<Step>,
-    /// Non-constant factors the steps use (temporaries), for taping.
-    pub factors: Vec<VarRef>,
+    /// Non-constant factors the steps use (temporaries) with their shapes,
+    /// for taping.
+    pub factors: Vec<(VarRef, Shape)>,
     /// Graph statistics.
     pub stats: GraphStats,
     /// The graph before elimination, as Graphviz text.
@@ -264,6 +265,7 @@ pub fn preaccumulate(
 
     // Accumulation.
     let mut acc_value: Vec<Option<Factor>> = Vec::new();
+    let mut acc_shapes_final: Vec<Shape> = Vec::new();
     if let Some(e) = &elimination {
         let total_uses = e.acc_use_counts();
         let mut remainder_uses = vec![0usize; e.accumulations.len()];
@@ -305,6 +307,7 @@ pub fn preaccumulate(
             );
             acc_value[k] = Some(Factor::Var(temp.var));
         }
+        acc_shapes_final = acc_shapes;
     }
     let factor = |v: &EdgeValue| -> Factor {
         match v {
@@ -434,8 +437,13 @@ pub fn preaccumulate(
             for edge in ins {
                 let f = factor(&edge.value);
                 if let Factor::Var(r) = &f {
-                    if !result.factors.iter().any(|x| x == r) {
-                        result.factors.push(r.clone());
+                    if !result.factors.iter().any(|(x, _)| x == r) {
+                        let shape = match &edge.value {
+                            EdgeValue::Variable(var) => lin_shapes[var.0 as usize].clone(),
+                            EdgeValue::Acc(a) => acc_shapes_final[a.index()].clone(),
+                            _ => Shape::SCALAR,
+                        };
+                        result.factors.push((r.clone(), shape));
                     }
                 }
                 terms.push((f, slot_for(edge.source, t)));

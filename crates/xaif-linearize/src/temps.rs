@@ -18,7 +18,7 @@ use crate::context::{Shape, ValueType};
 #[derive(Clone, Debug, Default)]
 pub struct Names {
     prefix: String,
-    counters: [usize; 5],
+    counters: [usize; 6],
     statements: usize,
 }
 
@@ -35,6 +35,8 @@ pub enum TempKind {
     Prp,
     /// An argument converted between active and passive.
     Tyc,
+    /// A control flow value (loop counter, branch marker, popped value).
+    Symbol,
 }
 
 impl TempKind {
@@ -49,6 +51,7 @@ impl TempKind {
             TempKind::Acc => "acc",
             TempKind::Prp => "prp",
             TempKind::Tyc => "tyc",
+            TempKind::Symbol => "Symbol",
         }
     }
 }

@@ -43,6 +43,9 @@ enum Command {
     Compare(run::CompareArgs),
     /// Transform front-end XAIF into tangent-linear XAIF.
     Tangent(transform::TransformArgs),
+    /// Transform front-end XAIF into adjoint XAIF (split and joint
+    /// templates).
+    Adjoint(transform::AdjointArgs),
 }
 
 #[derive(Args)]
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Compare(args) => run::compare_files(args),
         Command::Tangent(args) => transform::tangent(args),
+        Command::Adjoint(args) => transform::adjoint(args),
     };
     match result {
         Ok(code) => code,

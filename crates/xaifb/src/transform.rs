@@ -86,6 +86,36 @@ pub struct TransformArgs {
     pub dot: Option<PathBuf>,
 }
 
+/// Flags only the adjoint driver has.
+#[derive(Args, Clone)]
+pub struct AdjointArgs {
+    #[command(flatten)]
+    common: TransformArgs,
+    /// Every formal gets intent inout.
+    #[arg(short = 'I')]
+    all_inout: bool,
+    /// Restore argument checkpoints in store order.
+    #[arg(short = 'f')]
+    restore_in_store_order: bool,
+    /// Checkpoint formals even when every call site passes a constant.
+    #[arg(short = 'P')]
+    checkpoint_all_formals: bool,
+    /// Simple-loop rule violations: ask (accepted for compatibility; every
+    /// loop is reversed by counting, which has no such rules).
+    #[arg(short = 'u')]
+    ask_simple_loops: bool,
+    /// Simple-loop rule violations: ignore (accepted for compatibility).
+    #[arg(short = 'U')]
+    ignore_simple_loops: bool,
+    /// Top-level routine for quasi-constant globals (accepted for
+    /// compatibility).
+    #[arg(short = 't')]
+    top: Option<String>,
+    /// Reverse every control flow graph by block enumeration.
+    #[arg(long)]
+    enumerate_blocks: bool,
+}
+
 /// Parses `--heuristic`.
 pub fn parse_strategy(spec: &str, extent: Extent) -> Result<Strategy> {
     let (method, chain) = spec
@@ -333,6 +363,74 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
             "timing: tangent transformation {:.3} ms\n",
             start.elapsed().as_secs_f64() * 1e3
         ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `xaifb adjoint`.
+pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
+    let start = std::time::Instant::now();
+    let common = &args.common;
+    let fail = |msg: String| -> Result<ExitCode> {
+        eprintln!("{msg}");
+        Ok(ExitCode::from(1))
+    };
+    let (catalogue, noninlinable) = match common.catalogues() {
+        Ok(x) => x,
+        Err(e) => return fail(e),
+    };
+    let program = match common.input() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let t = common.tangent_options()?;
+    let options = xaif_cfrev::AdjointOptions {
+        flatten: t.flatten,
+        passive: t.passive,
+        elimination: t.elimination,
+        zero_locals: common.zero_locals,
+        all_inout: args.all_inout,
+        checkpoint_all_formals: args.checkpoint_all_formals,
+        restore_in_store_order: args.restore_in_store_order,
+        rename: common.rename,
+        force_enumeration: args.enumerate_blocks,
+    };
+    let result = match xaif_cfrev::adjoint(&program, &catalogue, noninlinable.as_ref(), &options) {
+        Ok(r) => r,
+        Err(e) => return fail(format!("{}: {e}", common.input.display())),
+    };
+    let stats = &result.transformed.stats;
+    if common.debug_mask & 64 != 0 {
+        let mut text = String::new();
+        for r in &stats.routines {
+            let t = &r.total;
+            text.push_str(&format!("metrics: {} total: {} mul, {} add, {} sub, {} div\n", r.routine, t.multiplications, t.additions, t.subtractions, t.divisions));
+        }
+        for tp in &result.tapes {
+            text.push_str(&format!(
+                "metrics: {} tape: {} doubles and {} integers per block execution, {} checkpointed variables, {}\n",
+                tp.routine,
+                tp.doubles_per_block_execution,
+                tp.integers_per_block_execution,
+                tp.checkpoint_variables,
+                if tp.structured { "structured" } else { "unstructured" }
+            ));
+        }
+        common.debug(&text)?;
+    }
+    if let Some(path) = &common.stats_json {
+        let report = serde_json::json!({
+            "input": common.input.display().to_string(),
+            "mode": "adjoint",
+            "routines": stats.routines,
+            "total": stats.total,
+            "tapes": result.tapes,
+        });
+        crate::output::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    }
+    common.write(result.transformed.program)?;
+    if common.debug_mask & 16 != 0 {
+        common.debug(&format!("timing: adjoint transformation {:.3} ms\n", start.elapsed().as_secs_f64() * 1e3))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,18 @@
+//! Control flow and call graph reversal: adjoint XAIF.
+//!
+//! [`region`] recognises structured control flow; [`reverse`] builds the
+//! taping and adjoint CFGs of a routine from the taping and adjoint forms of
+//! its basic blocks (seed "control flow reversal" §4) with block
+//! enumeration for unstructured graphs; [`program`] turns every routine into
+//! the `ReplacementList` of OpenAD's subroutine template with argument
+//! checkpoints (seed "call graph reversal").
+//!
+//! The crate builds on the basic-block preaccumulation of `xaif-linearize`
+//! and writes XAIF through `xaif-model`; it does not depend on the
+//! interpreter.
+
+pub mod program;
+pub mod region;
+pub mod reverse;
+
+pub use program::{adjoint, AdjointOptions, AdjointResult, TapeStats};

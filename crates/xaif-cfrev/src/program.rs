@@ -1,0 +1,458 @@
+//! Call graph reversal (seed "call graph reversal"): every routine becomes a
+//! `ReplacementList` for OpenAD's `reverse_subroutine_template` with the 13
+//! placeholders the reference engine fills
+//! (`../shared/docs/xaif-semantics.md` §6.1):
+//!
+//! | placeholder | content |
+//! |---|---|
+//! | 1 | the original code |
+//! | 2, 3 | taping and adjoint code |
+//! | 4, 6 | argument checkpoint store and restore of the `Read` list |
+//! | 5, 7 | empty result checkpoint skeletons |
+//! | 8, 9 | time-step checkpoint store/restore (`Mod` then `ReadLocal`) |
+//! | 10, 11 | taping and adjoint with every loop anonymous |
+//! | 12, 13 | store/restore of the derivative parts of the active `Mod` list |
+//!
+//! The same output serves the split and the joint template: split runs 1, 2
+//! or 3 by the mode flags; joint runs the checkpoint placeholders around
+//! them.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
+use xaif_linearize::{
+    adjoint::{adjoint_block, BlockEnv},
+    context::{Ctx, Shape, ValueType},
+    flatten::FlattenOptions,
+    preaccumulate::Target,
+    tangent::{direct_actions, BlockStats, RoutineStats, TransformError, TransformStats, Transformed},
+    temps::{declare, value_ref, Names, TempKind},
+    Catalogue,
+};
+use xaif_model::{
+    build::inlinable_call, ArgValue, Attrs, Cfg, CfgEdge, CfgId, CfgItem, CfgVertex, NonInlinableCatalogue, Program,
+    PropEntry, PropKind, Replacement, Routine, RoutineBody, RoutineId, RoutineIndex, SideEffectKind, Stmt, StmtId,
+    StmtKind, SymbolId, VarRef, VertexId, VertexKind,
+};
+
+use crate::reverse::{reverse, BlockCode, CfgBuilder, Temps};
+
+/// Options of the adjoint transformation (the reference driver's flags
+/// that apply).
+#[derive(Clone, Debug, Default)]
+pub struct AdjointOptions {
+    /// `-S`, `-Q`.
+    pub flatten: FlattenOptions,
+    /// `-p`.
+    pub passive: Vec<String>,
+    /// `-M`, `-A`, `-m`, `--heuristic`.
+    pub elimination: xaif_elim::Config,
+    /// `-D`: zero the derivatives of active locals after the adjoint entry.
+    pub zero_locals: bool,
+    /// `-I`: every formal gets intent `inout`.
+    pub all_inout: bool,
+    /// `-P`: checkpoint formals even when every call passes a constant.
+    pub checkpoint_all_formals: bool,
+    /// `-f`: restore checkpoints in store order.
+    pub restore_in_store_order: bool,
+    /// `-r`: give transformed routines the program's prefix.
+    pub rename: bool,
+    /// Reverse every CFG by block enumeration (the unstructured fallback),
+    /// even structured ones.
+    pub force_enumeration: bool,
+}
+
+/// Per-routine taping statistics (`--stats-json` of the adjoint).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TapeStats {
+    /// The routine.
+    pub routine: String,
+    /// Doubles pushed by one execution of each basic block, summed.
+    pub doubles_per_block_execution: usize,
+    /// Integers pushed by the basic blocks' index taping, summed.
+    pub integers_per_block_execution: usize,
+    /// Elements named by the argument checkpoint (placeholder 4).
+    pub checkpoint_variables: usize,
+    /// Whether the CFG was reversed as structured.
+    pub structured: bool,
+}
+
+struct SymbolTemps<'a> {
+    names: &'a mut Names,
+    scope: xaif_model::ScopeId,
+}
+
+impl Temps for SymbolTemps<'_> {
+    fn integer(&mut self, out: &mut Program) -> VarRef {
+        declare(out, self.names, self.scope, TempKind::Symbol, ValueType::Integer, &Shape::SCALAR, false).var
+    }
+
+    fn statement(&mut self, stem: &str) -> String {
+        self.names.statement(stem)
+    }
+}
+
+/// The result of the adjoint transformation.
+pub struct AdjointResult {
+    /// Program, graph statistics, Graphviz graphs.
+    pub transformed: Transformed,
+    /// Taping statistics per routine.
+    pub tapes: Vec<TapeStats>,
+}
+
+/// Transforms a validated front-end program into adjoint XAIF.
+pub fn adjoint(
+    p: &Program,
+    catalogue: &Catalogue,
+    noninlinable: Option<&NonInlinableCatalogue>,
+    options: &AdjointOptions,
+) -> Result<AdjointResult, TransformError> {
+    if p.is_output() {
+        return Err(TransformError::Input(
+            "the input is already a transformation result (it has derivative code)".into(),
+        ));
+    }
+    let ctx = Ctx::new(p, &options.passive);
+    let mut out = p.clone();
+    let mut names = Names::new(p.attrs.get("prefix").unwrap_or("OpenAD_"));
+    let routines = RoutineIndex::new(p);
+    let direct = direct_actions(noninlinable);
+    let is_direct = |name: &str| direct.iter().any(|d| d == name);
+    let env = BlockEnv {
+        catalogue,
+        is_direct: &is_direct,
+        routines: &routines,
+        flatten: options.flatten,
+        elimination: &options.elimination,
+    };
+    let passed = variables_passed(p);
+    let mut stats = TransformStats::default();
+    let mut tapes = Vec::new();
+    let items: Vec<RoutineId> = p
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            xaif_model::CallGraphItem::Routine(r) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    for rid in items {
+        let routine = &p.routines[rid];
+        let RoutineBody::Graph(cfg) = &routine.body else { continue };
+        let name = routine.symbol_name().to_string();
+        let scope_attr = routine.attrs.get("controlflowgraph_scope_id").unwrap_or("1").to_string();
+        let Some(scope) = ctx.symbols.scope(&scope_attr) else { continue };
+        let mut rstats = RoutineStats {
+            routine: name.clone(),
+            ..Default::default()
+        };
+        let mut tape = TapeStats {
+            routine: name.clone(),
+            structured: true,
+            ..Default::default()
+        };
+        let mut list: Vec<(u32, Option<CfgId>, bool)> = Vec::new();
+        let has_code = p.cfgs[*cfg].vertex_ids().next().is_some();
+        if has_code {
+            // Both forms of every basic block.
+            let mut code: FxHashMap<VertexId, BlockCode> = FxHashMap::default();
+            for v in p.cfgs[*cfg].vertex_ids() {
+                let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else { continue };
+                let mut target = Target {
+                    out: &mut out,
+                    names: &mut names,
+                    scope,
+                };
+                let block = adjoint_block(&ctx, &mut target, &env, stmts).map_err(|e| TransformError::Input(format!("routine `{name}`: {e}")))?;
+                let mut bstats = BlockStats {
+                    block: p.vertices[v].attrs.get("vertex_id").unwrap_or("").to_string(),
+                    ..Default::default()
+                };
+                for g in &block.graphs {
+                    bstats.total.add(g);
+                }
+                bstats.graphs = block.graphs.clone();
+                tape.doubles_per_block_execution += block.pushes.0;
+                tape.integers_per_block_execution += block.pushes.1;
+                if !bstats.graphs.is_empty() {
+                    rstats.total.add(&bstats.total);
+                    rstats.blocks.push(bstats);
+                }
+                code.insert(
+                    v,
+                    BlockCode {
+                        taping: block.taping,
+                        adjoint: block.adjoint,
+                    },
+                );
+            }
+            let original = copy_cfg(p, &mut out, rid, *cfg);
+            let mut temps = SymbolTemps {
+                names: &mut names,
+                scope,
+            };
+            let rev = reverse(p, &mut out, rid, *cfg, &code, &scope_attr, &mut temps, options.force_enumeration);
+            let rev_anonymous = reverse(p, &mut out, rid, *cfg, &code, &scope_attr, &mut temps, options.force_enumeration);
+            tape.structured = rev.structured;
+            if options.zero_locals {
+                for adj in [rev.adjoint, rev_anonymous.adjoint] {
+                    zero_active_locals(&ctx, &mut out, rid, adj, scope, &scope_attr);
+                }
+            }
+            list.push((1, Some(original), true));
+            list.push((2, Some(rev.taping), rev.structured));
+            list.push((3, Some(rev.adjoint), rev.structured));
+            list.push((10, Some(rev_anonymous.taping), rev.structured));
+            list.push((11, Some(rev_anonymous.adjoint), rev.structured));
+        } else {
+            for ph in [1, 2, 3, 10, 11] {
+                list.push((ph, None, true));
+            }
+        }
+        // Checkpoints.
+        let formals: Vec<SymbolId> = routine
+            .arguments
+            .iter()
+            .flat_map(|l| l.args.iter().filter_map(|a| ctx.symbols.resolve(a).map(|s| (a, s))))
+            .filter(|(a, _)| {
+                let pos = a.int("position").unwrap_or(0);
+                !options.checkpoint_all_formals && !passed.contains(&(name.clone(), pos))
+            })
+            .map(|(_, s)| s)
+            .collect();
+        let list_refs = |kind: SideEffectKind| -> Vec<VarRef> {
+            routine
+                .side_effect(kind)
+                .map(|l| l.refs.clone())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| ctx.symbol_of(&r.graph).is_some_and(|s| !formals.contains(&s)))
+                .collect()
+        };
+        let read = list_refs(SideEffectKind::Read);
+        let modified = list_refs(SideEffectKind::Mod);
+        let read_local = list_refs(SideEffectKind::ReadLocal);
+        tape.checkpoint_variables = read.len();
+        let cp = |out: &mut Program, names: &mut Names, refs: &[VarRef], store: bool, deriv: bool, reversed: bool| -> CfgId {
+            let mut stmts = Vec::new();
+            let mut ordered: Vec<&VarRef> = refs.iter().collect();
+            if reversed {
+                ordered.reverse();
+            }
+            for r in ordered {
+                if let Some(s) = checkpoint_call(&ctx, out, names, r, store, deriv) {
+                    stmts.push(s);
+                }
+            }
+            checkpoint_cfg(out, rid, &scope_attr, stmts)
+        };
+        let restore_reversed = !options.restore_in_store_order;
+        let ph4 = cp(&mut out, &mut names, &read, true, false, false);
+        let ph6 = cp(&mut out, &mut names, &read, false, false, restore_reversed);
+        let ph5 = checkpoint_cfg(&mut out, rid, &scope_attr, Vec::new());
+        let ph7 = checkpoint_cfg(&mut out, rid, &scope_attr, Vec::new());
+        let time_step: Vec<VarRef> = modified.iter().chain(read_local.iter()).cloned().collect();
+        let ph8 = cp(&mut out, &mut names, &time_step, true, false, false);
+        let ph9 = cp(&mut out, &mut names, &time_step, false, false, restore_reversed);
+        let active_mod: Vec<VarRef> = modified
+            .iter()
+            .filter(|r| ctx.symbol_of(&r.graph).is_some_and(|s| ctx.symbol_active(s)))
+            .cloned()
+            .collect();
+        let ph12 = cp(&mut out, &mut names, &active_mod, true, true, false);
+        let ph13 = cp(&mut out, &mut names, &active_mod, false, true, restore_reversed);
+        for (ph, g) in [(4, ph4), (5, ph5), (6, ph6), (7, ph7), (8, ph8), (9, ph9), (12, ph12), (13, ph13)] {
+            list.push((ph, Some(g), true));
+        }
+        list.sort_by_key(|(ph, ..)| *ph);
+        let replacements = list
+            .into_iter()
+            .map(|(ph, g, structured)| {
+                let mut attrs = Attrs::new().with("placeholder", ph.to_string());
+                if !structured {
+                    attrs.set("structured", "0");
+                }
+                let cfg = g.unwrap_or_else(|| {
+                    out.cfgs.alloc(Cfg {
+                        routine: rid,
+                        items: Vec::new(),
+                    })
+                });
+                Replacement { attrs, cfg }
+            })
+            .collect();
+        let mut attrs = Attrs::new();
+        for key in ["vertex_id", "symbol_id", "scope_id", "controlflowgraph_scope_id", "annotation"] {
+            if let Some(v) = routine.attrs.get(key) {
+                attrs.push(key, v);
+            }
+        }
+        attrs.push("template_name", "reverse_subroutine_template");
+        let mut arguments = routine.arguments.clone();
+        if let Some(args) = &mut arguments {
+            for a in &mut args.args {
+                let active = ctx.symbols.resolve(a).is_some_and(|s| ctx.symbol_active(s));
+                if active || options.all_inout {
+                    a.set("intent", "inout");
+                }
+            }
+        }
+        out.routines[rid] = Routine {
+            attrs,
+            arguments,
+            side_effects: Vec::new(),
+            body: RoutineBody::Replacements(replacements),
+        };
+        stats.total.add(&rstats.total);
+        stats.routines.push(rstats);
+        tapes.push(tape);
+    }
+    if options.rename {
+        xaif_linearize::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
+    }
+    Ok(AdjointResult {
+        transformed: Transformed {
+            program: out,
+            stats,
+            dots: Vec::new(),
+        },
+        tapes,
+    })
+}
+
+/// (callee symbol id, position) of every argument some call passes as a
+/// variable.
+fn variables_passed(p: &Program) -> FxHashSet<(String, i64)> {
+    let mut out = FxHashSet::default();
+    for (_, s) in p.stmts.iter() {
+        if let StmtKind::SubroutineCall(args) = &s.kind {
+            let callee = s.attrs.get("symbol_id").unwrap_or("").to_string();
+            for (i, a) in args.iter().enumerate() {
+                if matches!(a.value, ArgValue::Variable(_)) {
+                    out.insert((callee.clone(), a.attrs.int("position").unwrap_or(i as i64 + 1)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `cp_arg_store_<type>_<shape>[_a][_d](r)` or the matching restore.
+fn checkpoint_call(ctx: &Ctx<'_>, out: &mut Program, names: &mut Names, r: &VarRef, store: bool, deriv: bool) -> Option<StmtId> {
+    let s = ctx.symbol_of(&r.graph)?;
+    let sym = &ctx.p.symbols[s];
+    let ty = match sym.ty() {
+        xaif_model::SymbolType::Real => "real",
+        xaif_model::SymbolType::Integer => "integer",
+        xaif_model::SymbolType::Bool => "bool",
+        xaif_model::SymbolType::String | xaif_model::SymbolType::Char => "string",
+        _ => return None,
+    };
+    let shape = xaif_model::index::SHAPES[sym.rank().min(7)];
+    let active = sym.is_active() && ty == "real";
+    if deriv && !active {
+        return None;
+    }
+    let suffix = match (active, deriv) {
+        (true, true) => "_a_d",
+        (true, false) => "_a",
+        _ => "",
+    };
+    let verb = if store { "store" } else { "restore" };
+    let name = format!("cp_arg_{verb}_{ty}_{shape}{suffix}");
+    let id = names.statement(&name);
+    Some(out.stmts.alloc(inlinable_call(&name, &id, vec![ArgValue::Variable(value_ref(r))])))
+}
+
+/// A checkpoint CFG: Entry, Exit and one block (annotated as the reference
+/// engine does).
+fn checkpoint_cfg(out: &mut Program, rid: RoutineId, scope_id: &str, stmts: Vec<StmtId>) -> CfgId {
+    let mut b = CfgBuilder::new(out, rid, "_cp_");
+    b.vertex_with_id(out, "1", Attrs::new().with("annotation", "cp_entry"), VertexKind::Entry);
+    b.vertex_with_id(out, "2", Attrs::new().with("annotation", "cp_exit"), VertexKind::Exit);
+    b.vertex_with_id(
+        out,
+        "3",
+        Attrs::new().with("annotation", "cp_basicblock").with("scope_id", scope_id),
+        VertexKind::BasicBlock(stmts),
+    );
+    b.edge(out, "1", "3", None);
+    b.edge(out, "3", "2", None);
+    b.cfg
+}
+
+/// A copy of `cfg` (new vertex and edge entries, same statements).
+fn copy_cfg(p: &Program, out: &mut Program, rid: RoutineId, cfg: CfgId) -> CfgId {
+    let new = out.cfgs.alloc(Cfg {
+        routine: rid,
+        items: Vec::new(),
+    });
+    for item in &p.cfgs[cfg].items {
+        let copied = match *item {
+            CfgItem::Vertex(v) => CfgItem::Vertex(out.vertices.alloc(CfgVertex {
+                attrs: p.vertices[v].attrs.clone(),
+                cfg: new,
+                kind: p.vertices[v].kind.clone(),
+            })),
+            CfgItem::Edge(e) => CfgItem::Edge(out.edges.alloc(CfgEdge {
+                attrs: p.edges[e].attrs.clone(),
+                cfg: new,
+            })),
+        };
+        out.cfgs[new].items.push(copied);
+    }
+    new
+}
+
+/// `-D`: a block of `ZeroDeriv`s for the active locals right after the
+/// adjoint entry.
+fn zero_active_locals(ctx: &Ctx<'_>, out: &mut Program, rid: RoutineId, adjoint: CfgId, scope: xaif_model::ScopeId, scope_id: &str) {
+    let routine = &ctx.p.routines[rid];
+    let formals: Vec<SymbolId> = routine
+        .arguments
+        .iter()
+        .flat_map(|l| l.args.iter().filter_map(|a| ctx.symbols.resolve(a)))
+        .collect();
+    let mut entries = Vec::new();
+    for table in &ctx.p.scopes[scope].tables {
+        for &s in &table.symbols {
+            let sym = &ctx.p.symbols[s];
+            if sym.kind() == xaif_model::SymbolKind::Variable && ctx.symbol_active(s) && !formals.contains(&s) {
+                let r = VarRef::symbol(Attrs::new().with("deriv", "1"), scope_id, sym.name());
+                entries.push(PropEntry {
+                    attrs: Attrs::new(),
+                    kind: PropKind::ZeroDeriv(r),
+                });
+            }
+        }
+    }
+    if entries.is_empty() {
+        return;
+    }
+    let zero = out.stmts.alloc(Stmt {
+        attrs: Attrs::new(),
+        kind: StmtKind::DerivativePropagator(entries),
+    });
+    // The entry's successor gets the zeroing first.
+    let g = xaif_model::CfgGraph::new(out, adjoint);
+    let Some(entry) = g.entry else { return };
+    let Some(&(edge, first)) = g.successors(entry).first() else { return };
+    match &mut out.vertices[first].kind {
+        VertexKind::BasicBlock(stmts) => stmts.insert(0, zero),
+        _ => {
+            let id = "_adj_zero_locals";
+            let v = out.vertices.alloc(CfgVertex {
+                attrs: Attrs::new().with("vertex_id", id).with("scope_id", scope_id),
+                cfg: adjoint,
+                kind: VertexKind::BasicBlock(vec![zero]),
+            });
+            let target = out.vertices[first].attrs.get("vertex_id").unwrap_or("").to_string();
+            out.edges[edge].attrs.set("target", id);
+            let e = out.edges.alloc(CfgEdge {
+                attrs: Attrs::new().with("edge_id", "_adj_zero_locals_edge").with("source", id).with("target", target),
+                cfg: adjoint,
+            });
+            out.cfgs[adjoint].items.push(CfgItem::Vertex(v));
+            out.cfgs[adjoint].items.push(CfgItem::Edge(e));
+        }
+    }
+}

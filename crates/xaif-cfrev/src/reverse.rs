@@ -1,0 +1,494 @@
+//! Control flow reversal (seed "control flow reversal" §4, Algorithms 2–5).
+//!
+//! From a structured CFG and, for each basic block, its taping and adjoint
+//! forms, this builds:
+//!
+//! - the taping CFG (placeholder 2): the original structure with the taping
+//!   blocks, a block `ctr = 0` before each loop, `ctr = ctr + 1` before its
+//!   `EndLoop` and `push_i_s0(ctr)` on its exit edge, and on each edge into
+//!   an `EndBranch` a block pushing the number of the arm taken;
+//! - the adjoint CFG (placeholder 3): the regions in reverse order, each
+//!   basic block in adjoint form, each branch an adjoint `Branch` on the
+//!   popped arm number (Entry/Exit, Branch/EndBranch and Loop/EndLoop swap
+//!   roles, Algorithm 2), each loop a `ForLoop` running the body's adjoint
+//!   as many times as the popped count says.
+//!
+//! Every loop is reversed by counting ("anonymous"), which needs no
+//! assumption about the loop's bounds; values the adjoint of a loop body
+//! needs (indices) are taped by the basic blocks themselves.
+//!
+//! A CFG without this structure is reversed by block enumeration: the taping
+//! CFG is the original one with each basic block pushing its number (and 0
+//! after the entry); the adjoint pops numbers and dispatches to the adjoint
+//! blocks in a `PreLoop` until it pops 0.
+
+use rustc_hash::FxHashMap;
+use xaif_model::{
+    build::{assignment, inlinable_call},
+    ArgValue, Attrs, Cfg, CfgEdge, CfgGraph, CfgId, CfgItem, CfgVertex, ExprBuilder, Program,
+    RoutineId, StmtId, VarRef, VertexId, VertexKind,
+};
+
+use crate::region::{parse, Region};
+
+/// The taping and adjoint forms of one basic block.
+#[derive(Clone, Debug, Default)]
+pub struct BlockCode {
+    /// Taping form.
+    pub taping: Vec<StmtId>,
+    /// Adjoint form.
+    pub adjoint: Vec<StmtId>,
+}
+
+/// A source of fresh integer temporaries and statement ids.
+pub trait Temps {
+    /// A new integer scalar temporary.
+    fn integer(&mut self, out: &mut Program) -> VarRef;
+    /// A new statement id with the given stem.
+    fn statement(&mut self, stem: &str) -> String;
+}
+
+/// The reversal of one CFG.
+#[derive(Clone, Debug)]
+pub struct Reversed {
+    /// The taping CFG.
+    pub taping: CfgId,
+    /// The adjoint CFG.
+    pub adjoint: CfgId,
+    /// Whether the original was structured (enumeration otherwise).
+    pub structured: bool,
+}
+
+/// Builds one CFG body in the output program.
+pub struct CfgBuilder {
+    /// The body.
+    pub cfg: CfgId,
+    edges: usize,
+    vertices: usize,
+    prefix: &'static str,
+}
+
+impl CfgBuilder {
+    /// A new empty body of `routine`; new vertices are named
+    /// `<prefix>N`.
+    pub fn new(out: &mut Program, routine: RoutineId, prefix: &'static str) -> Self {
+        let cfg = out.cfgs.alloc(Cfg {
+            routine,
+            items: Vec::new(),
+        });
+        CfgBuilder {
+            cfg,
+            edges: 0,
+            vertices: 0,
+            prefix,
+        }
+    }
+
+    /// Adds a vertex with the given id.
+    pub fn vertex_with_id(&mut self, out: &mut Program, id: &str, mut attrs: Attrs, kind: VertexKind) -> String {
+        attrs.set("vertex_id", id);
+        let v = out.vertices.alloc(CfgVertex {
+            attrs,
+            cfg: self.cfg,
+            kind,
+        });
+        out.cfgs[self.cfg].items.push(CfgItem::Vertex(v));
+        id.to_string()
+    }
+
+    /// Adds a vertex with a fresh id, annotated `_cfr_`.
+    pub fn vertex(&mut self, out: &mut Program, attrs: Attrs, kind: VertexKind) -> String {
+        self.vertices += 1;
+        let id = format!("{}{}", self.prefix, self.vertices);
+        let attrs = if attrs.has("annotation") { attrs } else { attrs.with("annotation", "_cfr_") };
+        self.vertex_with_id(out, &id, attrs, kind)
+    }
+
+    /// Adds an edge, with a branch value when given.
+    pub fn edge(&mut self, out: &mut Program, source: &str, target: &str, value: Option<i64>) {
+        self.edges += 1;
+        let mut attrs = Attrs::new()
+            .with("edge_id", format!("_cfr_e_{}", self.edges))
+            .with("source", source)
+            .with("target", target);
+        match value {
+            Some(v) => {
+                attrs.set("has_condition_value", "1");
+                attrs.set("condition_value", v.to_string());
+            }
+            None => attrs.set("has_condition_value", "0"),
+        }
+        let e = out.edges.alloc(CfgEdge { attrs, cfg: self.cfg });
+        out.cfgs[self.cfg].items.push(CfgItem::Edge(e));
+    }
+
+    /// A basic block with `stmts` (scope `scope_id`).
+    pub fn block(&mut self, out: &mut Program, scope_id: &str, stmts: Vec<StmtId>) -> String {
+        self.vertex(out, Attrs::new().with("scope_id", scope_id), VertexKind::BasicBlock(stmts))
+    }
+}
+
+/// Dangling edges waiting for the next vertex.
+type Pending = Vec<(String, Option<i64>)>;
+
+fn connect(b: &mut CfgBuilder, out: &mut Program, pending: &mut Pending, to: &str) {
+    for (from, value) in pending.drain(..) {
+        b.edge(out, &from, to, value);
+    }
+}
+
+struct Ctx<'a> {
+    original: &'a Program,
+    code: &'a FxHashMap<VertexId, BlockCode>,
+    scope_id: String,
+}
+
+fn int_const(b: &mut ExprBuilder, v: i64) -> usize {
+    b.constant("integer", &v.to_string())
+}
+
+fn set_int(out: &mut Program, temps: &mut dyn Temps, var: &VarRef, value: i64) -> StmtId {
+    let mut e = ExprBuilder::new();
+    int_const(&mut e, value);
+    let mut lhs = var.clone();
+    lhs.attrs.remove("vertex_id");
+    out.stmts.alloc(assignment(&temps.statement("cfr_init"), lhs, e.finish()))
+}
+
+fn increment(out: &mut Program, temps: &mut dyn Temps, var: &VarRef) -> StmtId {
+    let mut e = ExprBuilder::new();
+    let x = e.reference(var);
+    let one = int_const(&mut e, 1);
+    e.intrinsic("add_scal_scal", &[x, one]);
+    let mut lhs = var.clone();
+    lhs.attrs.remove("vertex_id");
+    out.stmts.alloc(assignment(&temps.statement("cfr_increment"), lhs, e.finish()))
+}
+
+fn tape_call(out: &mut Program, temps: &mut dyn Temps, name: &str, arg: ArgValue) -> StmtId {
+    let id = temps.statement(name);
+    out.stmts.alloc(inlinable_call(name, &id, vec![arg]))
+}
+
+fn copy_vertex(b: &mut CfgBuilder, out: &mut Program, original: &Program, v: VertexId, kind: VertexKind) -> String {
+    let attrs = original.vertices[v].attrs.clone();
+    let id = attrs.get("vertex_id").unwrap_or("1").to_string();
+    b.vertex_with_id(out, &id, attrs, kind)
+}
+
+fn taping_seq(
+    c: &Ctx<'_>,
+    b: &mut CfgBuilder,
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    regions: &[Region],
+    pending: &mut Pending,
+) {
+    for r in regions {
+        match r {
+            Region::Block(v) => {
+                let stmts = c.code.get(v).map(|x| x.taping.clone()).unwrap_or_default();
+                let id = copy_vertex(b, out, c.original, *v, VertexKind::BasicBlock(stmts));
+                connect(b, out, pending, &id);
+                pending.push((id, None));
+            }
+            Region::Pass(v) => {
+                let id = copy_vertex(b, out, c.original, *v, c.original.vertices[*v].kind.clone());
+                connect(b, out, pending, &id);
+                pending.push((id, None));
+            }
+            Region::Branch { vertex, arms, end } => {
+                let id = copy_vertex(b, out, c.original, *vertex, c.original.vertices[*vertex].kind.clone());
+                connect(b, out, pending, &id);
+                let mut ends = Vec::new();
+                for (a, (edge, arm)) in arms.iter().enumerate() {
+                    let mut arm_pending = vec![(id.clone(), c.original.edges[*edge].condition_value())];
+                    taping_seq(c, b, out, temps, arm, &mut arm_pending);
+                    let marker = tape_call(
+                        out,
+                        temps,
+                        "push_i_s0",
+                        ArgValue::Constant(Attrs::new().with("vertex_id", "1").with("type", "integer").with("value", (a + 1).to_string())),
+                    );
+                    let push = b.block(out, &c.scope_id, vec![marker]);
+                    connect(b, out, &mut arm_pending, &push);
+                    ends.push((push, None));
+                }
+                let end_id = copy_vertex(b, out, c.original, *end, VertexKind::EndBranch);
+                connect(b, out, &mut ends, &end_id);
+                pending.push((end_id, None));
+            }
+            Region::Loop {
+                vertex,
+                body_edge,
+                body,
+                end,
+                exit_edge,
+            } => {
+                let ctr = temps.integer(out);
+                let init = set_int(out, temps, &ctr, 0);
+                let init_block = b.block(out, &c.scope_id, vec![init]);
+                connect(b, out, pending, &init_block);
+                let loop_id = copy_vertex(b, out, c.original, *vertex, c.original.vertices[*vertex].kind.clone());
+                b.edge(out, &init_block, &loop_id, None);
+                let mut body_pending = vec![(loop_id.clone(), c.original.edges[*body_edge].condition_value())];
+                taping_seq(c, b, out, temps, body, &mut body_pending);
+                let inc = increment(out, temps, &ctr);
+                let inc_block = b.block(out, &c.scope_id, vec![inc]);
+                connect(b, out, &mut body_pending, &inc_block);
+                let end_id = copy_vertex(b, out, c.original, *end, VertexKind::EndLoop);
+                b.edge(out, &inc_block, &end_id, None);
+                b.edge(out, &end_id, &loop_id, None);
+                let push = tape_call(out, temps, "push_i_s0", ArgValue::Variable(ctr.clone()));
+                let push_block = b.block(out, &c.scope_id, vec![push]);
+                b.edge(out, &loop_id, &push_block, c.original.edges[*exit_edge].condition_value());
+                pending.push((push_block, None));
+            }
+        }
+    }
+}
+
+fn adjoint_seq(
+    c: &Ctx<'_>,
+    b: &mut CfgBuilder,
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    regions: &[Region],
+    pending: &mut Pending,
+) {
+    for r in regions.iter().rev() {
+        match r {
+            Region::Block(v) => {
+                let stmts = c.code.get(v).map(|x| x.adjoint.clone()).unwrap_or_default();
+                let mut attrs = c.original.vertices[*v].attrs.clone();
+                let id = attrs.get("vertex_id").unwrap_or("1").to_string();
+                attrs.set("vertex_id", &id);
+                let id = b.vertex_with_id(out, &id, attrs, VertexKind::BasicBlock(stmts));
+                connect(b, out, pending, &id);
+                pending.push((id, None));
+            }
+            Region::Pass(_) => {}
+            Region::Branch { vertex, arms, end } => {
+                let marker = temps.integer(out);
+                let pop = tape_call(out, temps, "pop_i_s0", ArgValue::Variable(marker.clone()));
+                let pop_block = b.block(out, &c.scope_id, vec![pop]);
+                connect(b, out, pending, &pop_block);
+                let mut cond = ExprBuilder::new();
+                cond.reference(&marker);
+                let end_id = c.original.vertices[*end].attrs.get("vertex_id").unwrap_or("1").to_string();
+                let branch = b.vertex_with_id(
+                    out,
+                    &format!("_adj_{end_id}"),
+                    Attrs::new().with("annotation", "_cfr_"),
+                    VertexKind::Branch(Some(cond.finish())),
+                );
+                b.edge(out, &pop_block, &branch, None);
+                let mut ends = Vec::new();
+                for (a, (_, arm)) in arms.iter().enumerate() {
+                    let mut arm_pending = vec![(branch.clone(), Some(a as i64 + 1))];
+                    adjoint_seq(c, b, out, temps, arm, &mut arm_pending);
+                    ends.extend(arm_pending);
+                }
+                let start_id = c.original.vertices[*vertex].attrs.get("vertex_id").unwrap_or("1").to_string();
+                let end_branch = b.vertex_with_id(
+                    out,
+                    &format!("_adj_{start_id}"),
+                    Attrs::new().with("annotation", "_cfr_"),
+                    VertexKind::EndBranch,
+                );
+                connect(b, out, &mut ends, &end_branch);
+                pending.push((end_branch, None));
+            }
+            Region::Loop { vertex, body, end, .. } => {
+                let bound = temps.integer(out);
+                let k = temps.integer(out);
+                let pop = tape_call(out, temps, "pop_i_s0", ArgValue::Variable(bound.clone()));
+                let pop_block = b.block(out, &c.scope_id, vec![pop]);
+                connect(b, out, pending, &pop_block);
+                let init = set_int(out, temps, &k, 1);
+                let update = increment(out, temps, &k);
+                let mut cond = ExprBuilder::new();
+                let kv = cond.reference(&k);
+                let bv = cond.reference(&bound);
+                cond.vertex(Attrs::new().with("name", "less_or_equal"), xaif_model::ExprVertexKind::BooleanOperation);
+                cond.edge(kv, 2, 1);
+                cond.edge(bv, 2, 2);
+                let end_id = c.original.vertices[*end].attrs.get("vertex_id").unwrap_or("1").to_string();
+                let for_loop = b.vertex_with_id(
+                    out,
+                    &format!("_adj_{end_id}"),
+                    Attrs::new().with("annotation", "_cfr_").with("reversal", "anonymous"),
+                    VertexKind::ForLoop {
+                        init: Some(init),
+                        condition: Some(cond.finish()),
+                        update: Some(update),
+                    },
+                );
+                b.edge(out, &pop_block, &for_loop, None);
+                let mut body_pending = vec![(for_loop.clone(), Some(1))];
+                adjoint_seq(c, b, out, temps, body, &mut body_pending);
+                let start_id = c.original.vertices[*vertex].attrs.get("vertex_id").unwrap_or("1").to_string();
+                let end_loop = b.vertex_with_id(
+                    out,
+                    &format!("_adj_{start_id}"),
+                    Attrs::new().with("annotation", "_cfr_"),
+                    VertexKind::EndLoop,
+                );
+                connect(b, out, &mut body_pending, &end_loop);
+                b.edge(out, &end_loop, &for_loop, None);
+                pending.push((for_loop, None));
+            }
+        }
+    }
+}
+
+/// Reverses CFG `cfg` of `original` into two new bodies of `routine` in
+/// `out`. `code` gives each basic block's taping and adjoint forms;
+/// `force_enumeration` reverses by block enumeration even when the graph is
+/// structured.
+pub fn reverse(
+    original: &Program,
+    out: &mut Program,
+    routine: RoutineId,
+    cfg: CfgId,
+    code: &FxHashMap<VertexId, BlockCode>,
+    scope_id: &str,
+    temps: &mut dyn Temps,
+    force_enumeration: bool,
+) -> Reversed {
+    let c = Ctx {
+        original,
+        code,
+        scope_id: scope_id.to_string(),
+    };
+    let regions = if force_enumeration || original.cfgs[cfg].items.is_empty() {
+        None
+    } else {
+        parse(original, cfg)
+    };
+    let structured_attr = original.routines[original.cfgs[cfg].routine]
+        .attrs
+        .flag("structured", true);
+    match regions {
+        Some(regions) if structured_attr => {
+            let g = CfgGraph::new(original, cfg);
+            let entry = g.entry.expect("structured graphs have an entry");
+            let exit = g.exit.expect("structured graphs have an exit");
+            // Taping.
+            let mut tb = CfgBuilder::new(out, routine, "_aug_");
+            let e = copy_vertex(&mut tb, out, original, entry, VertexKind::Entry);
+            let mut pending = vec![(e, None)];
+            taping_seq(&c, &mut tb, out, temps, &regions, &mut pending);
+            let x = copy_vertex(&mut tb, out, original, exit, VertexKind::Exit);
+            connect(&mut tb, out, &mut pending, &x);
+            // Adjoint.
+            let mut ab = CfgBuilder::new(out, routine, "_adj_v_");
+            let e = ab.vertex(out, Attrs::new(), VertexKind::Entry);
+            let mut pending = vec![(e, None)];
+            adjoint_seq(&c, &mut ab, out, temps, &regions, &mut pending);
+            let x = ab.vertex(out, Attrs::new(), VertexKind::Exit);
+            connect(&mut ab, out, &mut pending, &x);
+            Reversed {
+                taping: tb.cfg,
+                adjoint: ab.cfg,
+                structured: true,
+            }
+        }
+        _ => enumerate(&c, out, routine, cfg, temps),
+    }
+}
+
+/// Block enumeration for unstructured graphs.
+fn enumerate(c: &Ctx<'_>, out: &mut Program, routine: RoutineId, cfg: CfgId, temps: &mut dyn Temps) -> Reversed {
+    let original = c.original;
+    let g = CfgGraph::new(original, cfg);
+    let mut numbers: Vec<(VertexId, i64)> = Vec::new();
+    // Taping: the original graph, each block with adjoint work pushing its
+    // number at its end, and 0 pushed after the entry.
+    let mut tb = CfgBuilder::new(out, routine, "_aug_");
+    for &v in &g.vertices {
+        let vertex = &original.vertices[v];
+        let kind = match &vertex.kind {
+            VertexKind::BasicBlock(_) => {
+                let code = c.code.get(&v).cloned().unwrap_or_default();
+                let mut stmts = code.taping;
+                if !code.adjoint.is_empty() {
+                    let n = numbers.len() as i64 + 1;
+                    numbers.push((v, n));
+                    stmts.push(tape_call(
+                        out,
+                        temps,
+                        "push_i_s0",
+                        ArgValue::Constant(Attrs::new().with("vertex_id", "1").with("type", "integer").with("value", n.to_string())),
+                    ));
+                }
+                VertexKind::BasicBlock(stmts)
+            }
+            k => k.clone(),
+        };
+        copy_vertex(&mut tb, out, original, v, kind);
+    }
+    let entry = g.entry.map(|e| original.vertices[e].attrs.get("vertex_id").unwrap_or("1").to_string());
+    let zero = tape_call(
+        out,
+        temps,
+        "push_i_s0",
+        ArgValue::Constant(Attrs::new().with("vertex_id", "1").with("type", "integer").with("value", "0")),
+    );
+    let start = tb.block(out, &c.scope_id, vec![zero]);
+    for &v in &g.vertices {
+        for (e, t) in g.successors(v) {
+            let s_id = original.vertices[v].attrs.get("vertex_id").unwrap_or("1").to_string();
+            let t_id = original.vertices[*t].attrs.get("vertex_id").unwrap_or("1").to_string();
+            let value = original.edges[*e].condition_value();
+            if Some(&s_id) == entry.as_ref() {
+                tb.edge(out, &s_id, &start, value);
+                tb.edge(out, &start, &t_id, None);
+            } else {
+                tb.edge(out, &s_id, &t_id, value);
+            }
+        }
+    }
+    // Adjoint: pop; while (popped /= 0) { dispatch; pop }.
+    let mut ab = CfgBuilder::new(out, routine, "_adj_v_");
+    let which = temps.integer(out);
+    let entry_v = ab.vertex(out, Attrs::new(), VertexKind::Entry);
+    let pop = tape_call(out, temps, "pop_i_s0", ArgValue::Variable(which.clone()));
+    let first_pop = ab.block(out, &c.scope_id, vec![pop]);
+    ab.edge(out, &entry_v, &first_pop, None);
+    let mut cond = ExprBuilder::new();
+    let w = cond.reference(&which);
+    let zero_c = int_const(&mut cond, 0);
+    cond.vertex(Attrs::new().with("name", "not_equal"), xaif_model::ExprVertexKind::BooleanOperation);
+    cond.edge(w, 2, 1);
+    cond.edge(zero_c, 2, 2);
+    let while_v = ab.vertex(out, Attrs::new(), VertexKind::PreLoop(Some(cond.finish())));
+    ab.edge(out, &first_pop, &while_v, None);
+    let mut sel = ExprBuilder::new();
+    sel.reference(&which);
+    let branch = ab.vertex(out, Attrs::new(), VertexKind::Branch(Some(sel.finish())));
+    ab.edge(out, &while_v, &branch, Some(1));
+    let end_branch = ab.vertex(out, Attrs::new(), VertexKind::EndBranch);
+    for (v, n) in &numbers {
+        let stmts = c.code.get(v).map(|x| x.adjoint.clone()).unwrap_or_default();
+        let mut attrs = original.vertices[*v].attrs.clone();
+        let id = format!("_adj_{}", attrs.get("vertex_id").unwrap_or("1"));
+        attrs.set("vertex_id", &id);
+        let blk = ab.vertex_with_id(out, &id, attrs, VertexKind::BasicBlock(stmts));
+        ab.edge(out, &branch, &blk, Some(*n));
+        ab.edge(out, &blk, &end_branch, None);
+    }
+    let pop = tape_call(out, temps, "pop_i_s0", ArgValue::Variable(which));
+    let next_pop = ab.block(out, &c.scope_id, vec![pop]);
+    ab.edge(out, &end_branch, &next_pop, None);
+    let end_loop = ab.vertex(out, Attrs::new(), VertexKind::EndLoop);
+    ab.edge(out, &next_pop, &end_loop, None);
+    ab.edge(out, &end_loop, &while_v, None);
+    let exit_v = ab.vertex(out, Attrs::new(), VertexKind::Exit);
+    ab.edge(out, &while_v, &exit_v, None);
+    Reversed {
+        taping: tb.cfg,
+        adjoint: ab.cfg,
+        structured: false,
+    }
+}

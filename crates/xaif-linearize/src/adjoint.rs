@@ -1,0 +1,370 @@
+//! Adjoint basic blocks (seed "control flow reversal" §3): the taping form
+//! and the adjoint form of every basic block.
+//!
+//! The taping form is the preaccumulated code of each sequence (Eq. (5):
+//! statements, partials, accumulations) followed by pushes of every
+//! non-constant Jacobian factor and of the values of every non-constant
+//! subscript the adjoint references need. The adjoint form visits the
+//! pieces of the block backwards: it pops those values in reverse and runs
+//! the transposed propagation (Eq. (6)) with the adjoint calls of
+//! `../shared/docs/xaif-semantics.md` §6.2, whose argument order puts the
+//! original target first and the updated variable last: `Saxpy(a, t, s)`
+//! is `s.d += a·t.d`, `IncDeriv(t, s)` is `s.d += t.d`. Calls to routines
+//! of the program are re-emitted at their reversed position.
+
+use xaif_model::{
+    build::{assignment, inlinable_call},
+    ArgValue, Attrs, CallArg, Expr, ExprBuilder, ExprVertexKind, Program, RefVertexKind,
+    RoutineIndex, Stmt, StmtId, StmtKind, VarRef,
+};
+
+use crate::catalogue::Catalogue;
+use crate::context::{Ctx, Shape, ValueType};
+use crate::flatten::{direct_action, flatten, FlattenError, FlattenOptions, GraphStats, Piece};
+use crate::preaccumulate::{preaccumulate, Factor, PreaccError, Preaccumulated, Target};
+use crate::tangent::{convert_call, derivative_assignment, with_symbol};
+use crate::temps::{add, declare, value_ref, Names, TempKind};
+
+/// The two forms of one basic block.
+#[derive(Clone, Debug, Default)]
+pub struct AdjointBlock {
+    /// Taping form (placeholder 2).
+    pub taping: Vec<StmtId>,
+    /// Adjoint form (placeholder 3).
+    pub adjoint: Vec<StmtId>,
+    /// Statistics of the block's graphs.
+    pub graphs: Vec<GraphStats>,
+    /// Doubles and integers the taping form pushes per execution.
+    pub pushes: (usize, usize),
+}
+
+/// Why an adjoint block could not be built.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum AdjointError {
+    /// Flattening or linearization failed.
+    #[error(transparent)]
+    Flatten(#[from] FlattenError),
+    /// Preaccumulation failed.
+    #[error(transparent)]
+    Preaccumulation(#[from] PreaccError),
+    /// A construct without an adjoint.
+    #[error("statement `{0}`: {1}")]
+    Unsupported(String, String),
+}
+
+/// What the adjoint generator needs besides the program.
+pub struct BlockEnv<'a> {
+    /// The catalogue.
+    pub catalogue: &'a Catalogue,
+    /// Direct-action intrinsics (`-N`).
+    pub is_direct: &'a dyn Fn(&str) -> bool,
+    /// Routines of the program.
+    pub routines: &'a RoutineIndex,
+    /// Flattening options.
+    pub flatten: FlattenOptions,
+    /// Elimination configuration.
+    pub elimination: &'a xaif_elim::Config,
+}
+
+fn call(out: &mut Program, names: &mut Names, name: &str, args: Vec<ArgValue>) -> StmtId {
+    let id = names.statement(name);
+    add(out, inlinable_call(name, &id, args))
+}
+
+fn var(r: &VarRef) -> ArgValue {
+    ArgValue::Variable(value_ref(r))
+}
+
+fn is_constant(e: &Expr) -> bool {
+    e.vertices.len() == 1 && matches!(e.vertices[0].kind, ExprVertexKind::Constant)
+}
+
+/// Tapes the non-constant subscripts of references the adjoint uses: the
+/// taping form pushes their values, the adjoint form pops them into integer
+/// temporaries that replace the subscript expressions.
+struct IndexTape {
+    pushes: Vec<StmtId>,
+    pops: Vec<StmtId>,
+    seen: Vec<(String, VarRef)>,
+    integers: usize,
+}
+
+impl IndexTape {
+    fn new() -> Self {
+        IndexTape {
+            pushes: Vec::new(),
+            pops: Vec::new(),
+            seen: Vec::new(),
+            integers: 0,
+        }
+    }
+
+    /// The adjoint version of `r`: its non-constant subscripts replaced by
+    /// popped values (pushes and pops are recorded).
+    fn adjoint_ref(&mut self, t: &mut Target<'_>, r: &VarRef) -> VarRef {
+        let key = crate::context::ref_text(&r.graph);
+        if let Some((_, done)) = self.seen.iter().find(|(k, _)| *k == key) {
+            return with_attrs_of(done, r);
+        }
+        let mut adj = r.clone();
+        let scope_id = t.out.scopes[t.scope].attrs.get("vertex_id").unwrap_or("1").to_string();
+        for v in &mut adj.graph.vertices {
+            let RefVertexKind::ArrayElement { triplets } = &mut v.kind else { continue };
+            for triplet in triplets {
+                for part in [&mut triplet.index, &mut triplet.bound, &mut triplet.stride] {
+                    let Some(e) = part else { continue };
+                    if is_constant(e) {
+                        continue;
+                    }
+                    // Taping: push the value (through a temporary when it is
+                    // not a single variable).
+                    let pushed = match single_reference(e) {
+                        Some(r) => r,
+                        None => {
+                            let temp = declare(t.out, t.names, t.scope, TempKind::Prp, ValueType::Integer, &Shape::SCALAR, false);
+                            let id = t.names.statement("index");
+                            let mut lhs = temp.var.clone();
+                            lhs.attrs.remove("vertex_id");
+                            self.pushes.push(add(t.out, assignment(&id, lhs, e.clone())));
+                            temp.var
+                        }
+                    };
+                    self.pushes.push(call(t.out, t.names, "push_i_s0", vec![var(&pushed)]));
+                    self.integers += 1;
+                    // Adjoint: pop into a fresh integer and read it instead.
+                    let popped = declare(t.out, t.names, t.scope, TempKind::Prp, ValueType::Integer, &Shape::SCALAR, false);
+                    self.pops.push(call(t.out, t.names, "pop_i_s0", vec![var(&popped.var)]));
+                    let (_, name) = popped.var.graph.symbol_ids().expect("declared");
+                    let mut b = ExprBuilder::new();
+                    b.variable(Attrs::new().with("active", "false"), &scope_id, name);
+                    *e = b.finish();
+                }
+            }
+        }
+        self.seen.push((key, adj.clone()));
+        adj
+    }
+
+    /// The pops in the order the adjoint form runs them.
+    fn pops_reversed(&self) -> Vec<StmtId> {
+        self.pops.iter().rev().copied().collect()
+    }
+}
+
+fn with_attrs_of(graph_from: &VarRef, attrs_from: &VarRef) -> VarRef {
+    VarRef {
+        attrs: attrs_from.attrs.clone(),
+        graph: graph_from.graph.clone(),
+    }
+}
+
+fn single_reference(e: &Expr) -> Option<VarRef> {
+    if e.vertices.len() != 1 {
+        return None;
+    }
+    match &e.vertices[0].kind {
+        ExprVertexKind::VariableReference(g) => Some(VarRef {
+            attrs: e.vertices[0].attrs.clone(),
+            graph: g.clone(),
+        }),
+        _ => None,
+    }
+}
+
+fn push_name(tape: &str, rank: usize) -> String {
+    format!("{tape}_s{rank}")
+}
+
+/// The adjoint of a preaccumulated sequence, with its taping suffix.
+fn sequence_adjoint(t: &mut Target<'_>, pre: &Preaccumulated) -> (Vec<StmtId>, Vec<StmtId>, (usize, usize)) {
+    let mut taping = pre.stmts.clone();
+    let mut index = IndexTape::new();
+    // Adjoint references (index substitution records pushes in order).
+    let mut adj_steps = Vec::with_capacity(pre.steps.len());
+    for step in &pre.steps {
+        let target = index.adjoint_ref(t, &step.target.var);
+        let terms: Vec<(Factor, VarRef)> = step
+            .terms
+            .iter()
+            .map(|(f, s)| (f.clone(), index.adjoint_ref(t, &s.var)))
+            .collect();
+        adj_steps.push((target, terms));
+    }
+    let zeros: Vec<VarRef> = pre.zeros.iter().map(|z| index.adjoint_ref(t, z)).collect();
+    let saves: Vec<(VarRef, VarRef)> = pre
+        .saves
+        .iter()
+        .map(|(save, v)| (save.var.clone(), index.adjoint_ref(t, &v.var)))
+        .collect();
+    // Taping: factors, then indices.
+    let mut doubles = 0;
+    for (f, shape) in &pre.factors {
+        taping.push(call(t.out, t.names, &push_name("push", shape.rank), vec![var(f)]));
+        doubles += shape.extents.as_ref().map(|e| e.iter().product::<i64>().max(1) as usize).unwrap_or(1);
+    }
+    taping.extend(index.pushes.iter().copied());
+    // Adjoint: pops in reverse, then the transposed propagation.
+    let mut adjoint = index.pops_reversed();
+    for (f, shape) in pre.factors.iter().rev() {
+        adjoint.push(call(t.out, t.names, &push_name("pop", shape.rank), vec![var(f)]));
+    }
+    for (target, terms) in adj_steps.iter().rev() {
+        for (f, s) in terms {
+            let stmt = match f {
+                Factor::Unit => call(t.out, t.names, "IncDeriv", vec![var(target), var(s)]),
+                Factor::MinusOne => call(t.out, t.names, "DecDeriv", vec![var(target), var(s)]),
+                Factor::Constant(c) => {
+                    let constant = Attrs::new().with("vertex_id", "1").with("type", "real").with("value", xaif_model::build::real_text(*c));
+                    call(t.out, t.names, "Saxpy", vec![ArgValue::Constant(constant), var(target), var(s)])
+                }
+                Factor::Var(v) => call(t.out, t.names, "Saxpy", vec![var(v), var(target), var(s)]),
+            };
+            adjoint.push(stmt);
+        }
+        adjoint.push(call(t.out, t.names, "ZeroDeriv", vec![var(target)]));
+    }
+    for z in zeros.iter().rev() {
+        adjoint.push(call(t.out, t.names, "ZeroDeriv", vec![var(z)]));
+    }
+    for (save, v) in saves.iter().rev() {
+        adjoint.push(call(t.out, t.names, "IncDeriv", vec![var(save), var(v)]));
+        adjoint.push(call(t.out, t.names, "ZeroDeriv", vec![var(save)]));
+    }
+    (taping, adjoint, (doubles, index.integers))
+}
+
+/// Builds both forms of a basic block.
+pub fn adjoint_block(
+    ctx: &Ctx<'_>,
+    t: &mut Target<'_>,
+    env: &BlockEnv<'_>,
+    stmts: &[StmtId],
+) -> Result<AdjointBlock, AdjointError> {
+    let pieces = flatten(ctx, env.catalogue, stmts, env.flatten, env.is_direct)?;
+    let mut block = AdjointBlock::default();
+    let mut segments: Vec<Vec<StmtId>> = Vec::new();
+    for piece in &pieces {
+        match piece {
+            Piece::Seq(seq) => {
+                let pre = preaccumulate(ctx, t, seq, env.elimination, false)?;
+                let (taping, adjoint, pushes) = sequence_adjoint(t, &pre);
+                block.taping.extend(taping);
+                segments.push(adjoint);
+                block.pushes.0 += pushes.0;
+                block.pushes.1 += pushes.1;
+                if seq.is_active() {
+                    block.graphs.push(pre.stats);
+                }
+            }
+            Piece::Single(s) => {
+                let (taping, adjoint, ints) = single(ctx, t, env, *s)?;
+                block.taping.extend(taping);
+                segments.push(adjoint);
+                block.pushes.1 += ints;
+            }
+        }
+    }
+    for seg in segments.into_iter().rev() {
+        block.adjoint.extend(seg);
+    }
+    Ok(block)
+}
+
+/// A call, a marker or a direct action: taping and adjoint forms.
+fn single(
+    ctx: &Ctx<'_>,
+    t: &mut Target<'_>,
+    env: &BlockEnv<'_>,
+    s: StmtId,
+) -> Result<(Vec<StmtId>, Vec<StmtId>, usize), AdjointError> {
+    let stmt = &ctx.p.stmts[s];
+    match &stmt.kind {
+        StmtKind::SubroutineCall(args) => {
+            let c = convert_call(ctx, t.out, t.names, t.scope, env.routines, s);
+            let mut taping = c.before.clone();
+            taping.push(c.call);
+            taping.extend(c.after.iter().copied());
+            let callee = stmt.attrs.get("symbol_id").unwrap_or("");
+            let has_body = env
+                .routines
+                .get(callee)
+                .is_some_and(|r| ctx.p.routines[r].has_body(ctx.p));
+            if !has_body {
+                // External routines have no adjoint of their own.
+                return Ok((taping, Vec::new(), 0));
+            }
+            let mut index = IndexTape::new();
+            let mut new_args = Vec::with_capacity(args.len());
+            for (i, a) in args.iter().enumerate() {
+                let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
+                let value = match &a.value {
+                    ArgValue::Constant(c) => ArgValue::Constant(c.clone()),
+                    ArgValue::Variable(actual) => {
+                        let passed = match c.converted.iter().find(|(p, ..)| *p == pos) {
+                            Some((_, _, shape, active)) => {
+                                // A fresh temporary of the formal's activity:
+                                // the callee's adjoint restores or pops what it
+                                // needs itself.
+                                let temp = declare(t.out, t.names, t.scope, TempKind::Tyc, ValueType::Real, shape, *active);
+                                with_symbol(actual, &temp.var)
+                            }
+                            None => actual.clone(),
+                        };
+                        ArgValue::Variable(index.adjoint_ref(t, &passed))
+                    }
+                };
+                new_args.push(CallArg {
+                    attrs: a.attrs.clone(),
+                    value,
+                });
+            }
+            taping.extend(index.pushes.iter().copied());
+            let mut adjoint = index.pops_reversed();
+            let mut attrs = stmt.attrs.clone();
+            attrs.set("statement_id", t.names.statement("reverse_call"));
+            adjoint.push(add(
+                t.out,
+                Stmt {
+                    attrs,
+                    kind: StmtKind::SubroutineCall(new_args),
+                },
+            ));
+            Ok((taping, adjoint, index.integers))
+        }
+        StmtKind::Assignment(a) if direct_action(a, env.is_direct) => {
+            // Forward: y = f(x). Adjoint: tmp.d = f(y.d); x.d += tmp.d;
+            // y.d = 0 (transpose and reshape are their own adjoint
+            // operators up to the shape).
+            let dag = crate::dag::Dag::from_expr(&a.rhs).expect("validated");
+            let arg = match &dag.nodes[dag.root] {
+                crate::dag::Node::Op { args, .. } => args.first().copied(),
+                _ => None,
+            };
+            let Some(crate::dag::Node::Var(x)) = arg.map(|n| &dag.nodes[n]) else {
+                return Err(AdjointError::Unsupported(
+                    stmt.id().to_string(),
+                    "a direct action on an expression that is not a variable".into(),
+                ));
+            };
+            let shape = ctx.ref_shape(&x.graph);
+            let tmp = declare(t.out, t.names, t.scope, TempKind::Prp, ValueType::Real, &shape, true);
+            let mut applied = derivative_assignment(ctx, a);
+            // f(y.d) into tmp.d: the operand x becomes y's derivative.
+            let arg = arg.expect("matched above");
+            if let ExprVertexKind::VariableReference(g) = &mut applied.rhs.vertices[arg].kind {
+                *g = a.lhs.graph.clone();
+                applied.rhs.vertices[arg].attrs.set("deriv", "1");
+            }
+            let mut lhs = tmp.var.clone();
+            lhs.attrs.remove("vertex_id");
+            lhs.attrs.set("deriv", "1");
+            applied.lhs = lhs;
+            let id = t.names.statement("reverse_assignment");
+            let mut adjoint = vec![add(t.out, assignment(&id, applied.lhs, applied.rhs))];
+            adjoint.push(call(t.out, t.names, "IncDeriv", vec![var(&tmp.var), var(x)]));
+            adjoint.push(call(t.out, t.names, "ZeroDeriv", vec![var(&a.lhs)]));
+            Ok((vec![s], adjoint, 0))
+        }
+        _ => Ok((vec![s], Vec::new(), 0)),
+    }
+}
