@@ -306,6 +306,7 @@ pub fn adjoint(
         stats.routines.push(rstats);
         tapes.push(tape);
     }
+    xaif_linearize::rename::complete_call_counts(&mut out);
     if options.rename {
         xaif_linearize::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
     }

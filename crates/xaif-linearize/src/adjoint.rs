@@ -294,6 +294,7 @@ fn single(
                 return Ok((taping, Vec::new(), 0));
             }
             let mut index = IndexTape::new();
+            let mut allocations = Vec::new();
             let mut new_args = Vec::with_capacity(args.len());
             for (i, a) in args.iter().enumerate() {
                 let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
@@ -306,6 +307,14 @@ fn single(
                                 // the callee's adjoint restores or pops what it
                                 // needs itself.
                                 let temp = declare(t.out, t.names, t.scope, TempKind::Tyc, ValueType::Real, shape, *active);
+                                if temp.allocatable {
+                                    // Shaped like the whole actual, as in
+                                    // the forward conversion.
+                                    if let Some((scope_id, symbol_id)) = actual.graph.symbol_ids() {
+                                        let whole = VarRef::symbol(Attrs::new().with("vertex_id", "1"), scope_id, symbol_id);
+                                        allocations.push(call(t.out, t.names, "oad_AllocateMatching", vec![var(&temp.var), var(&whole)]));
+                                    }
+                                }
                                 with_symbol(actual, &temp.var)
                             }
                             None => actual.clone(),
@@ -320,6 +329,7 @@ fn single(
             }
             taping.extend(index.pushes.iter().copied());
             let mut adjoint = index.pops_reversed();
+            adjoint.extend(allocations);
             let mut attrs = stmt.attrs.clone();
             attrs.set("statement_id", t.names.statement("reverse_call"));
             adjoint.push(add(

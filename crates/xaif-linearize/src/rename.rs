@@ -2,7 +2,7 @@
 //! drivers can call the differentiated routine by a different name than the
 //! original (`head` becomes `OpenAD_head`).
 
-use xaif_model::{Program, RoutineBody, ScopeItem, StmtKind, SymbolIndex};
+use xaif_model::{Program, ScopeItem, StmtKind, SymbolIndex};
 
 /// Renames every top-level routine with code (its scope's parent is the
 /// global scope) to `<prefix><symbol_id>`: a new scope-1 symbol with
@@ -22,10 +22,7 @@ pub fn rename_routines(out: &mut Program, prefix: &str) {
     };
     let mut renames: Vec<(String, String)> = Vec::new();
     for (_, r) in out.routines.iter() {
-        let RoutineBody::Graph(cfg) = &r.body else {
-            continue;
-        };
-        if out.cfgs[*cfg].vertex_ids().next().is_none() {
+        if !r.has_body(out) {
             continue;
         }
         let Some(scope_id) = r.attrs.get("controlflowgraph_scope_id") else {
@@ -61,5 +58,36 @@ pub fn rename_routines(out: &mut Program, prefix: &str) {
                 out.stmts[s].attrs.set("symbol_id", new);
             }
         }
+    }
+}
+
+/// Gives every `SubroutineCall` without a `formalArgCount` one: the output
+/// schema requires it although some front ends omit it. The count is the
+/// callee's formal argument count when the program declares the callee's
+/// arguments, and otherwise the highest argument position of the call.
+pub fn complete_call_counts(out: &mut Program) {
+    let routines = xaif_model::RoutineIndex::new(out);
+    let ids: Vec<_> = out.stmts.ids().collect();
+    for s in ids {
+        let StmtKind::SubroutineCall(args) = &out.stmts[s].kind else {
+            continue;
+        };
+        if out.stmts[s].attrs.get("formalArgCount").is_some() {
+            continue;
+        }
+        let highest = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| a.attrs.int("position").unwrap_or(i as i64 + 1))
+            .max()
+            .unwrap_or(0);
+        let formals = out.stmts[s]
+            .attrs
+            .get("symbol_id")
+            .and_then(|callee| routines.get(callee))
+            .and_then(|r| out.routines[r].arguments.as_ref())
+            .map_or(0, |list| list.args.len() as i64);
+        let count = formals.max(highest).max(0);
+        out.stmts[s].attrs.set("formalArgCount", &count.to_string());
     }
 }

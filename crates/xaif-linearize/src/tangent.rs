@@ -254,6 +254,7 @@ pub fn tangent(
         stats.total.add(&rstats.total);
         stats.routines.push(rstats);
     }
+    crate::rename::complete_call_counts(&mut out);
     if options.rename {
         crate::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
     }
