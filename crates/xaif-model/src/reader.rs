@@ -156,7 +156,9 @@ fn declared_encoding(bytes: &[u8]) -> Option<String> {
         .strip_prefix('=')?;
     let rest = rest.trim_start();
     let quote = rest.chars().next()?;
-    let rest = &rest[1..];
+    // The quote may be any character in a malformed declaration; skip it by
+    // its UTF-8 length, not one byte.
+    let rest = &rest[quote.len_utf8()..];
     let end = rest.find(quote)?;
     Some(rest[..end].to_string())
 }
