@@ -1,3 +1,189 @@
-fn main() {
-    println!("Hello, world!");
+//! `cargo xtask`: the repository's chores as a small Rust program.
+//!
+//! Tasks that need more than one cargo command (build this, run that,
+//! measure the result) live here rather than in shell scripts, so they run
+//! the same on every machine that has cargo. `cargo xtask` is an alias in
+//! `.cargo/config.toml`.
+//!
+//! - `cargo xtask bench`: the criterion benchmark of the model (read,
+//!   validate, write throughput), then the peak memory of `xaifb roundtrip`
+//!   on the largest corpus file relative to its size. See
+//!   `docs/performance.md`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+/// The largest file of the reference corpus, relative to the reference
+/// material directory.
+const LARGEST: &str = "corpus/examples/graphEx2/admjointhead_sf.pre.xb.xaif";
+
+/// Environment variable naming the reference material directory (as in
+/// `xaif-testkit`).
+const SHARED_ENV: &str = "XAIFB_SHARED";
+
+/// Peak memory target: at most this many times the input size.
+const MEMORY_TARGET: f64 = 10.0;
+
+/// Repository tasks.
+#[derive(Parser)]
+#[command(name = "xtask", about)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Run the model benchmark and measure peak memory of a round trip.
+    Bench(BenchArgs),
+    /// Run a command and print its peak resident set size in KiB (used by
+    /// `bench`, in a process of its own so that no other child counts).
+    #[command(hide = true)]
+    PeakRss {
+        /// The command and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<OsString>,
+    },
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Skip the criterion benchmark; only measure peak memory.
+    #[arg(long)]
+    memory_only: bool,
+    /// Input for the memory measurement (default: the largest corpus file).
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Arguments passed on to the criterion benchmark (after `--`), e.g. a
+    /// filter such as `largest`.
+    #[arg(last = true)]
+    criterion_args: Vec<String>,
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().task {
+        Task::Bench(args) => bench(args),
+        Task::PeakRss { command } => {
+            let kib = peak_rss_kib(&command)?;
+            println!("{kib}");
+            Ok(())
+        }
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the repository root")
+        .to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(repo_root());
+    cmd
+}
+
+fn run(mut cmd: Command) -> Result<()> {
+    let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+}
+
+fn bench(args: BenchArgs) -> Result<()> {
+    if !args.memory_only {
+        let mut cmd = cargo();
+        cmd.args(["bench", "-p", "xaif-model", "--bench", "model", "--"]);
+        cmd.args(&args.criterion_args);
+        run(cmd)?;
+    }
+
+    let input = match args.input {
+        Some(p) => p,
+        None => {
+            let shared = std::env::var_os(SHARED_ENV)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo_root().join("../shared"));
+            let p = shared.join(LARGEST);
+            if !p.is_file() {
+                println!(
+                    "peak memory: skipped, {} not found (set {SHARED_ENV} or pass --input)",
+                    p.display()
+                );
+                return Ok(());
+            }
+            p
+        }
+    };
+    let mut build = cargo();
+    build.args(["build", "--release", "-p", "xaifb"]);
+    run(build)?;
+    let xaifb = target_dir().join("release").join("xaifb");
+    let out = std::env::temp_dir().join(format!("xtask-bench-{}.xaif", std::process::id()));
+
+    // Measure in a child xtask process, so that getrusage(RUSAGE_CHILDREN)
+    // there sees xaifb alone and not the cargo builds above.
+    let measured = Command::new(std::env::current_exe()?)
+        .arg("peak-rss")
+        .arg(&xaifb)
+        .args(["roundtrip", "-j", "1"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .context("running the peak-memory helper")?;
+    std::fs::remove_file(&out).ok();
+    if !measured.status.success() {
+        bail!(
+            "peak-memory helper failed: {}",
+            String::from_utf8_lossy(&measured.stderr)
+        );
+    }
+    let kib: u64 = String::from_utf8_lossy(&measured.stdout)
+        .trim()
+        .parse()
+        .context("peak-memory helper output")?;
+    let input_bytes = std::fs::metadata(&input)?.len();
+    let ratio = (kib * 1024) as f64 / input_bytes as f64;
+    println!(
+        "peak memory of `xaifb roundtrip -j 1 {}`: {:.1} MB for {:.2} MB of input = {ratio:.2}x input ({} the {MEMORY_TARGET}x target)",
+        input.display(),
+        (kib * 1024) as f64 / 1e6,
+        input_bytes as f64 / 1e6,
+        if ratio <= MEMORY_TARGET { "meets" } else { "MISSES" },
+    );
+    Ok(())
+}
+
+/// Runs `command` to completion and returns its peak resident set size.
+fn peak_rss_kib(command: &[OsString]) -> Result<u64> {
+    let status = Command::new(&command[0])
+        .args(&command[1..])
+        .status()
+        .with_context(|| format!("running {:?}", command[0]))?;
+    if !status.success() {
+        bail!("{command:?} failed with {status}");
+    }
+    // SAFETY: getrusage only writes into the zeroed struct we pass.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) != 0 {
+            bail!("getrusage failed: {}", std::io::Error::last_os_error());
+        }
+        usage
+    };
+    // Linux reports ru_maxrss in KiB.
+    Ok(u64::try_from(usage.ru_maxrss).unwrap_or(0))
 }

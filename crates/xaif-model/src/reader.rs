@@ -156,7 +156,9 @@ fn declared_encoding(bytes: &[u8]) -> Option<String> {
         .strip_prefix('=')?;
     let rest = rest.trim_start();
     let quote = rest.chars().next()?;
-    let rest = &rest[1..];
+    // The quote may be any character in a malformed declaration; skip it by
+    // its UTF-8 length, not one byte.
+    let rest = &rest[quote.len_utf8()..];
     let end = rest.find(quote)?;
     Some(rest[..end].to_string())
 }
@@ -218,9 +220,18 @@ enum Ev {
 /// Element names of older XAIF versions that current files do not use.
 const OLD_FORMAT_ELEMENTS: &[&str] = &["AliasSetList", "DUUDSetList", "DUUDSet", "Nop"];
 
+/// How deeply elements may nest. The reader, the gate and the writer
+/// recurse over the element tree, so unbounded nesting would overflow the
+/// stack (an abort, not an error) on crafted input; the deepest file of the
+/// reference material nests 54 levels, and at this limit every pass stays
+/// far inside a 2 MiB thread stack.
+pub const MAX_DEPTH: usize = 256;
+
 struct Parser<'a> {
     reader: NsReader<&'a [u8]>,
     source: &'a SourceMap,
+    /// Open elements, checked against [`MAX_DEPTH`].
+    depth: usize,
 }
 
 type R<T> = Result<T, ModelError>;
@@ -232,7 +243,11 @@ impl<'a> Parser<'a> {
         config.trim_text(false);
         config.expand_empty_elements = false;
         config.check_end_names = true;
-        Parser { reader, source }
+        Parser {
+            reader,
+            source,
+            depth: 0,
+        }
     }
 
     fn err(&self, span: Span, element: &str, kind: ErrorKind) -> ModelError {
@@ -265,13 +280,26 @@ impl<'a> Parser<'a> {
             match event {
                 Event::Start(e) => {
                     let span = self.start_span(&e, false);
+                    self.depth += 1;
+                    if self.depth > MAX_DEPTH {
+                        return Err(self.err(
+                            span,
+                            "",
+                            ErrorKind::Xml(format!(
+                                "elements nested more than {MAX_DEPTH} levels deep"
+                            )),
+                        ));
+                    }
                     return Ok(Ev::Start(self.tag(ns, &e, span, false)?));
                 }
                 Event::Empty(e) => {
                     let span = self.start_span(&e, true);
                     return Ok(Ev::Start(self.tag(ns, &e, span, true)?));
                 }
-                Event::End(_) => return Ok(Ev::End),
+                Event::End(_) => {
+                    self.depth = self.depth.saturating_sub(1);
+                    return Ok(Ev::End);
+                }
                 Event::Eof => return Ok(Ev::Eof),
                 Event::Text(t) => {
                     if !t.iter().all(u8::is_ascii_whitespace) {
