@@ -175,6 +175,46 @@ fn push_name(tape: &str, rank: usize) -> String {
     format!("{tape}_s{rank}")
 }
 
+/// Whether a temporary of this shape is allocated at run time.
+fn is_allocatable(shape: &Shape) -> bool {
+    shape.rank > 0 && shape.extents.is_none()
+}
+
+/// Taping: `push_i_s0(size(f, d))` for every dimension `d`.
+fn push_extents(t: &mut Target<'_>, f: &VarRef, rank: usize) -> Vec<StmtId> {
+    let mut out = Vec::with_capacity(2 * rank);
+    for d in 1..=rank {
+        let n = declare(t.out, t.names, t.scope, TempKind::Prp, ValueType::Integer, &Shape::SCALAR, false);
+        let mut b = ExprBuilder::new();
+        let array = b.reference(&value_ref(f));
+        let dim = b.constant("integer", &d.to_string());
+        b.intrinsic("size", &[array, dim]);
+        let id = t.names.statement("extent");
+        let mut lhs = n.var.clone();
+        lhs.attrs.remove("vertex_id");
+        out.push(add(t.out, assignment(&id, lhs, b.finish())));
+        out.push(call(t.out, t.names, "push_i_s0", vec![var(&n.var)]));
+    }
+    out
+}
+
+/// Adjoint: pops the extents `push_extents` recorded (last dimension
+/// first) and allocates `f` with them.
+fn pop_extents_and_allocate(t: &mut Target<'_>, f: &VarRef, rank: usize) -> Vec<StmtId> {
+    let mut out = Vec::with_capacity(rank + 1);
+    let mut dims = Vec::with_capacity(rank);
+    for _ in 0..rank {
+        let n = declare(t.out, t.names, t.scope, TempKind::Prp, ValueType::Integer, &Shape::SCALAR, false);
+        out.push(call(t.out, t.names, "pop_i_s0", vec![var(&n.var)]));
+        dims.push(n.var);
+    }
+    dims.reverse();
+    let mut args = vec![var(f)];
+    args.extend(dims.iter().map(var));
+    out.push(call(t.out, t.names, "oad_AllocateShape", args));
+    out
+}
+
 /// The adjoint of a preaccumulated sequence, with its taping suffix.
 fn sequence_adjoint(t: &mut Target<'_>, pre: &Preaccumulated) -> (Vec<StmtId>, Vec<StmtId>, (usize, usize)) {
     let mut taping = pre.stmts.clone();
@@ -198,14 +238,24 @@ fn sequence_adjoint(t: &mut Target<'_>, pre: &Preaccumulated) -> (Vec<StmtId>, V
         .collect();
     // Taping: factors, then indices.
     let mut doubles = 0;
+    let mut extents = 0;
     for (f, shape) in &pre.factors {
         taping.push(call(t.out, t.names, &push_name("push", shape.rank), vec![var(f)]));
         doubles += shape.extents.as_ref().map(|e| e.iter().product::<i64>().max(1) as usize).unwrap_or(1);
+        if is_allocatable(shape) {
+            // The adjoint may run in a fresh activation (split mode) where
+            // the factor is not allocated: record its extents too.
+            taping.extend(push_extents(t, f, shape.rank));
+            extents += shape.rank;
+        }
     }
     taping.extend(index.pushes.iter().copied());
     // Adjoint: pops in reverse, then the transposed propagation.
     let mut adjoint = index.pops_reversed();
     for (f, shape) in pre.factors.iter().rev() {
+        if is_allocatable(shape) {
+            adjoint.extend(pop_extents_and_allocate(t, f, shape.rank));
+        }
         adjoint.push(call(t.out, t.names, &push_name("pop", shape.rank), vec![var(f)]));
     }
     for (target, terms) in adj_steps.iter().rev() {
@@ -230,7 +280,7 @@ fn sequence_adjoint(t: &mut Target<'_>, pre: &Preaccumulated) -> (Vec<StmtId>, V
         adjoint.push(call(t.out, t.names, "IncDeriv", vec![var(save), var(v)]));
         adjoint.push(call(t.out, t.names, "ZeroDeriv", vec![var(save)]));
     }
-    (taping, adjoint, (doubles, index.integers))
+    (taping, adjoint, (doubles, index.integers + extents))
 }
 
 /// Builds both forms of a basic block.
@@ -301,21 +351,21 @@ fn single(
                 let value = match &a.value {
                     ArgValue::Constant(c) => ArgValue::Constant(c.clone()),
                     ArgValue::Variable(actual) => {
-                        let passed = match c.converted.iter().find(|(p, ..)| *p == pos) {
-                            Some((_, _, shape, active)) => {
+                        let passed = match c.converted.iter().find(|arg| arg.position == pos) {
+                            Some(arg) => {
                                 // A fresh temporary of the formal's activity:
                                 // the callee's adjoint restores or pops what it
                                 // needs itself.
-                                let temp = declare(t.out, t.names, t.scope, TempKind::Tyc, ValueType::Real, shape, *active);
+                                let temp = declare(t.out, t.names, t.scope, TempKind::Tyc, ValueType::Real, &arg.shape, arg.active);
                                 if temp.allocatable {
-                                    // Shaped like the whole actual, as in
-                                    // the forward conversion.
-                                    if let Some((scope_id, symbol_id)) = actual.graph.symbol_ids() {
-                                        let whole = VarRef::symbol(Attrs::new().with("vertex_id", "1"), scope_id, symbol_id);
-                                        allocations.push(call(t.out, t.names, "oad_AllocateMatching", vec![var(&temp.var), var(&whole)]));
-                                    }
+                                    let like = index.adjoint_ref(t, &arg.like);
+                                    allocations.push(call(t.out, t.names, "oad_AllocateMatching", vec![var(&temp.var), var(&like)]));
                                 }
-                                with_symbol(actual, &temp.var)
+                                if arg.element {
+                                    temp.var
+                                } else {
+                                    with_symbol(actual, &temp.var)
+                                }
                             }
                             None => actual.clone(),
                         };

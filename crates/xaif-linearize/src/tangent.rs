@@ -468,9 +468,58 @@ pub struct ConvertedCall {
     pub call: StmtId,
     /// Statements after the call (shape tests, `oad_convert` out).
     pub after: Vec<StmtId>,
-    /// The converted arguments: position, the temporary's symbol shape and
-    /// activity (the adjoint passes fresh temporaries of the same kind).
-    pub converted: Vec<(usize, VarRef, crate::context::Shape, bool)>,
+    /// The converted arguments (the adjoint passes fresh temporaries of the
+    /// same kind).
+    pub converted: Vec<ConvertedArg>,
+}
+
+/// `r` with every non-constant subscript expression replaced by an integer
+/// temporary assigned (in `before`) from it.
+fn freeze_subscripts(out: &mut Program, names: &mut Names, scope: ScopeId, r: &VarRef, before: &mut Vec<StmtId>) -> VarRef {
+    let scope_id = out.scopes[scope].attrs.get("vertex_id").unwrap_or("1").to_string();
+    let mut frozen = r.clone();
+    for v in &mut frozen.graph.vertices {
+        let xaif_model::RefVertexKind::ArrayElement { triplets } = &mut v.kind else {
+            continue;
+        };
+        for triplet in triplets {
+            for part in [&mut triplet.index, &mut triplet.bound, &mut triplet.stride] {
+                let Some(e) = part else { continue };
+                let constant = e.vertices.len() == 1 && matches!(e.vertices[0].kind, xaif_model::ExprVertexKind::Constant);
+                if constant {
+                    continue;
+                }
+                let temp = declare(out, names, scope, TempKind::Prp, ValueType::Integer, &crate::context::Shape::SCALAR, false);
+                let mut lhs = temp.var.clone();
+                lhs.attrs.remove("vertex_id");
+                let id = names.statement("index");
+                before.push(add(out, xaif_model::build::assignment(&id, lhs, e.clone())));
+                let (_, name) = temp.var.graph.symbol_ids().expect("declared");
+                let mut b = xaif_model::ExprBuilder::new();
+                b.variable(Attrs::new().with("active", "false"), &scope_id, name);
+                *e = b.finish();
+            }
+        }
+    }
+    frozen
+}
+
+/// One argument `convert_call` passes through a temporary.
+#[derive(Clone, Debug)]
+pub struct ConvertedArg {
+    /// Argument position.
+    pub position: usize,
+    /// What the temporary is shaped like and converted from: the actual
+    /// element for a scalar formal, the whole actual variable otherwise.
+    pub like: VarRef,
+    /// The temporary's shape.
+    pub shape: crate::context::Shape,
+    /// The temporary's (the formal's) activity.
+    pub active: bool,
+    /// Whether the temporary stands for one element (passed whole) rather
+    /// than for the actual's variable (passed with the actual's
+    /// subscripts).
+    pub element: bool,
 }
 
 /// Wraps a call in `oad_convert`s for every argument whose activity differs
@@ -519,7 +568,17 @@ pub fn convert_call(
             continue;
         }
         let (scope_id, symbol_id) = actual.graph.symbol_ids().expect("resolved above");
-        let whole = VarRef::symbol(Attrs::new().with("vertex_id", "1"), scope_id, symbol_id);
+        // A scalar formal sees one element: convert just that element.
+        // Otherwise the callee may reach the rest of the actual's storage
+        // (sequence association), so the whole variable is converted.
+        let element = ctx.p.symbols[formal].rank() == 0 && ctx.ref_shape(&actual.graph).rank == 0;
+        let whole = if element {
+            // The callee may change the subscripts' variables (a global
+            // index): the conversion back uses their values at the call.
+            freeze_subscripts(out, names, scope, &value_ref(actual), &mut before)
+        } else {
+            VarRef::symbol(Attrs::new().with("vertex_id", "1"), scope_id, symbol_id)
+        };
         let shape = ctx.ref_shape(&whole.graph);
         let temp = declare(out, names, scope, TempKind::Tyc, ValueType::Real, &shape, fa);
         let pair = |x: &VarRef, y: &VarRef| vec![ArgValue::Variable(value_ref(x)), ArgValue::Variable(value_ref(y))];
@@ -535,8 +594,14 @@ pub fn convert_call(
         }
         let id = names.statement("convert");
         after.push(add(out, inlinable_call("oad_convert", &id, pair(&whole, &temp.var))));
-        let passed = with_symbol(actual, &temp.var);
-        converted.push((pos, actual.clone(), shape, fa));
+        let passed = if element { temp.var.clone() } else { with_symbol(actual, &temp.var) };
+        converted.push(ConvertedArg {
+            position: pos,
+            like: whole.clone(),
+            shape,
+            active: fa,
+            element,
+        });
         new_args.push(CallArg {
             attrs: a.attrs.clone(),
             value: xaif_model::ArgValue::Variable(passed),
