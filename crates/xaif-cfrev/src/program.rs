@@ -24,14 +24,17 @@ use xaif_linearize::{
     context::{Ctx, Shape, ValueType},
     flatten::FlattenOptions,
     preaccumulate::Target,
-    tangent::{direct_actions, BlockStats, RoutineStats, TransformError, TransformStats, Transformed},
+    tangent::{
+        direct_actions, BlockStats, RoutineStats, TransformError, TransformStats, Transformed,
+    },
     temps::{declare, value_ref, Names, TempKind},
     Catalogue,
 };
 use xaif_model::{
-    build::inlinable_call, ArgValue, Attrs, Cfg, CfgEdge, CfgId, CfgItem, CfgVertex, NonInlinableCatalogue, Program,
-    PropEntry, PropKind, Replacement, Routine, RoutineBody, RoutineId, RoutineIndex, SideEffectKind, Stmt, StmtId,
-    StmtKind, SymbolId, VarRef, VertexId, VertexKind,
+    build::inlinable_call, ArgValue, Attrs, Cfg, CfgEdge, CfgId, CfgItem, CfgVertex,
+    NonInlinableCatalogue, Program, PropEntry, PropKind, Replacement, Routine, RoutineBody,
+    RoutineId, RoutineIndex, SideEffectKind, Stmt, StmtId, StmtKind, SymbolId, VarRef, VertexId,
+    VertexKind,
 };
 
 use crate::reverse::{reverse, BlockCode, CfgBuilder, Temps};
@@ -83,7 +86,16 @@ struct SymbolTemps<'a> {
 
 impl Temps for SymbolTemps<'_> {
     fn integer(&mut self, out: &mut Program) -> VarRef {
-        declare(out, self.names, self.scope, TempKind::Symbol, ValueType::Integer, &Shape::SCALAR, false).var
+        declare(
+            out,
+            self.names,
+            self.scope,
+            TempKind::Symbol,
+            ValueType::Integer,
+            &Shape::SCALAR,
+            false,
+        )
+        .var
     }
 
     fn statement(&mut self, stem: &str) -> String {
@@ -137,10 +149,18 @@ pub fn adjoint(
         .collect();
     for rid in items {
         let routine = &p.routines[rid];
-        let RoutineBody::Graph(cfg) = &routine.body else { continue };
+        let RoutineBody::Graph(cfg) = &routine.body else {
+            continue;
+        };
         let name = routine.symbol_name().to_string();
-        let scope_attr = routine.attrs.get("controlflowgraph_scope_id").unwrap_or("1").to_string();
-        let Some(scope) = ctx.symbols.scope(&scope_attr) else { continue };
+        let scope_attr = routine
+            .attrs
+            .get("controlflowgraph_scope_id")
+            .unwrap_or("1")
+            .to_string();
+        let Some(scope) = ctx.symbols.scope(&scope_attr) else {
+            continue;
+        };
         let mut rstats = RoutineStats {
             routine: name.clone(),
             ..Default::default()
@@ -156,15 +176,22 @@ pub fn adjoint(
             // Both forms of every basic block.
             let mut code: FxHashMap<VertexId, BlockCode> = FxHashMap::default();
             for v in p.cfgs[*cfg].vertex_ids() {
-                let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else { continue };
+                let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
+                    continue;
+                };
                 let mut target = Target {
                     out: &mut out,
                     names: &mut names,
                     scope,
                 };
-                let block = adjoint_block(&ctx, &mut target, &env, stmts).map_err(|e| TransformError::Input(format!("routine `{name}`: {e}")))?;
+                let block = adjoint_block(&ctx, &mut target, &env, stmts)
+                    .map_err(|e| TransformError::Input(format!("routine `{name}`: {e}")))?;
                 let mut bstats = BlockStats {
-                    block: p.vertices[v].attrs.get("vertex_id").unwrap_or("").to_string(),
+                    block: p.vertices[v]
+                        .attrs
+                        .get("vertex_id")
+                        .unwrap_or("")
+                        .to_string(),
                     ..Default::default()
                 };
                 for g in &block.graphs {
@@ -190,8 +217,26 @@ pub fn adjoint(
                 names: &mut names,
                 scope,
             };
-            let rev = reverse(p, &mut out, rid, *cfg, &code, &scope_attr, &mut temps, options.force_enumeration);
-            let rev_anonymous = reverse(p, &mut out, rid, *cfg, &code, &scope_attr, &mut temps, options.force_enumeration);
+            let rev = reverse(
+                p,
+                &mut out,
+                rid,
+                *cfg,
+                &code,
+                &scope_attr,
+                &mut temps,
+                options.force_enumeration,
+            );
+            let rev_anonymous = reverse(
+                p,
+                &mut out,
+                rid,
+                *cfg,
+                &code,
+                &scope_attr,
+                &mut temps,
+                options.force_enumeration,
+            );
             tape.structured = rev.structured;
             if options.zero_locals {
                 for adj in [rev.adjoint, rev_anonymous.adjoint] {
@@ -212,7 +257,11 @@ pub fn adjoint(
         let formals: Vec<SymbolId> = routine
             .arguments
             .iter()
-            .flat_map(|l| l.args.iter().filter_map(|a| ctx.symbols.resolve(a).map(|s| (a, s))))
+            .flat_map(|l| {
+                l.args
+                    .iter()
+                    .filter_map(|a| ctx.symbols.resolve(a).map(|s| (a, s)))
+            })
             .filter(|(a, _)| {
                 let pos = a.int("position").unwrap_or(0);
                 !options.checkpoint_all_formals && !passed.contains(&(name.clone(), pos))
@@ -225,14 +274,23 @@ pub fn adjoint(
                 .map(|l| l.refs.clone())
                 .unwrap_or_default()
                 .into_iter()
-                .filter(|r| ctx.symbol_of(&r.graph).is_some_and(|s| !formals.contains(&s)))
+                .filter(|r| {
+                    ctx.symbol_of(&r.graph)
+                        .is_some_and(|s| !formals.contains(&s))
+                })
                 .collect()
         };
         let read = list_refs(SideEffectKind::Read);
         let modified = list_refs(SideEffectKind::Mod);
         let read_local = list_refs(SideEffectKind::ReadLocal);
         tape.checkpoint_variables = read.len();
-        let cp = |out: &mut Program, names: &mut Names, refs: &[VarRef], store: bool, deriv: bool, reversed: bool| -> CfgId {
+        let cp = |out: &mut Program,
+                  names: &mut Names,
+                  refs: &[VarRef],
+                  store: bool,
+                  deriv: bool,
+                  reversed: bool|
+         -> CfgId {
             let mut stmts = Vec::new();
             let mut ordered: Vec<&VarRef> = refs.iter().collect();
             if reversed {
@@ -252,15 +310,41 @@ pub fn adjoint(
         let ph7 = checkpoint_cfg(&mut out, rid, &scope_attr, Vec::new());
         let time_step: Vec<VarRef> = modified.iter().chain(read_local.iter()).cloned().collect();
         let ph8 = cp(&mut out, &mut names, &time_step, true, false, false);
-        let ph9 = cp(&mut out, &mut names, &time_step, false, false, restore_reversed);
+        let ph9 = cp(
+            &mut out,
+            &mut names,
+            &time_step,
+            false,
+            false,
+            restore_reversed,
+        );
         let active_mod: Vec<VarRef> = modified
             .iter()
-            .filter(|r| ctx.symbol_of(&r.graph).is_some_and(|s| ctx.symbol_active(s)))
+            .filter(|r| {
+                ctx.symbol_of(&r.graph)
+                    .is_some_and(|s| ctx.symbol_active(s))
+            })
             .cloned()
             .collect();
         let ph12 = cp(&mut out, &mut names, &active_mod, true, true, false);
-        let ph13 = cp(&mut out, &mut names, &active_mod, false, true, restore_reversed);
-        for (ph, g) in [(4, ph4), (5, ph5), (6, ph6), (7, ph7), (8, ph8), (9, ph9), (12, ph12), (13, ph13)] {
+        let ph13 = cp(
+            &mut out,
+            &mut names,
+            &active_mod,
+            false,
+            true,
+            restore_reversed,
+        );
+        for (ph, g) in [
+            (4, ph4),
+            (5, ph5),
+            (6, ph6),
+            (7, ph7),
+            (8, ph8),
+            (9, ph9),
+            (12, ph12),
+            (13, ph13),
+        ] {
             list.push((ph, Some(g), true));
         }
         list.sort_by_key(|(ph, ..)| *ph);
@@ -281,7 +365,13 @@ pub fn adjoint(
             })
             .collect();
         let mut attrs = Attrs::new();
-        for key in ["vertex_id", "symbol_id", "scope_id", "controlflowgraph_scope_id", "annotation"] {
+        for key in [
+            "vertex_id",
+            "symbol_id",
+            "scope_id",
+            "controlflowgraph_scope_id",
+            "annotation",
+        ] {
             if let Some(v) = routine.attrs.get(key) {
                 attrs.push(key, v);
             }
@@ -308,7 +398,10 @@ pub fn adjoint(
     }
     xaif_linearize::rename::complete_call_counts(&mut out);
     if options.rename {
-        xaif_linearize::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
+        xaif_linearize::rename::rename_routines(
+            &mut out,
+            p.attrs.get("prefix").unwrap_or("OpenAD_"),
+        );
     }
     Ok(AdjointResult {
         transformed: Transformed {
@@ -329,7 +422,10 @@ fn variables_passed(p: &Program) -> FxHashSet<(String, i64)> {
             let callee = s.attrs.get("symbol_id").unwrap_or("").to_string();
             for (i, a) in args.iter().enumerate() {
                 if matches!(a.value, ArgValue::Variable(_)) {
-                    out.insert((callee.clone(), a.attrs.int("position").unwrap_or(i as i64 + 1)));
+                    out.insert((
+                        callee.clone(),
+                        a.attrs.int("position").unwrap_or(i as i64 + 1),
+                    ));
                 }
             }
         }
@@ -338,7 +434,14 @@ fn variables_passed(p: &Program) -> FxHashSet<(String, i64)> {
 }
 
 /// `cp_arg_store_<type>_<shape>[_a][_d](r)` or the matching restore.
-fn checkpoint_call(ctx: &Ctx<'_>, out: &mut Program, names: &mut Names, r: &VarRef, store: bool, deriv: bool) -> Option<StmtId> {
+fn checkpoint_call(
+    ctx: &Ctx<'_>,
+    out: &mut Program,
+    names: &mut Names,
+    r: &VarRef,
+    store: bool,
+    deriv: bool,
+) -> Option<StmtId> {
     let s = ctx.symbol_of(&r.graph)?;
     let sym = &ctx.p.symbols[s];
     let ty = match sym.ty() {
@@ -361,19 +464,35 @@ fn checkpoint_call(ctx: &Ctx<'_>, out: &mut Program, names: &mut Names, r: &VarR
     let verb = if store { "store" } else { "restore" };
     let name = format!("cp_arg_{verb}_{ty}_{shape}{suffix}");
     let id = names.statement(&name);
-    Some(out.stmts.alloc(inlinable_call(&name, &id, vec![ArgValue::Variable(value_ref(r))])))
+    Some(out.stmts.alloc(inlinable_call(
+        &name,
+        &id,
+        vec![ArgValue::Variable(value_ref(r))],
+    )))
 }
 
 /// A checkpoint CFG: Entry, Exit and one block (annotated as the reference
 /// engine does).
 fn checkpoint_cfg(out: &mut Program, rid: RoutineId, scope_id: &str, stmts: Vec<StmtId>) -> CfgId {
     let mut b = CfgBuilder::new(out, rid, "_cp_");
-    b.vertex_with_id(out, "1", Attrs::new().with("annotation", "cp_entry"), VertexKind::Entry);
-    b.vertex_with_id(out, "2", Attrs::new().with("annotation", "cp_exit"), VertexKind::Exit);
+    b.vertex_with_id(
+        out,
+        "1",
+        Attrs::new().with("annotation", "cp_entry"),
+        VertexKind::Entry,
+    );
+    b.vertex_with_id(
+        out,
+        "2",
+        Attrs::new().with("annotation", "cp_exit"),
+        VertexKind::Exit,
+    );
     b.vertex_with_id(
         out,
         "3",
-        Attrs::new().with("annotation", "cp_basicblock").with("scope_id", scope_id),
+        Attrs::new()
+            .with("annotation", "cp_basicblock")
+            .with("scope_id", scope_id),
         VertexKind::BasicBlock(stmts),
     );
     b.edge(out, "1", "3", None);
@@ -406,7 +525,14 @@ fn copy_cfg(p: &Program, out: &mut Program, rid: RoutineId, cfg: CfgId) -> CfgId
 
 /// `-D`: a block of `ZeroDeriv`s for the active locals right after the
 /// adjoint entry.
-fn zero_active_locals(ctx: &Ctx<'_>, out: &mut Program, rid: RoutineId, adjoint: CfgId, scope: xaif_model::ScopeId, scope_id: &str) {
+fn zero_active_locals(
+    ctx: &Ctx<'_>,
+    out: &mut Program,
+    rid: RoutineId,
+    adjoint: CfgId,
+    scope: xaif_model::ScopeId,
+    scope_id: &str,
+) {
     let routine = &ctx.p.routines[rid];
     let formals: Vec<SymbolId> = routine
         .arguments
@@ -417,7 +543,10 @@ fn zero_active_locals(ctx: &Ctx<'_>, out: &mut Program, rid: RoutineId, adjoint:
     for table in &ctx.p.scopes[scope].tables {
         for &s in &table.symbols {
             let sym = &ctx.p.symbols[s];
-            if sym.kind() == xaif_model::SymbolKind::Variable && ctx.symbol_active(s) && !formals.contains(&s) {
+            if sym.kind() == xaif_model::SymbolKind::Variable
+                && ctx.symbol_active(s)
+                && !formals.contains(&s)
+            {
                 let r = VarRef::symbol(Attrs::new().with("deriv", "1"), scope_id, sym.name());
                 entries.push(PropEntry {
                     attrs: Attrs::new(),
@@ -436,20 +565,31 @@ fn zero_active_locals(ctx: &Ctx<'_>, out: &mut Program, rid: RoutineId, adjoint:
     // The entry's successor gets the zeroing first.
     let g = xaif_model::CfgGraph::new(out, adjoint);
     let Some(entry) = g.entry else { return };
-    let Some(&(edge, first)) = g.successors(entry).first() else { return };
+    let Some(&(edge, first)) = g.successors(entry).first() else {
+        return;
+    };
     match &mut out.vertices[first].kind {
         VertexKind::BasicBlock(stmts) => stmts.insert(0, zero),
         _ => {
             let id = "_adj_zero_locals";
             let v = out.vertices.alloc(CfgVertex {
-                attrs: Attrs::new().with("vertex_id", id).with("scope_id", scope_id),
+                attrs: Attrs::new()
+                    .with("vertex_id", id)
+                    .with("scope_id", scope_id),
                 cfg: adjoint,
                 kind: VertexKind::BasicBlock(vec![zero]),
             });
-            let target = out.vertices[first].attrs.get("vertex_id").unwrap_or("").to_string();
+            let target = out.vertices[first]
+                .attrs
+                .get("vertex_id")
+                .unwrap_or("")
+                .to_string();
             out.edges[edge].attrs.set("target", id);
             let e = out.edges.alloc(CfgEdge {
-                attrs: Attrs::new().with("edge_id", "_adj_zero_locals_edge").with("source", id).with("target", target),
+                attrs: Attrs::new()
+                    .with("edge_id", "_adj_zero_locals_edge")
+                    .with("source", id)
+                    .with("target", target),
                 cfg: adjoint,
             });
             out.cfgs[adjoint].items.push(CfgItem::Vertex(v));

@@ -89,7 +89,9 @@ impl Parser<'_> {
         let mut out = Vec::new();
         loop {
             match self.kind(v) {
-                VertexKind::Exit | VertexKind::EndBranch | VertexKind::EndLoop => return Some((out, v)),
+                VertexKind::Exit | VertexKind::EndBranch | VertexKind::EndLoop => {
+                    return Some((out, v))
+                }
                 VertexKind::Entry => return None,
                 _ => {}
             }
@@ -114,7 +116,9 @@ impl Parser<'_> {
                     let mut end = None;
                     for (e, t) in edges {
                         let (arm, stop) = self.sequence(t)?;
-                        if !matches!(self.kind(stop), VertexKind::EndBranch) || end.is_some_and(|x| x != stop) {
+                        if !matches!(self.kind(stop), VertexKind::EndBranch)
+                            || end.is_some_and(|x| x != stop)
+                        {
                             return None;
                         }
                         end = Some(stop);
@@ -124,20 +128,29 @@ impl Parser<'_> {
                     if !self.visited.insert(end) || self.g.predecessors(end).len() != arms.len() {
                         return None;
                     }
-                    out.push(Region::Branch { vertex: v, arms, end });
+                    out.push(Region::Branch {
+                        vertex: v,
+                        arms,
+                        end,
+                    });
                     v = self.single(end)?;
                 }
                 VertexKind::ForLoop { .. } | VertexKind::PreLoop(_) | VertexKind::PostLoop(_) => {
                     let edges = self.g.successors(v).to_vec();
-                    let [a, b] = edges.as_slice() else { return None };
-                    let is_body = |e: EdgeId| self.p.edges[e].condition_value() == Some(1);
-                    let ((body_edge, body_start), (exit_edge, exit)) = match (is_body(a.0), is_body(b.0)) {
-                        (true, false) => (*a, *b),
-                        (false, true) => (*b, *a),
-                        _ => return None,
+                    let [a, b] = edges.as_slice() else {
+                        return None;
                     };
+                    let is_body = |e: EdgeId| self.p.edges[e].condition_value() == Some(1);
+                    let ((body_edge, body_start), (exit_edge, exit)) =
+                        match (is_body(a.0), is_body(b.0)) {
+                            (true, false) => (*a, *b),
+                            (false, true) => (*b, *a),
+                            _ => return None,
+                        };
                     let (body, stop) = self.sequence(body_start)?;
-                    if !matches!(self.kind(stop), VertexKind::EndLoop) || self.single(stop) != Some(v) {
+                    if !matches!(self.kind(stop), VertexKind::EndLoop)
+                        || self.single(stop) != Some(v)
+                    {
                         return None;
                     }
                     if !self.visited.insert(stop) {

@@ -85,7 +85,13 @@ impl CfgBuilder {
     }
 
     /// Adds a vertex with the given id.
-    pub fn vertex_with_id(&mut self, out: &mut Program, id: &str, mut attrs: Attrs, kind: VertexKind) -> String {
+    pub fn vertex_with_id(
+        &mut self,
+        out: &mut Program,
+        id: &str,
+        mut attrs: Attrs,
+        kind: VertexKind,
+    ) -> String {
         attrs.set("vertex_id", id);
         let v = out.vertices.alloc(CfgVertex {
             attrs,
@@ -100,7 +106,11 @@ impl CfgBuilder {
     pub fn vertex(&mut self, out: &mut Program, attrs: Attrs, kind: VertexKind) -> String {
         self.vertices += 1;
         let id = format!("{}{}", self.prefix, self.vertices);
-        let attrs = if attrs.has("annotation") { attrs } else { attrs.with("annotation", "_cfr_") };
+        let attrs = if attrs.has("annotation") {
+            attrs
+        } else {
+            attrs.with("annotation", "_cfr_")
+        };
         self.vertex_with_id(out, &id, attrs, kind)
     }
 
@@ -118,13 +128,20 @@ impl CfgBuilder {
             }
             None => attrs.set("has_condition_value", "0"),
         }
-        let e = out.edges.alloc(CfgEdge { attrs, cfg: self.cfg });
+        let e = out.edges.alloc(CfgEdge {
+            attrs,
+            cfg: self.cfg,
+        });
         out.cfgs[self.cfg].items.push(CfgItem::Edge(e));
     }
 
     /// A basic block with `stmts` (scope `scope_id`).
     pub fn block(&mut self, out: &mut Program, scope_id: &str, stmts: Vec<StmtId>) -> String {
-        self.vertex(out, Attrs::new().with("scope_id", scope_id), VertexKind::BasicBlock(stmts))
+        self.vertex(
+            out,
+            Attrs::new().with("scope_id", scope_id),
+            VertexKind::BasicBlock(stmts),
+        )
     }
 }
 
@@ -152,7 +169,8 @@ fn set_int(out: &mut Program, temps: &mut dyn Temps, var: &VarRef, value: i64) -
     int_const(&mut e, value);
     let mut lhs = var.clone();
     lhs.attrs.remove("vertex_id");
-    out.stmts.alloc(assignment(&temps.statement("cfr_init"), lhs, e.finish()))
+    out.stmts
+        .alloc(assignment(&temps.statement("cfr_init"), lhs, e.finish()))
 }
 
 fn increment(out: &mut Program, temps: &mut dyn Temps, var: &VarRef) -> StmtId {
@@ -162,7 +180,11 @@ fn increment(out: &mut Program, temps: &mut dyn Temps, var: &VarRef) -> StmtId {
     e.intrinsic("add_scal_scal", &[x, one]);
     let mut lhs = var.clone();
     lhs.attrs.remove("vertex_id");
-    out.stmts.alloc(assignment(&temps.statement("cfr_increment"), lhs, e.finish()))
+    out.stmts.alloc(assignment(
+        &temps.statement("cfr_increment"),
+        lhs,
+        e.finish(),
+    ))
 }
 
 fn tape_call(out: &mut Program, temps: &mut dyn Temps, name: &str, arg: ArgValue) -> StmtId {
@@ -170,7 +192,13 @@ fn tape_call(out: &mut Program, temps: &mut dyn Temps, name: &str, arg: ArgValue
     out.stmts.alloc(inlinable_call(name, &id, vec![arg]))
 }
 
-fn copy_vertex(b: &mut CfgBuilder, out: &mut Program, original: &Program, v: VertexId, kind: VertexKind) -> String {
+fn copy_vertex(
+    b: &mut CfgBuilder,
+    out: &mut Program,
+    original: &Program,
+    v: VertexId,
+    kind: VertexKind,
+) -> String {
     let attrs = original.vertices[v].attrs.clone();
     let id = attrs.get("vertex_id").unwrap_or("1").to_string();
     b.vertex_with_id(out, &id, attrs, kind)
@@ -198,17 +226,29 @@ fn taping_seq(
                 pending.push((id, None));
             }
             Region::Branch { vertex, arms, end } => {
-                let id = copy_vertex(b, out, c.original, *vertex, c.original.vertices[*vertex].kind.clone());
+                let id = copy_vertex(
+                    b,
+                    out,
+                    c.original,
+                    *vertex,
+                    c.original.vertices[*vertex].kind.clone(),
+                );
                 connect(b, out, pending, &id);
                 let mut ends = Vec::new();
                 for (a, (edge, arm)) in arms.iter().enumerate() {
-                    let mut arm_pending = vec![(id.clone(), c.original.edges[*edge].condition_value())];
+                    let mut arm_pending =
+                        vec![(id.clone(), c.original.edges[*edge].condition_value())];
                     taping_seq(c, b, out, temps, arm, &mut arm_pending);
                     let marker = tape_call(
                         out,
                         temps,
                         "push_i_s0",
-                        ArgValue::Constant(Attrs::new().with("vertex_id", "1").with("type", "integer").with("value", (a + 1).to_string())),
+                        ArgValue::Constant(
+                            Attrs::new()
+                                .with("vertex_id", "1")
+                                .with("type", "integer")
+                                .with("value", (a + 1).to_string()),
+                        ),
                     );
                     let push = b.block(out, &c.scope_id, vec![marker]);
                     connect(b, out, &mut arm_pending, &push);
@@ -229,9 +269,18 @@ fn taping_seq(
                 let init = set_int(out, temps, &ctr, 0);
                 let init_block = b.block(out, &c.scope_id, vec![init]);
                 connect(b, out, pending, &init_block);
-                let loop_id = copy_vertex(b, out, c.original, *vertex, c.original.vertices[*vertex].kind.clone());
+                let loop_id = copy_vertex(
+                    b,
+                    out,
+                    c.original,
+                    *vertex,
+                    c.original.vertices[*vertex].kind.clone(),
+                );
                 b.edge(out, &init_block, &loop_id, None);
-                let mut body_pending = vec![(loop_id.clone(), c.original.edges[*body_edge].condition_value())];
+                let mut body_pending = vec![(
+                    loop_id.clone(),
+                    c.original.edges[*body_edge].condition_value(),
+                )];
                 taping_seq(c, b, out, temps, body, &mut body_pending);
                 let inc = increment(out, temps, &ctr);
                 let inc_block = b.block(out, &c.scope_id, vec![inc]);
@@ -241,7 +290,12 @@ fn taping_seq(
                 b.edge(out, &end_id, &loop_id, None);
                 let push = tape_call(out, temps, "push_i_s0", ArgValue::Variable(ctr.clone()));
                 let push_block = b.block(out, &c.scope_id, vec![push]);
-                b.edge(out, &loop_id, &push_block, c.original.edges[*exit_edge].condition_value());
+                b.edge(
+                    out,
+                    &loop_id,
+                    &push_block,
+                    c.original.edges[*exit_edge].condition_value(),
+                );
                 pending.push((push_block, None));
             }
         }
@@ -275,7 +329,11 @@ fn adjoint_seq(
                 connect(b, out, pending, &pop_block);
                 let mut cond = ExprBuilder::new();
                 cond.reference(&marker);
-                let end_id = c.original.vertices[*end].attrs.get("vertex_id").unwrap_or("1").to_string();
+                let end_id = c.original.vertices[*end]
+                    .attrs
+                    .get("vertex_id")
+                    .unwrap_or("1")
+                    .to_string();
                 let branch = b.vertex_with_id(
                     out,
                     &format!("_adj_{end_id}"),
@@ -289,7 +347,11 @@ fn adjoint_seq(
                     adjoint_seq(c, b, out, temps, arm, &mut arm_pending);
                     ends.extend(arm_pending);
                 }
-                let start_id = c.original.vertices[*vertex].attrs.get("vertex_id").unwrap_or("1").to_string();
+                let start_id = c.original.vertices[*vertex]
+                    .attrs
+                    .get("vertex_id")
+                    .unwrap_or("1")
+                    .to_string();
                 let end_branch = b.vertex_with_id(
                     out,
                     &format!("_adj_{start_id}"),
@@ -299,7 +361,9 @@ fn adjoint_seq(
                 connect(b, out, &mut ends, &end_branch);
                 pending.push((end_branch, None));
             }
-            Region::Loop { vertex, body, end, .. } => {
+            Region::Loop {
+                vertex, body, end, ..
+            } => {
                 let bound = temps.integer(out);
                 let k = temps.integer(out);
                 let pop = tape_call(out, temps, "pop_i_s0", ArgValue::Variable(bound.clone()));
@@ -310,14 +374,23 @@ fn adjoint_seq(
                 let mut cond = ExprBuilder::new();
                 let kv = cond.reference(&k);
                 let bv = cond.reference(&bound);
-                cond.vertex(Attrs::new().with("name", "less_or_equal"), xaif_model::ExprVertexKind::BooleanOperation);
+                cond.vertex(
+                    Attrs::new().with("name", "less_or_equal"),
+                    xaif_model::ExprVertexKind::BooleanOperation,
+                );
                 cond.edge(kv, 2, 1);
                 cond.edge(bv, 2, 2);
-                let end_id = c.original.vertices[*end].attrs.get("vertex_id").unwrap_or("1").to_string();
+                let end_id = c.original.vertices[*end]
+                    .attrs
+                    .get("vertex_id")
+                    .unwrap_or("1")
+                    .to_string();
                 let for_loop = b.vertex_with_id(
                     out,
                     &format!("_adj_{end_id}"),
-                    Attrs::new().with("annotation", "_cfr_").with("reversal", "anonymous"),
+                    Attrs::new()
+                        .with("annotation", "_cfr_")
+                        .with("reversal", "anonymous"),
                     VertexKind::ForLoop {
                         init: Some(init),
                         condition: Some(cond.finish()),
@@ -327,7 +400,11 @@ fn adjoint_seq(
                 b.edge(out, &pop_block, &for_loop, None);
                 let mut body_pending = vec![(for_loop.clone(), Some(1))];
                 adjoint_seq(c, b, out, temps, body, &mut body_pending);
-                let start_id = c.original.vertices[*vertex].attrs.get("vertex_id").unwrap_or("1").to_string();
+                let start_id = c.original.vertices[*vertex]
+                    .attrs
+                    .get("vertex_id")
+                    .unwrap_or("1")
+                    .to_string();
                 let end_loop = b.vertex_with_id(
                     out,
                     &format!("_adj_{start_id}"),
@@ -399,7 +476,13 @@ pub fn reverse(
 }
 
 /// Block enumeration for unstructured graphs.
-fn enumerate(c: &Ctx<'_>, out: &mut Program, routine: RoutineId, cfg: CfgId, temps: &mut dyn Temps) -> Reversed {
+fn enumerate(
+    c: &Ctx<'_>,
+    out: &mut Program,
+    routine: RoutineId,
+    cfg: CfgId,
+    temps: &mut dyn Temps,
+) -> Reversed {
     let original = c.original;
     let g = CfgGraph::new(original, cfg);
     let mut numbers: Vec<(VertexId, i64)> = Vec::new();
@@ -419,7 +502,12 @@ fn enumerate(c: &Ctx<'_>, out: &mut Program, routine: RoutineId, cfg: CfgId, tem
                         out,
                         temps,
                         "push_i_s0",
-                        ArgValue::Constant(Attrs::new().with("vertex_id", "1").with("type", "integer").with("value", n.to_string())),
+                        ArgValue::Constant(
+                            Attrs::new()
+                                .with("vertex_id", "1")
+                                .with("type", "integer")
+                                .with("value", n.to_string()),
+                        ),
                     ));
                 }
                 VertexKind::BasicBlock(stmts)
@@ -428,18 +516,37 @@ fn enumerate(c: &Ctx<'_>, out: &mut Program, routine: RoutineId, cfg: CfgId, tem
         };
         copy_vertex(&mut tb, out, original, v, kind);
     }
-    let entry = g.entry.map(|e| original.vertices[e].attrs.get("vertex_id").unwrap_or("1").to_string());
+    let entry = g.entry.map(|e| {
+        original.vertices[e]
+            .attrs
+            .get("vertex_id")
+            .unwrap_or("1")
+            .to_string()
+    });
     let zero = tape_call(
         out,
         temps,
         "push_i_s0",
-        ArgValue::Constant(Attrs::new().with("vertex_id", "1").with("type", "integer").with("value", "0")),
+        ArgValue::Constant(
+            Attrs::new()
+                .with("vertex_id", "1")
+                .with("type", "integer")
+                .with("value", "0"),
+        ),
     );
     let start = tb.block(out, &c.scope_id, vec![zero]);
     for &v in &g.vertices {
         for (e, t) in g.successors(v) {
-            let s_id = original.vertices[v].attrs.get("vertex_id").unwrap_or("1").to_string();
-            let t_id = original.vertices[*t].attrs.get("vertex_id").unwrap_or("1").to_string();
+            let s_id = original.vertices[v]
+                .attrs
+                .get("vertex_id")
+                .unwrap_or("1")
+                .to_string();
+            let t_id = original.vertices[*t]
+                .attrs
+                .get("vertex_id")
+                .unwrap_or("1")
+                .to_string();
             let value = original.edges[*e].condition_value();
             if Some(&s_id) == entry.as_ref() {
                 tb.edge(out, &s_id, &start, value);
@@ -459,7 +566,10 @@ fn enumerate(c: &Ctx<'_>, out: &mut Program, routine: RoutineId, cfg: CfgId, tem
     let mut cond = ExprBuilder::new();
     let w = cond.reference(&which);
     let zero_c = int_const(&mut cond, 0);
-    cond.vertex(Attrs::new().with("name", "not_equal"), xaif_model::ExprVertexKind::BooleanOperation);
+    cond.vertex(
+        Attrs::new().with("name", "not_equal"),
+        xaif_model::ExprVertexKind::BooleanOperation,
+    );
     cond.edge(w, 2, 1);
     cond.edge(zero_c, 2, 2);
     let while_v = ab.vertex(out, Attrs::new(), VertexKind::PreLoop(Some(cond.finish())));

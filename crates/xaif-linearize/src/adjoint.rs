@@ -107,9 +107,15 @@ impl IndexTape {
             return with_attrs_of(done, r);
         }
         let mut adj = r.clone();
-        let scope_id = t.out.scopes[t.scope].attrs.get("vertex_id").unwrap_or("1").to_string();
+        let scope_id = t.out.scopes[t.scope]
+            .attrs
+            .get("vertex_id")
+            .unwrap_or("1")
+            .to_string();
         for v in &mut adj.graph.vertices {
-            let RefVertexKind::ArrayElement { triplets } = &mut v.kind else { continue };
+            let RefVertexKind::ArrayElement { triplets } = &mut v.kind else {
+                continue;
+            };
             for triplet in triplets {
                 for part in [&mut triplet.index, &mut triplet.bound, &mut triplet.stride] {
                     let Some(e) = part else { continue };
@@ -121,19 +127,38 @@ impl IndexTape {
                     let pushed = match single_reference(e) {
                         Some(r) => r,
                         None => {
-                            let temp = declare(t.out, t.names, t.scope, TempKind::Prp, ValueType::Integer, &Shape::SCALAR, false);
+                            let temp = declare(
+                                t.out,
+                                t.names,
+                                t.scope,
+                                TempKind::Prp,
+                                ValueType::Integer,
+                                &Shape::SCALAR,
+                                false,
+                            );
                             let id = t.names.statement("index");
                             let mut lhs = temp.var.clone();
                             lhs.attrs.remove("vertex_id");
-                            self.pushes.push(add(t.out, assignment(&id, lhs, e.clone())));
+                            self.pushes
+                                .push(add(t.out, assignment(&id, lhs, e.clone())));
                             temp.var
                         }
                     };
-                    self.pushes.push(call(t.out, t.names, "push_i_s0", vec![var(&pushed)]));
+                    self.pushes
+                        .push(call(t.out, t.names, "push_i_s0", vec![var(&pushed)]));
                     self.integers += 1;
                     // Adjoint: pop into a fresh integer and read it instead.
-                    let popped = declare(t.out, t.names, t.scope, TempKind::Prp, ValueType::Integer, &Shape::SCALAR, false);
-                    self.pops.push(call(t.out, t.names, "pop_i_s0", vec![var(&popped.var)]));
+                    let popped = declare(
+                        t.out,
+                        t.names,
+                        t.scope,
+                        TempKind::Prp,
+                        ValueType::Integer,
+                        &Shape::SCALAR,
+                        false,
+                    );
+                    self.pops
+                        .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped.var)]));
                     let (_, name) = popped.var.graph.symbol_ids().expect("declared");
                     let mut b = ExprBuilder::new();
                     b.variable(Attrs::new().with("active", "false"), &scope_id, name);
@@ -184,7 +209,15 @@ fn is_allocatable(shape: &Shape) -> bool {
 fn push_extents(t: &mut Target<'_>, f: &VarRef, rank: usize) -> Vec<StmtId> {
     let mut out = Vec::with_capacity(2 * rank);
     for d in 1..=rank {
-        let n = declare(t.out, t.names, t.scope, TempKind::Prp, ValueType::Integer, &Shape::SCALAR, false);
+        let n = declare(
+            t.out,
+            t.names,
+            t.scope,
+            TempKind::Prp,
+            ValueType::Integer,
+            &Shape::SCALAR,
+            false,
+        );
         let mut b = ExprBuilder::new();
         let array = b.reference(&value_ref(f));
         let dim = b.constant("integer", &d.to_string());
@@ -204,7 +237,15 @@ fn pop_extents_and_allocate(t: &mut Target<'_>, f: &VarRef, rank: usize) -> Vec<
     let mut out = Vec::with_capacity(rank + 1);
     let mut dims = Vec::with_capacity(rank);
     for _ in 0..rank {
-        let n = declare(t.out, t.names, t.scope, TempKind::Prp, ValueType::Integer, &Shape::SCALAR, false);
+        let n = declare(
+            t.out,
+            t.names,
+            t.scope,
+            TempKind::Prp,
+            ValueType::Integer,
+            &Shape::SCALAR,
+            false,
+        );
         out.push(call(t.out, t.names, "pop_i_s0", vec![var(&n.var)]));
         dims.push(n.var);
     }
@@ -216,7 +257,10 @@ fn pop_extents_and_allocate(t: &mut Target<'_>, f: &VarRef, rank: usize) -> Vec<
 }
 
 /// The adjoint of a preaccumulated sequence, with its taping suffix.
-fn sequence_adjoint(t: &mut Target<'_>, pre: &Preaccumulated) -> (Vec<StmtId>, Vec<StmtId>, (usize, usize)) {
+fn sequence_adjoint(
+    t: &mut Target<'_>,
+    pre: &Preaccumulated,
+) -> (Vec<StmtId>, Vec<StmtId>, (usize, usize)) {
     let mut taping = pre.stmts.clone();
     let mut index = IndexTape::new();
     // Adjoint references (index substitution records pushes in order).
@@ -240,8 +284,17 @@ fn sequence_adjoint(t: &mut Target<'_>, pre: &Preaccumulated) -> (Vec<StmtId>, V
     let mut doubles = 0;
     let mut extents = 0;
     for (f, shape) in &pre.factors {
-        taping.push(call(t.out, t.names, &push_name("push", shape.rank), vec![var(f)]));
-        doubles += shape.extents.as_ref().map(|e| e.iter().product::<i64>().max(1) as usize).unwrap_or(1);
+        taping.push(call(
+            t.out,
+            t.names,
+            &push_name("push", shape.rank),
+            vec![var(f)],
+        ));
+        doubles += shape
+            .extents
+            .as_ref()
+            .map(|e| e.iter().product::<i64>().max(1) as usize)
+            .unwrap_or(1);
         if is_allocatable(shape) {
             // The adjoint may run in a fresh activation (split mode) where
             // the factor is not allocated: record its extents too.
@@ -256,7 +309,12 @@ fn sequence_adjoint(t: &mut Target<'_>, pre: &Preaccumulated) -> (Vec<StmtId>, V
         if is_allocatable(shape) {
             adjoint.extend(pop_extents_and_allocate(t, f, shape.rank));
         }
-        adjoint.push(call(t.out, t.names, &push_name("pop", shape.rank), vec![var(f)]));
+        adjoint.push(call(
+            t.out,
+            t.names,
+            &push_name("pop", shape.rank),
+            vec![var(f)],
+        ));
     }
     for (target, terms) in adj_steps.iter().rev() {
         for (f, s) in terms {
@@ -264,8 +322,16 @@ fn sequence_adjoint(t: &mut Target<'_>, pre: &Preaccumulated) -> (Vec<StmtId>, V
                 Factor::Unit => call(t.out, t.names, "IncDeriv", vec![var(target), var(s)]),
                 Factor::MinusOne => call(t.out, t.names, "DecDeriv", vec![var(target), var(s)]),
                 Factor::Constant(c) => {
-                    let constant = Attrs::new().with("vertex_id", "1").with("type", "real").with("value", xaif_model::build::real_text(*c));
-                    call(t.out, t.names, "Saxpy", vec![ArgValue::Constant(constant), var(target), var(s)])
+                    let constant = Attrs::new()
+                        .with("vertex_id", "1")
+                        .with("type", "real")
+                        .with("value", xaif_model::build::real_text(*c));
+                    call(
+                        t.out,
+                        t.names,
+                        "Saxpy",
+                        vec![ArgValue::Constant(constant), var(target), var(s)],
+                    )
                 }
                 Factor::Var(v) => call(t.out, t.names, "Saxpy", vec![var(v), var(target), var(s)]),
             };
@@ -356,10 +422,23 @@ fn single(
                                 // A fresh temporary of the formal's activity:
                                 // the callee's adjoint restores or pops what it
                                 // needs itself.
-                                let temp = declare(t.out, t.names, t.scope, TempKind::Tyc, ValueType::Real, &arg.shape, arg.active);
+                                let temp = declare(
+                                    t.out,
+                                    t.names,
+                                    t.scope,
+                                    TempKind::Tyc,
+                                    ValueType::Real,
+                                    &arg.shape,
+                                    arg.active,
+                                );
                                 if temp.allocatable {
                                     let like = index.adjoint_ref(t, &arg.like);
-                                    allocations.push(call(t.out, t.names, "oad_AllocateMatching", vec![var(&temp.var), var(&like)]));
+                                    allocations.push(call(
+                                        t.out,
+                                        t.names,
+                                        "oad_AllocateMatching",
+                                        vec![var(&temp.var), var(&like)],
+                                    ));
                                 }
                                 if arg.element {
                                     temp.var
@@ -407,7 +486,15 @@ fn single(
                 ));
             };
             let shape = ctx.ref_shape(&x.graph);
-            let tmp = declare(t.out, t.names, t.scope, TempKind::Prp, ValueType::Real, &shape, true);
+            let tmp = declare(
+                t.out,
+                t.names,
+                t.scope,
+                TempKind::Prp,
+                ValueType::Real,
+                &shape,
+                true,
+            );
             let mut applied = derivative_assignment(ctx, a);
             // f(y.d) into tmp.d: the operand x becomes y's derivative.
             let arg = arg.expect("matched above");
@@ -421,7 +508,12 @@ fn single(
             applied.lhs = lhs;
             let id = t.names.statement("reverse_assignment");
             let mut adjoint = vec![add(t.out, assignment(&id, applied.lhs, applied.rhs))];
-            adjoint.push(call(t.out, t.names, "IncDeriv", vec![var(&tmp.var), var(x)]));
+            adjoint.push(call(
+                t.out,
+                t.names,
+                "IncDeriv",
+                vec![var(&tmp.var), var(x)],
+            ));
             adjoint.push(call(t.out, t.names, "ZeroDeriv", vec![var(&a.lhs)]));
             Ok((vec![s], adjoint, 0))
         }

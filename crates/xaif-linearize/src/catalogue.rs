@@ -102,6 +102,54 @@ pub struct CatalogueError {
     pub reason: String,
 }
 
+/// Why a catalogue file could not be used.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CatalogueFileError {
+    /// The file could not be read or is not valid XAIF (the message names
+    /// file, line and element).
+    #[error("{0}")]
+    Read(String),
+    /// The file is XAIF of another kind.
+    #[error("{0}: not an inlinable intrinsics catalogue")]
+    NotInlinable(String),
+    /// The file is XAIF of another kind.
+    #[error("{0}: not a non-inlinable intrinsics catalogue")]
+    NotNonInlinable(String),
+    /// An entry of the inlinable catalogue cannot be used.
+    #[error("{0}: {1}")]
+    Entry(String, CatalogueError),
+}
+
+/// Reads and gates the inlinable catalogue (`-c`) and, when given, the
+/// non-inlinable one (`-N`): every transformation needs the first, the
+/// direct-action rules need the second.
+pub fn read_catalogues(
+    inlinable: &std::path::Path,
+    noninlinable: Option<&std::path::Path>,
+) -> Result<(Catalogue, Option<xaif_model::NonInlinableCatalogue>), CatalogueFileError> {
+    let read = |path: &std::path::Path| {
+        let parsed =
+            xaif_model::read_file(path).map_err(|e| CatalogueFileError::Read(e.to_string()))?;
+        xaif_model::validate_document(&parsed.document, &parsed.source)
+            .map_err(|e| CatalogueFileError::Read(e.to_string()))?;
+        Ok::<_, CatalogueFileError>(parsed.document)
+    };
+    let name = |path: &std::path::Path| path.display().to_string();
+    let xaif_model::Document::Inlinable(c) = read(inlinable)? else {
+        return Err(CatalogueFileError::NotInlinable(name(inlinable)));
+    };
+    let catalogue =
+        Catalogue::new(&c).map_err(|e| CatalogueFileError::Entry(name(inlinable), e))?;
+    let non = match noninlinable {
+        None => None,
+        Some(path) => match read(path)? {
+            xaif_model::Document::NonInlinable(n) => Some(n),
+            _ => return Err(CatalogueFileError::NotNonInlinable(name(path))),
+        },
+    };
+    Ok((catalogue, non))
+}
+
 impl Catalogue {
     /// Builds the templates of a validated catalogue.
     pub fn new(c: &InlinableCatalogue) -> Result<Self, CatalogueError> {

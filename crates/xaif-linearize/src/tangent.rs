@@ -475,8 +475,18 @@ pub struct ConvertedCall {
 
 /// `r` with every non-constant subscript expression replaced by an integer
 /// temporary assigned (in `before`) from it.
-fn freeze_subscripts(out: &mut Program, names: &mut Names, scope: ScopeId, r: &VarRef, before: &mut Vec<StmtId>) -> VarRef {
-    let scope_id = out.scopes[scope].attrs.get("vertex_id").unwrap_or("1").to_string();
+fn freeze_subscripts(
+    out: &mut Program,
+    names: &mut Names,
+    scope: ScopeId,
+    r: &VarRef,
+    before: &mut Vec<StmtId>,
+) -> VarRef {
+    let scope_id = out.scopes[scope]
+        .attrs
+        .get("vertex_id")
+        .unwrap_or("1")
+        .to_string();
     let mut frozen = r.clone();
     for v in &mut frozen.graph.vertices {
         let xaif_model::RefVertexKind::ArrayElement { triplets } = &mut v.kind else {
@@ -485,11 +495,20 @@ fn freeze_subscripts(out: &mut Program, names: &mut Names, scope: ScopeId, r: &V
         for triplet in triplets {
             for part in [&mut triplet.index, &mut triplet.bound, &mut triplet.stride] {
                 let Some(e) = part else { continue };
-                let constant = e.vertices.len() == 1 && matches!(e.vertices[0].kind, xaif_model::ExprVertexKind::Constant);
+                let constant = e.vertices.len() == 1
+                    && matches!(e.vertices[0].kind, xaif_model::ExprVertexKind::Constant);
                 if constant {
                     continue;
                 }
-                let temp = declare(out, names, scope, TempKind::Prp, ValueType::Integer, &crate::context::Shape::SCALAR, false);
+                let temp = declare(
+                    out,
+                    names,
+                    scope,
+                    TempKind::Prp,
+                    ValueType::Integer,
+                    &crate::context::Shape::SCALAR,
+                    false,
+                );
                 let mut lhs = temp.var.clone();
                 lhs.attrs.remove("vertex_id");
                 let id = names.statement("index");
@@ -580,21 +599,50 @@ pub fn convert_call(
             VarRef::symbol(Attrs::new().with("vertex_id", "1"), scope_id, symbol_id)
         };
         let shape = ctx.ref_shape(&whole.graph);
-        let temp = declare(out, names, scope, TempKind::Tyc, ValueType::Real, &shape, fa);
-        let pair = |x: &VarRef, y: &VarRef| vec![ArgValue::Variable(value_ref(x)), ArgValue::Variable(value_ref(y))];
+        let temp = declare(
+            out,
+            names,
+            scope,
+            TempKind::Tyc,
+            ValueType::Real,
+            &shape,
+            fa,
+        );
+        let pair = |x: &VarRef, y: &VarRef| {
+            vec![
+                ArgValue::Variable(value_ref(x)),
+                ArgValue::Variable(value_ref(y)),
+            ]
+        };
         if temp.allocatable {
             let id = names.statement("allocate");
-            before.push(add(out, inlinable_call("oad_AllocateMatching", &id, pair(&temp.var, &whole))));
+            before.push(add(
+                out,
+                inlinable_call("oad_AllocateMatching", &id, pair(&temp.var, &whole)),
+            ));
         }
         let id = names.statement("convert");
-        before.push(add(out, inlinable_call("oad_convert", &id, pair(&temp.var, &whole))));
+        before.push(add(
+            out,
+            inlinable_call("oad_convert", &id, pair(&temp.var, &whole)),
+        ));
         if temp.allocatable {
             let id = names.statement("shape_test");
-            after.push(add(out, inlinable_call("oad_ShapeTest", &id, pair(&temp.var, &whole))));
+            after.push(add(
+                out,
+                inlinable_call("oad_ShapeTest", &id, pair(&temp.var, &whole)),
+            ));
         }
         let id = names.statement("convert");
-        after.push(add(out, inlinable_call("oad_convert", &id, pair(&whole, &temp.var))));
-        let passed = if element { temp.var.clone() } else { with_symbol(actual, &temp.var) };
+        after.push(add(
+            out,
+            inlinable_call("oad_convert", &id, pair(&whole, &temp.var)),
+        ));
+        let passed = if element {
+            temp.var.clone()
+        } else {
+            with_symbol(actual, &temp.var)
+        };
         converted.push(ConvertedArg {
             position: pos,
             like: whole.clone(),

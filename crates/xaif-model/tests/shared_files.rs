@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use xaif_model::{read_bytes, validate_document, write_document, ErrorKind};
-use xaif_testkit::{first_difference, have_xmllint, infoset, shared_dir, xaif_files};
+use xaif_testkit::{
+    first_difference, have_xmllint, infoset, shared_dir, xaif_files, xmllint_valid,
+};
 
 /// Files in an older XAIF format (alias and DU-UD *lists*, `Nop`
 /// statements, arguments without a variable reference): the reader rejects
@@ -98,28 +100,6 @@ fn schema_for(text: &str) -> &'static str {
     } else {
         "xaif.xsd"
     }
-}
-
-/// Runs xmllint on many files at once; returns the set that validates.
-fn xmllint_valid(schema: &Path, files: &[PathBuf]) -> std::collections::BTreeSet<PathBuf> {
-    let mut valid = std::collections::BTreeSet::new();
-    for chunk in files.chunks(200) {
-        let out = std::process::Command::new("xmllint")
-            .arg("--noout")
-            .arg("--schema")
-            .arg(schema)
-            .args(chunk)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        for f in chunk {
-            let line = format!("{} validates", f.display());
-            if stderr.lines().any(|l| l == line) {
-                valid.insert(f.clone());
-            }
-        }
-    }
-    valid
 }
 
 #[test]

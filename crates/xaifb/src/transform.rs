@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use xaif_elim::{Chain, Config, Extent, Filter, Method, Mode, Strategy};
 use xaif_linearize::{Catalogue, FlattenOptions, TangentOptions};
-use xaif_model::{Document, NonInlinableCatalogue, Program};
+use xaif_model::{NonInlinableCatalogue, Program};
 
 /// Flags of the transformation drivers.
 #[derive(Args, Clone)]
@@ -197,34 +197,8 @@ impl TransformArgs {
 
     /// Reads the catalogues.
     pub fn catalogues(&self) -> Result<(Catalogue, Option<NonInlinableCatalogue>), String> {
-        let parsed = xaif_model::read_file(&self.catalogue).map_err(|e| e.to_string())?;
-        xaif_model::validate_document(&parsed.document, &parsed.source)
-            .map_err(|e| e.to_string())?;
-        let Document::Inlinable(c) = parsed.document else {
-            return Err(format!(
-                "{}: not an inlinable intrinsics catalogue",
-                self.catalogue.display()
-            ));
-        };
-        let cat = Catalogue::new(&c).map_err(|e| format!("{}: {e}", self.catalogue.display()))?;
-        let non = match &self.noninlinable {
-            None => None,
-            Some(path) => {
-                let parsed = xaif_model::read_file(path).map_err(|e| e.to_string())?;
-                xaif_model::validate_document(&parsed.document, &parsed.source)
-                    .map_err(|e| e.to_string())?;
-                match parsed.document {
-                    Document::NonInlinable(c) => Some(c),
-                    _ => {
-                        return Err(format!(
-                            "{}: not a non-inlinable intrinsics catalogue",
-                            path.display()
-                        ))
-                    }
-                }
-            }
-        };
-        Ok((cat, non))
+        xaif_linearize::catalogue::read_catalogues(&self.catalogue, self.noninlinable.as_deref())
+            .map_err(|e| e.to_string())
     }
 
     /// Reads and gates the input (and validates it with -v -s).
@@ -404,7 +378,10 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         let mut text = String::new();
         for r in &stats.routines {
             let t = &r.total;
-            text.push_str(&format!("metrics: {} total: {} mul, {} add, {} sub, {} div\n", r.routine, t.multiplications, t.additions, t.subtractions, t.divisions));
+            text.push_str(&format!(
+                "metrics: {} total: {} mul, {} add, {} sub, {} div\n",
+                r.routine, t.multiplications, t.additions, t.subtractions, t.divisions
+            ));
         }
         for tp in &result.tapes {
             text.push_str(&format!(
@@ -430,7 +407,10 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
     }
     common.write(result.transformed.program)?;
     if common.debug_mask & 16 != 0 {
-        common.debug(&format!("timing: adjoint transformation {:.3} ms\n", start.elapsed().as_secs_f64() * 1e3))?;
+        common.debug(&format!(
+            "timing: adjoint transformation {:.3} ms\n",
+            start.elapsed().as_secs_f64() * 1e3
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }
