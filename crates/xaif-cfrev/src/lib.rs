@@ -11,6 +11,7 @@
 //! and writes XAIF through `xaif-model`; it does not depend on the
 //! interpreter.
 
+pub mod explicit;
 pub mod program;
 pub mod region;
 pub mod reverse;

@@ -37,6 +37,7 @@ use xaif_model::{
     VertexKind,
 };
 
+use crate::explicit::LoopPlan;
 use crate::reverse::{reverse, BlockCode, CfgBuilder, Temps};
 
 /// Options of the adjoint transformation (the reference driver's flags
@@ -171,47 +172,66 @@ pub fn adjoint(
             ..Default::default()
         };
         let mut list: Vec<(u32, Option<CfgId>, bool)> = Vec::new();
+        // Variables the adjoint restores by popping into them.
+        let mut restored_formals: Vec<SymbolId> = Vec::new();
         let has_code = p.cfgs[*cfg].vertex_ids().next().is_some();
         if has_code {
-            // Both forms of every basic block.
-            let mut code: FxHashMap<VertexId, BlockCode> = FxHashMap::default();
-            for v in p.cfgs[*cfg].vertex_ids() {
-                let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
-                    continue;
-                };
-                let mut target = Target {
-                    out: &mut out,
-                    names: &mut names,
-                    scope,
-                };
-                let block = adjoint_block(&ctx, &mut target, &env, stmts)
-                    .map_err(|e| TransformError::Input(format!("routine `{name}`: {e}")))?;
-                let mut bstats = BlockStats {
-                    block: p.vertices[v]
-                        .attrs
-                        .get("vertex_id")
-                        .unwrap_or("")
-                        .to_string(),
-                    ..Default::default()
-                };
-                for g in &block.graphs {
-                    bstats.total.add(g);
+            // Which loops run backwards explicitly (structured bodies only).
+            let plan = if options.force_enumeration || !routine.attrs.flag("structured", true) {
+                LoopPlan::default()
+            } else {
+                crate::region::parse(p, *cfg)
+                    .map(|regions| crate::explicit::plan(&ctx, scope, &regions))
+                    .unwrap_or_default()
+            };
+            let mut plan = plan;
+            // Both forms of every basic block; with explicit loops a second
+            // set that tapes every index for the strictly anonymous
+            // placeholders 10 and 11.
+            let variants: &[bool] = if plan.explicit.is_empty() { &[true] } else { &[true, false] };
+            let mut codes: Vec<FxHashMap<VertexId, BlockCode>> = Vec::new();
+            for &with_plan in variants {
+                let mut code: FxHashMap<VertexId, BlockCode> = FxHashMap::default();
+                for v in p.cfgs[*cfg].vertex_ids() {
+                    let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
+                        continue;
+                    };
+                    let mut target = Target {
+                        out: &mut out,
+                        names: &mut names,
+                        scope,
+                    };
+                    let stable = if with_plan { plan.stable.get(&v).cloned() } else { None };
+                    let block = adjoint_block(&ctx, &mut target, &env, stmts, stable.as_ref())
+                        .map_err(|e| TransformError::Input(format!("routine `{name}`: {e}")))?;
+                    if with_plan {
+                        plan.add_reads(v, &block.stable_reads);
+                        let mut bstats = BlockStats {
+                            block: p.vertices[v].attrs.get("vertex_id").unwrap_or("").to_string(),
+                            ..Default::default()
+                        };
+                        for g in &block.graphs {
+                            bstats.total.add(g);
+                        }
+                        bstats.graphs = block.graphs.clone();
+                        tape.doubles_per_block_execution += block.pushes.0;
+                        tape.integers_per_block_execution += block.pushes.1;
+                        if !bstats.graphs.is_empty() {
+                            rstats.total.add(&bstats.total);
+                            rstats.blocks.push(bstats);
+                        }
+                    }
+                    code.insert(
+                        v,
+                        BlockCode {
+                            taping: block.taping,
+                            adjoint: block.adjoint,
+                        },
+                    );
                 }
-                bstats.graphs = block.graphs.clone();
-                tape.doubles_per_block_execution += block.pushes.0;
-                tape.integers_per_block_execution += block.pushes.1;
-                if !bstats.graphs.is_empty() {
-                    rstats.total.add(&bstats.total);
-                    rstats.blocks.push(bstats);
-                }
-                code.insert(
-                    v,
-                    BlockCode {
-                        taping: block.taping,
-                        adjoint: block.adjoint,
-                    },
-                );
+                codes.push(code);
             }
+            restored_formals.extend(plan.restore.values().flatten().copied());
             let original = copy_cfg(p, &mut out, rid, *cfg);
             let mut temps = SymbolTemps {
                 names: &mut names,
@@ -222,20 +242,22 @@ pub fn adjoint(
                 &mut out,
                 rid,
                 *cfg,
-                &code,
+                &codes[0],
                 &scope_attr,
                 &mut temps,
                 options.force_enumeration,
+                Some(&plan),
             );
             let rev_anonymous = reverse(
                 p,
                 &mut out,
                 rid,
                 *cfg,
-                &code,
+                codes.last().expect("one variant at least"),
                 &scope_attr,
                 &mut temps,
                 options.force_enumeration,
+                None,
             );
             tape.structured = rev.structured;
             if options.zero_locals {
@@ -380,8 +402,10 @@ pub fn adjoint(
         let mut arguments = routine.arguments.clone();
         if let Some(args) = &mut arguments {
             for a in &mut args.args {
-                let active = ctx.symbols.resolve(a).is_some_and(|s| ctx.symbol_active(s));
-                if active || options.all_inout {
+                let symbol = ctx.symbols.resolve(a);
+                let active = symbol.is_some_and(|s| ctx.symbol_active(s));
+                let restored = symbol.is_some_and(|s| restored_formals.contains(&s));
+                if active || restored || options.all_inout {
                     a.set("intent", "inout");
                 }
             }

@@ -29,6 +29,7 @@ use xaif_model::{
     RoutineId, StmtId, VarRef, VertexId, VertexKind,
 };
 
+use crate::explicit::{ExplicitLoop, LoopPlan};
 use crate::region::{parse, Region};
 
 /// The taping and adjoint forms of one basic block.
@@ -158,6 +159,43 @@ struct Ctx<'a> {
     original: &'a Program,
     code: &'a FxHashMap<VertexId, BlockCode>,
     scope_id: String,
+    plan: Option<&'a LoopPlan>,
+}
+
+impl Ctx<'_> {
+    fn explicit(&self, v: VertexId) -> Option<&ExplicitLoop> {
+        self.plan.and_then(|p| p.explicit.get(&v))
+    }
+
+    /// The variables restored around outermost explicit loop `v`.
+    fn restored(&self, v: VertexId) -> Vec<VarRef> {
+        self.plan
+            .map(|p| p.restored_refs(self.original, v))
+            .unwrap_or_default()
+    }
+}
+
+/// Copies expression `e` into `b`; returns the index of its result.
+pub fn embed(b: &mut ExprBuilder, e: &xaif_model::Expr) -> usize {
+    let g = xaif_model::ExprGraph::new(e).expect("gated expressions have a result");
+    embed_at(b, e, &g, g.root)
+}
+
+/// Copies the subexpression of `e` rooted at vertex `at` into `b`.
+pub fn embed_at(
+    b: &mut ExprBuilder,
+    e: &xaif_model::Expr,
+    g: &xaif_model::ExprGraph,
+    at: usize,
+) -> usize {
+    let args: Vec<usize> = g.args[at].iter().map(|a| embed_at(b, e, g, *a)).collect();
+    let mut attrs = e.vertices[at].attrs.clone();
+    attrs.remove("vertex_id");
+    let v = b.vertex(attrs, e.vertices[at].kind.clone());
+    for (i, a) in args.iter().enumerate() {
+        b.edge(*a, v, i + 1);
+    }
+    v
 }
 
 fn int_const(b: &mut ExprBuilder, v: i64) -> usize {
@@ -264,6 +302,46 @@ fn taping_seq(
                 body,
                 end,
                 exit_edge,
+            } if c.explicit(*vertex).is_some() => {
+                // Runs backwards in the adjoint: nothing to count; the
+                // values its adjoint reads again are pushed once after the
+                // outermost explicit loop.
+                let loop_id = copy_vertex(
+                    b,
+                    out,
+                    c.original,
+                    *vertex,
+                    c.original.vertices[*vertex].kind.clone(),
+                );
+                connect(b, out, pending, &loop_id);
+                let mut body_pending = vec![(
+                    loop_id.clone(),
+                    c.original.edges[*body_edge].condition_value(),
+                )];
+                taping_seq(c, b, out, temps, body, &mut body_pending);
+                let end_id = copy_vertex(b, out, c.original, *end, VertexKind::EndLoop);
+                connect(b, out, &mut body_pending, &end_id);
+                b.edge(out, &end_id, &loop_id, None);
+                let exit_value = c.original.edges[*exit_edge].condition_value();
+                let restored = c.restored(*vertex);
+                if restored.is_empty() {
+                    pending.push((loop_id, exit_value));
+                } else {
+                    let pushes = restored
+                        .iter()
+                        .map(|r| tape_call(out, temps, "push_i_s0", ArgValue::Variable(r.clone())))
+                        .collect();
+                    let push_block = b.block(out, &c.scope_id, pushes);
+                    b.edge(out, &loop_id, &push_block, exit_value);
+                    pending.push((push_block, None));
+                }
+            }
+            Region::Loop {
+                vertex,
+                body_edge,
+                body,
+                end,
+                exit_edge,
             } => {
                 let ctr = temps.integer(out);
                 let init = set_int(out, temps, &ctr, 0);
@@ -363,6 +441,58 @@ fn adjoint_seq(
             }
             Region::Loop {
                 vertex, body, end, ..
+            } if c.explicit(*vertex).is_some() => {
+                let header = c.explicit(*vertex).expect("matched");
+                let restored = c.restored(*vertex);
+                let mut before = std::mem::take(pending);
+                if !restored.is_empty() {
+                    let pops = restored
+                        .iter()
+                        .rev()
+                        .map(|r| tape_call(out, temps, "pop_i_s0", ArgValue::Variable(r.clone())))
+                        .collect();
+                    let pop_block = b.block(out, &c.scope_id, pops);
+                    connect(b, out, &mut before, &pop_block);
+                    before.push((pop_block, None));
+                }
+                let (init, condition, update) = backwards(out, temps, header);
+                let end_id = c.original.vertices[*end]
+                    .attrs
+                    .get("vertex_id")
+                    .unwrap_or("1")
+                    .to_string();
+                let for_loop = b.vertex_with_id(
+                    out,
+                    &format!("_adj_{end_id}"),
+                    Attrs::new()
+                        .with("annotation", "_cfr_")
+                        .with("reversal", "explicit"),
+                    VertexKind::ForLoop {
+                        init: Some(init),
+                        condition: Some(condition),
+                        update: Some(update),
+                    },
+                );
+                connect(b, out, &mut before, &for_loop);
+                let mut body_pending = vec![(for_loop.clone(), Some(1))];
+                adjoint_seq(c, b, out, temps, body, &mut body_pending);
+                let start_id = c.original.vertices[*vertex]
+                    .attrs
+                    .get("vertex_id")
+                    .unwrap_or("1")
+                    .to_string();
+                let end_loop = b.vertex_with_id(
+                    out,
+                    &format!("_adj_{start_id}"),
+                    Attrs::new().with("annotation", "_cfr_"),
+                    VertexKind::EndLoop,
+                );
+                connect(b, out, &mut body_pending, &end_loop);
+                b.edge(out, &end_loop, &for_loop, None);
+                pending.push((for_loop, None));
+            }
+            Region::Loop {
+                vertex, body, end, ..
             } => {
                 let bound = temps.integer(out);
                 let k = temps.integer(out);
@@ -419,6 +549,55 @@ fn adjoint_seq(
     }
 }
 
+/// The header of the adjoint of an explicit loop: `i` from its last value
+/// `e0 + c·((e1 − e0 + c)/c − 1)` back to `e0` in steps of `−c` (the
+/// quotient truncates, so a loop that ran zero times starts below `e0` and
+/// runs zero times again).
+fn backwards(
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    h: &ExplicitLoop,
+) -> (StmtId, xaif_model::Expr, StmtId) {
+    let int = |b: &mut ExprBuilder, v: i64| b.constant("integer", &v.to_string());
+    let mut lhs = h.var.clone();
+    lhs.attrs.remove("vertex_id");
+    // Initialization.
+    let mut b = ExprBuilder::new();
+    let e1 = embed(&mut b, &h.bound);
+    let e0 = embed(&mut b, &h.first);
+    let span = b.intrinsic("sub_scal_scal", &[e1, e0]);
+    let c = int(&mut b, h.step);
+    let widened = b.intrinsic("add_scal_scal", &[span, c]);
+    let c = int(&mut b, h.step);
+    let trips = b.intrinsic("div_scal_scal", &[widened, c]);
+    let one = int(&mut b, 1);
+    let last_index = b.intrinsic("sub_scal_scal", &[trips, one]);
+    let c = int(&mut b, h.step);
+    let offset = b.intrinsic("mul_scal_scal", &[c, last_index]);
+    let e0 = embed(&mut b, &h.first);
+    b.intrinsic("add_scal_scal", &[e0, offset]);
+    let init = out.stmts.alloc(assignment(&temps.statement("cfr_init"), lhs.clone(), b.finish()));
+    // Condition.
+    let mut b = ExprBuilder::new();
+    let i = b.reference(&h.var);
+    let e0 = embed(&mut b, &h.first);
+    let op = if h.step > 0 { "greater_or_equal" } else { "less_or_equal" };
+    let v = b.vertex(
+        Attrs::new().with("name", op),
+        xaif_model::ExprVertexKind::BooleanOperation,
+    );
+    b.edge(i, v, 1);
+    b.edge(e0, v, 2);
+    let condition = b.finish();
+    // Update.
+    let mut b = ExprBuilder::new();
+    let i = b.reference(&h.var);
+    let c = int(&mut b, h.step.abs());
+    b.intrinsic(if h.step > 0 { "sub_scal_scal" } else { "add_scal_scal" }, &[i, c]);
+    let update = out.stmts.alloc(assignment(&temps.statement("cfr_update"), lhs, b.finish()));
+    (init, condition, update)
+}
+
 /// Reverses CFG `cfg` of `original` into two new bodies of `routine` in
 /// `out`. `code` gives each basic block's taping and adjoint forms;
 /// `force_enumeration` reverses by block enumeration even when the graph is
@@ -432,11 +611,13 @@ pub fn reverse(
     scope_id: &str,
     temps: &mut dyn Temps,
     force_enumeration: bool,
+    plan: Option<&LoopPlan>,
 ) -> Reversed {
     let c = Ctx {
         original,
         code,
         scope_id: scope_id.to_string(),
+        plan,
     };
     let regions = if force_enumeration || original.cfgs[cfg].items.is_empty() {
         None

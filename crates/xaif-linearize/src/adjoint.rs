@@ -15,8 +15,9 @@
 use xaif_model::{
     build::{assignment, inlinable_call},
     ArgValue, Attrs, CallArg, Expr, ExprBuilder, ExprVertexKind, Program, RefVertexKind,
-    RoutineIndex, Stmt, StmtId, StmtKind, VarRef,
+    RoutineIndex, ScopeId, Stmt, StmtId, StmtKind, SymbolId, VarRef,
 };
+use rustc_hash::FxHashSet;
 
 use crate::catalogue::Catalogue;
 use crate::context::{Ctx, Shape, ValueType};
@@ -36,6 +37,9 @@ pub struct AdjointBlock {
     pub graphs: Vec<GraphStats>,
     /// Doubles and integers the taping form pushes per execution.
     pub pushes: (usize, usize),
+    /// Stable symbols (see [`StableIndices`]) the adjoint form reads
+    /// instead of taped values.
+    pub stable_reads: Vec<SymbolId>,
 }
 
 /// Why an adjoint block could not be built.
@@ -66,6 +70,44 @@ pub struct BlockEnv<'a> {
     pub elimination: &'a xaif_elim::Config,
 }
 
+/// Integer variables whose values at the adjoint form's execution equal
+/// their values when the taping form ran, so subscripts built from them
+/// need no taping: inside an explicitly reversed loop, the loop variables
+/// of the enclosing explicit loops (the adjoint loops run them backwards)
+/// and the variables nothing in the outermost explicit loop assigns (the
+/// control flow reversal restores them before the adjoint loop).
+#[derive(Clone, Debug)]
+pub struct StableIndices {
+    /// Loop variables of the enclosing explicitly reversed loops.
+    pub controlled: Vec<SymbolId>,
+    /// Symbols the outermost explicit loop may assign (its body's
+    /// assignments, call arguments, loop variables).
+    pub assigned: std::rc::Rc<FxHashSet<SymbolId>>,
+    /// Whether the loop calls routines or functions, which may change
+    /// variables outside the routine's own scope.
+    pub calls: bool,
+    /// Whether the loop holds a statement the front end did not translate
+    /// that may store anywhere (only the loop variables stay stable).
+    pub opaque: bool,
+    /// The routine's own scope.
+    pub local_scope: ScopeId,
+}
+
+impl StableIndices {
+    /// Whether the adjoint may read `s` instead of a taped value.
+    pub fn contains(&self, p: &Program, s: SymbolId) -> bool {
+        if self.controlled.contains(&s) {
+            return true;
+        }
+        let sym = &p.symbols[s];
+        !self.opaque
+            && sym.rank() == 0
+            && sym.ty() == xaif_model::SymbolType::Integer
+            && !self.assigned.contains(&s)
+            && (sym.scope == self.local_scope || !self.calls)
+    }
+}
+
 fn call(out: &mut Program, names: &mut Names, name: &str, args: Vec<ArgValue>) -> StmtId {
     let id = names.statement(name);
     add(out, inlinable_call(name, &id, args))
@@ -82,26 +124,55 @@ fn is_constant(e: &Expr) -> bool {
 /// Tapes the non-constant subscripts of references the adjoint uses: the
 /// taping form pushes their values, the adjoint form pops them into integer
 /// temporaries that replace the subscript expressions.
-struct IndexTape {
+struct IndexTape<'s> {
     pushes: Vec<StmtId>,
     pops: Vec<StmtId>,
     seen: Vec<(String, VarRef)>,
     integers: usize,
+    stable: Option<&'s StableIndices>,
+    /// Stable symbols the adjoint reads directly.
+    read: Vec<SymbolId>,
 }
 
-impl IndexTape {
-    fn new() -> Self {
+impl<'s> IndexTape<'s> {
+    fn new(stable: Option<&'s StableIndices>) -> Self {
         IndexTape {
             pushes: Vec::new(),
             pops: Vec::new(),
             seen: Vec::new(),
             integers: 0,
+            stable,
+            read: Vec::new(),
         }
+    }
+
+    /// The symbols of `e` when every variable it reads is stable (then the
+    /// adjoint can evaluate it again).
+    fn stable_symbols(&self, ctx: &Ctx<'_>, e: &Expr) -> Option<Vec<SymbolId>> {
+        let stable = self.stable?;
+        let mut symbols = Vec::new();
+        for v in &e.vertices {
+            match &v.kind {
+                ExprVertexKind::Constant | ExprVertexKind::Intrinsic => {}
+                ExprVertexKind::VariableReference(g) => {
+                    if !g.subscripts().is_empty() {
+                        return None;
+                    }
+                    let s = ctx.symbol_of(g)?;
+                    if !stable.contains(ctx.p, s) {
+                        return None;
+                    }
+                    symbols.push(s);
+                }
+                _ => return None,
+            }
+        }
+        Some(symbols)
     }
 
     /// The adjoint version of `r`: its non-constant subscripts replaced by
     /// popped values (pushes and pops are recorded).
-    fn adjoint_ref(&mut self, t: &mut Target<'_>, r: &VarRef) -> VarRef {
+    fn adjoint_ref(&mut self, ctx: &Ctx<'_>, t: &mut Target<'_>, r: &VarRef) -> VarRef {
         let key = crate::context::ref_text(&r.graph);
         if let Some((_, done)) = self.seen.iter().find(|(k, _)| *k == key) {
             return with_attrs_of(done, r);
@@ -120,6 +191,10 @@ impl IndexTape {
                 for part in [&mut triplet.index, &mut triplet.bound, &mut triplet.stride] {
                     let Some(e) = part else { continue };
                     if is_constant(e) {
+                        continue;
+                    }
+                    if let Some(symbols) = self.stable_symbols(ctx, e) {
+                        self.read.extend(symbols);
                         continue;
                     }
                     // Taping: push the value (through a temporary when it is
@@ -258,27 +333,30 @@ fn pop_extents_and_allocate(t: &mut Target<'_>, f: &VarRef, rank: usize) -> Vec<
 
 /// The adjoint of a preaccumulated sequence, with its taping suffix.
 fn sequence_adjoint(
+    ctx: &Ctx<'_>,
     t: &mut Target<'_>,
     pre: &Preaccumulated,
+    stable: Option<&StableIndices>,
+    reads: &mut Vec<SymbolId>,
 ) -> (Vec<StmtId>, Vec<StmtId>, (usize, usize)) {
     let mut taping = pre.stmts.clone();
-    let mut index = IndexTape::new();
+    let mut index = IndexTape::new(stable);
     // Adjoint references (index substitution records pushes in order).
     let mut adj_steps = Vec::with_capacity(pre.steps.len());
     for step in &pre.steps {
-        let target = index.adjoint_ref(t, &step.target.var);
+        let target = index.adjoint_ref(ctx, t, &step.target.var);
         let terms: Vec<(Factor, VarRef)> = step
             .terms
             .iter()
-            .map(|(f, s)| (f.clone(), index.adjoint_ref(t, &s.var)))
+            .map(|(f, s)| (f.clone(), index.adjoint_ref(ctx, t, &s.var)))
             .collect();
         adj_steps.push((target, terms));
     }
-    let zeros: Vec<VarRef> = pre.zeros.iter().map(|z| index.adjoint_ref(t, z)).collect();
+    let zeros: Vec<VarRef> = pre.zeros.iter().map(|z| index.adjoint_ref(ctx, t, z)).collect();
     let saves: Vec<(VarRef, VarRef)> = pre
         .saves
         .iter()
-        .map(|(save, v)| (save.var.clone(), index.adjoint_ref(t, &v.var)))
+        .map(|(save, v)| (save.var.clone(), index.adjoint_ref(ctx, t, &v.var)))
         .collect();
     // Taping: factors, then indices.
     let mut doubles = 0;
@@ -346,6 +424,7 @@ fn sequence_adjoint(
         adjoint.push(call(t.out, t.names, "IncDeriv", vec![var(save), var(v)]));
         adjoint.push(call(t.out, t.names, "ZeroDeriv", vec![var(save)]));
     }
+    reads.extend(index.read);
     (taping, adjoint, (doubles, index.integers + extents))
 }
 
@@ -355,6 +434,7 @@ pub fn adjoint_block(
     t: &mut Target<'_>,
     env: &BlockEnv<'_>,
     stmts: &[StmtId],
+    stable: Option<&StableIndices>,
 ) -> Result<AdjointBlock, AdjointError> {
     let pieces = flatten(ctx, env.catalogue, stmts, env.flatten, env.is_direct)?;
     let mut block = AdjointBlock::default();
@@ -363,7 +443,7 @@ pub fn adjoint_block(
         match piece {
             Piece::Seq(seq) => {
                 let pre = preaccumulate(ctx, t, seq, env.elimination, false)?;
-                let (taping, adjoint, pushes) = sequence_adjoint(t, &pre);
+                let (taping, adjoint, pushes) = sequence_adjoint(ctx, t, &pre, stable, &mut block.stable_reads);
                 block.taping.extend(taping);
                 segments.push(adjoint);
                 block.pushes.0 += pushes.0;
@@ -373,7 +453,7 @@ pub fn adjoint_block(
                 }
             }
             Piece::Single(s) => {
-                let (taping, adjoint, ints) = single(ctx, t, env, *s)?;
+                let (taping, adjoint, ints) = single(ctx, t, env, *s, stable, &mut block.stable_reads)?;
                 block.taping.extend(taping);
                 segments.push(adjoint);
                 block.pushes.1 += ints;
@@ -392,6 +472,8 @@ fn single(
     t: &mut Target<'_>,
     env: &BlockEnv<'_>,
     s: StmtId,
+    stable: Option<&StableIndices>,
+    reads: &mut Vec<SymbolId>,
 ) -> Result<(Vec<StmtId>, Vec<StmtId>, usize), AdjointError> {
     let stmt = &ctx.p.stmts[s];
     match &stmt.kind {
@@ -409,7 +491,7 @@ fn single(
                 // External routines have no adjoint of their own.
                 return Ok((taping, Vec::new(), 0));
             }
-            let mut index = IndexTape::new();
+            let mut index = IndexTape::new(stable);
             let mut allocations = Vec::new();
             let mut new_args = Vec::with_capacity(args.len());
             for (i, a) in args.iter().enumerate() {
@@ -432,7 +514,7 @@ fn single(
                                     arg.active,
                                 );
                                 if temp.allocatable {
-                                    let like = index.adjoint_ref(t, &arg.like);
+                                    let like = index.adjoint_ref(ctx, t, &arg.like);
                                     allocations.push(call(
                                         t.out,
                                         t.names,
@@ -448,7 +530,7 @@ fn single(
                             }
                             None => actual.clone(),
                         };
-                        ArgValue::Variable(index.adjoint_ref(t, &passed))
+                        ArgValue::Variable(index.adjoint_ref(ctx, t, &passed))
                     }
                 };
                 new_args.push(CallArg {
@@ -459,6 +541,7 @@ fn single(
             taping.extend(index.pushes.iter().copied());
             let mut adjoint = index.pops_reversed();
             adjoint.extend(allocations);
+            reads.extend(index.read.iter().copied());
             let mut attrs = stmt.attrs.clone();
             attrs.set("statement_id", t.names.statement("reverse_call"));
             adjoint.push(add(

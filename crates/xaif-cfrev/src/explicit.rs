@@ -1,0 +1,546 @@
+//! Explicit ("simple") loop reversal (`../shared/docs/engine-conventions.md`
+//! §5).
+//!
+//! A `ForLoop` the front end marks `reversal="explicit"` whose header has
+//! the form `i = e0; i <= e1 (or <, >=, >); i = i ± c` runs backwards in
+//! the adjoint: `i` from its last value `e0 + c·((e1 − e0 + c)/c − 1)` down
+//! to `e0`. No counter is taped, and subscripts built from `i` and from
+//! variables the loop does not change need no taping either: the adjoint
+//! reads them again. The values such loop-invariant variables had are
+//! pushed once after the outermost explicit loop and restored (popped into
+//! the variables) before its adjoint, because code after the loop, or a
+//! fresh activation in split mode, may change them.
+//!
+//! A loop whose variable or bounds the body may change, or whose header
+//! has another form, is reversed by counting like every other loop.
+
+use std::rc::Rc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use xaif_linearize::adjoint::StableIndices;
+use xaif_linearize::context::Ctx;
+use xaif_model::{
+    ArgValue, CallArg, Expr, ExprGraph, ExprVertexKind, InlinableArg, Program, ScopeId, StmtId, StmtKind,
+    SymbolId, SymbolType, VarRef, VertexId, VertexKind,
+};
+
+use crate::region::Region;
+
+/// The header of an explicitly reversed loop.
+#[derive(Clone, Debug)]
+pub struct ExplicitLoop {
+    /// The loop variable.
+    pub var: VarRef,
+    /// Its first value.
+    pub first: Expr,
+    /// The inclusive bound (`e1`, or `e1 ∓ 1` for strict comparisons).
+    pub bound: Expr,
+    /// The constant step.
+    pub step: i64,
+}
+
+/// Which loops run backwards explicitly, and what their adjoints need.
+#[derive(Clone, Debug, Default)]
+pub struct LoopPlan {
+    /// Explicitly reversed loops by loop vertex.
+    pub explicit: FxHashMap<VertexId, ExplicitLoop>,
+    /// For each basic block inside an explicit loop, the variables its
+    /// adjoint may read instead of taped values.
+    pub stable: FxHashMap<VertexId, StableIndices>,
+    /// For each outermost explicit loop: the variables its adjoint needs
+    /// restored (loop bounds of the nest so far; [`LoopPlan::add_reads`]
+    /// adds what the basic blocks read).
+    pub restore: FxHashMap<VertexId, Vec<SymbolId>>,
+    /// Outermost explicit loop of each basic block and explicit loop inside
+    /// one.
+    outermost: FxHashMap<VertexId, VertexId>,
+}
+
+impl LoopPlan {
+    /// Records that the adjoint of `block` reads `symbols` (stable ones):
+    /// those that are not loop variables of the nest are restored before
+    /// the outermost loop's adjoint.
+    pub fn add_reads(&mut self, block: VertexId, symbols: &[SymbolId]) {
+        let (Some(root), Some(stable)) = (self.outermost.get(&block), self.stable.get(&block)) else {
+            return;
+        };
+        let list = self.restore.entry(*root).or_default();
+        for s in symbols {
+            if !stable.controlled.contains(s) && !list.contains(s) {
+                list.push(*s);
+            }
+        }
+    }
+
+    /// The references of the variables restored around outermost loop
+    /// `root`, in push order.
+    pub fn restored_refs(&self, p: &Program, root: VertexId) -> Vec<VarRef> {
+        self.restore
+            .get(&root)
+            .map(|list| list.iter().map(|s| symbol_ref(p, *s)).collect())
+            .unwrap_or_default()
+    }
+}
+
+fn symbol_ref(p: &Program, s: SymbolId) -> VarRef {
+    let scope_id = p.scopes[p.symbols[s].scope]
+        .attrs
+        .get("vertex_id")
+        .unwrap_or("1");
+    VarRef::symbol(
+        xaif_model::Attrs::new()
+            .with("vertex_id", "1")
+            .with("active", "false"),
+        scope_id,
+        p.symbols[s].name(),
+    )
+}
+
+/// What a region may change.
+#[derive(Default)]
+struct Effects {
+    assigned: FxHashSet<SymbolId>,
+    calls: bool,
+    /// A statement the front end did not translate may store anywhere.
+    opaque: bool,
+}
+
+impl Effects {
+    fn changes(&self, p: &Program, s: SymbolId, local: ScopeId) -> bool {
+        self.opaque || self.assigned.contains(&s) || (self.calls && p.symbols[s].scope != local)
+    }
+}
+
+/// Whether a marker may stand for a store the XAIF does not carry (the
+/// front end's annotation names the construct it dropped).
+fn marker_may_store(annotation: &str) -> bool {
+    ["OPR_STID", "OPR_ISTORE", "OPR_PSTORE", "OPR_CALL", "cassignstmt", "READ"]
+        .iter()
+        .any(|k| annotation.contains(k))
+}
+
+fn expr_effects(ctx: &Ctx<'_>, e: &Expr, fx: &mut Effects) {
+    for v in &e.vertices {
+        if let ExprVertexKind::FunctionCall(args) = &v.kind {
+            fx.calls = true;
+            for a in args {
+                if let Some(s) = ctx.symbol_of(&a.graph) {
+                    fx.assigned.insert(s);
+                }
+            }
+        }
+    }
+}
+
+fn stmt_effects(ctx: &Ctx<'_>, s: StmtId, fx: &mut Effects) {
+    match &ctx.p.stmts[s].kind {
+        StmtKind::Assignment(a) => {
+            if let Some(sym) = ctx.symbol_of(&a.lhs.graph) {
+                fx.assigned.insert(sym);
+            }
+            expr_effects(ctx, &a.rhs, fx);
+        }
+        StmtKind::SubroutineCall(args) => {
+            fx.calls = true;
+            for a in args {
+                if let ArgValue::Variable(r) = &a.value {
+                    if let Some(sym) = ctx.symbol_of(&r.graph) {
+                        fx.assigned.insert(sym);
+                    }
+                }
+            }
+        }
+        StmtKind::InlinableCall(args) => {
+            for a in args {
+                let r = match a {
+                    InlinableArg::Argument(CallArg {
+                        value: ArgValue::Variable(r),
+                        ..
+                    }) => r,
+                    InlinableArg::Substitute(r) => r,
+                    InlinableArg::Argument(_) => continue,
+                };
+                if let Some(sym) = ctx.symbol_of(&r.graph) {
+                    fx.assigned.insert(sym);
+                }
+            }
+        }
+        StmtKind::Marker => {
+            let annotation = ctx.p.stmts[s].attrs.get("annotation").unwrap_or("");
+            if marker_may_store(annotation) {
+                fx.opaque = true;
+            }
+        }
+        StmtKind::DerivativePropagator(_) => fx.opaque = true,
+    }
+}
+
+fn region_effects(ctx: &Ctx<'_>, regions: &[Region], fx: &mut Effects) {
+    for r in regions {
+        match r {
+            Region::Block(v) => {
+                if let VertexKind::BasicBlock(stmts) = &ctx.p.vertices[*v].kind {
+                    for s in stmts {
+                        stmt_effects(ctx, *s, fx);
+                    }
+                }
+            }
+            Region::Pass(_) => {}
+            Region::Branch { vertex, arms, .. } => {
+                if let VertexKind::Branch(Some(c)) | VertexKind::If(Some(c)) =
+                    &ctx.p.vertices[*vertex].kind
+                {
+                    expr_effects(ctx, c, fx);
+                }
+                for (_, arm) in arms {
+                    region_effects(ctx, arm, fx);
+                }
+            }
+            Region::Loop { vertex, body, .. } => {
+                match &ctx.p.vertices[*vertex].kind {
+                    VertexKind::ForLoop {
+                        init,
+                        condition,
+                        update,
+                    } => {
+                        for s in init.iter().chain(update.iter()) {
+                            stmt_effects(ctx, *s, fx);
+                        }
+                        if let Some(c) = condition {
+                            expr_effects(ctx, c, fx);
+                        }
+                    }
+                    VertexKind::PreLoop(Some(c)) | VertexKind::PostLoop(Some(c)) => {
+                        expr_effects(ctx, c, fx)
+                    }
+                    _ => {}
+                }
+                region_effects(ctx, body, fx);
+            }
+        }
+    }
+}
+
+/// The scalar integer variables `e` reads, or `None` when it reads
+/// anything else (array elements, function results). Whole arrays may be
+/// read by the shape inquiries `lbound`, `ubound` and `size`: shapes do not
+/// change while a loop runs.
+fn scalar_reads(ctx: &Ctx<'_>, e: &Expr) -> Option<Vec<SymbolId>> {
+    let g = ExprGraph::new(e)?;
+    let inquiry = |at: usize| {
+        (0..e.vertices.len()).any(|u| g.args[u].first() == Some(&at))
+            && (0..e.vertices.len()).all(|u| {
+                !g.args[u].contains(&at)
+                    || (g.args[u].first() == Some(&at)
+                        && matches!(e.vertices[u].kind, ExprVertexKind::Intrinsic)
+                        && matches!(
+                            e.vertices[u].attrs.get("name"),
+                            Some("lbound" | "ubound" | "size")
+                        ))
+            })
+    };
+    let mut out = Vec::new();
+    for (at, v) in e.vertices.iter().enumerate() {
+        match &v.kind {
+            ExprVertexKind::Constant | ExprVertexKind::Intrinsic => {}
+            ExprVertexKind::VariableReference(r) => {
+                if !r.subscripts().is_empty() {
+                    return None;
+                }
+                let s = ctx.symbol_of(r)?;
+                let sym = &ctx.p.symbols[s];
+                if sym.rank() > 0 && inquiry(at) {
+                    continue;
+                }
+                if sym.rank() != 0 || sym.ty() != SymbolType::Integer {
+                    return None;
+                }
+                out.push(s);
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+fn int_constant(e: &Expr, at: usize) -> Option<i64> {
+    let v = &e.vertices[at];
+    match v.kind {
+        ExprVertexKind::Constant => v.attrs.get("value")?.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn is_var(ctx: &Ctx<'_>, e: &Expr, at: usize, var: SymbolId) -> bool {
+    match &e.vertices[at].kind {
+        ExprVertexKind::VariableReference(g) => {
+            g.subscripts().is_empty() && ctx.symbol_of(g) == Some(var)
+        }
+        _ => false,
+    }
+}
+
+/// The subexpression of `e` rooted at vertex `at`.
+fn subexpr(e: &Expr, g: &ExprGraph, at: usize) -> Expr {
+    let mut b = xaif_model::ExprBuilder::new();
+    crate::reverse::embed_at(&mut b, e, g, at);
+    b.finish()
+}
+
+/// Recognises `i = e0; i <= e1 (<, >=, >); i = i ± c`, whatever the
+/// front end's `reversal` hint says: whether the loop may run backwards is
+/// decided by what its body changes (see [`plan`]).
+fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
+    let vertex = &ctx.p.vertices[v];
+    let VertexKind::ForLoop {
+        init: Some(init),
+        condition: Some(cond),
+        update: Some(update),
+    } = &vertex.kind
+    else {
+        return None;
+    };
+    let StmtKind::Assignment(init) = &ctx.p.stmts[*init].kind else {
+        return None;
+    };
+    let StmtKind::Assignment(update) = &ctx.p.stmts[*update].kind else {
+        return None;
+    };
+    if !init.lhs.graph.subscripts().is_empty() {
+        return None;
+    }
+    let var = ctx.symbol_of(&init.lhs.graph)?;
+    let sym = &ctx.p.symbols[var];
+    if sym.rank() != 0 || sym.ty() != SymbolType::Integer {
+        return None;
+    }
+    if ctx.symbol_of(&update.lhs.graph) != Some(var) || !update.lhs.graph.subscripts().is_empty()
+    {
+        return None;
+    }
+    // Step.
+    let ug = ExprGraph::new(&update.rhs)?;
+    let op = update.rhs.vertices[ug.root].attrs.get("name")?;
+    let [a, b] = ug.args[ug.root].as_slice() else {
+        return None;
+    };
+    let step = match op {
+        "add_scal_scal" if is_var(ctx, &update.rhs, *a, var) => int_constant(&update.rhs, *b)?,
+        "add_scal_scal" if is_var(ctx, &update.rhs, *b, var) => int_constant(&update.rhs, *a)?,
+        "sub_scal_scal" if is_var(ctx, &update.rhs, *a, var) => -int_constant(&update.rhs, *b)?,
+        _ => return None,
+    };
+    if step == 0 {
+        return None;
+    }
+    // Bound: var OP e1 or e1 OP var.
+    let cg = ExprGraph::new(cond)?;
+    let op = cond.vertices[cg.root].attrs.get("name")?;
+    let [l, r] = cg.args[cg.root].as_slice() else {
+        return None;
+    };
+    let (op, other) = if is_var(ctx, cond, *l, var) {
+        (op.to_string(), *r)
+    } else if is_var(ctx, cond, *r, var) {
+        let mirrored = match op {
+            "less_or_equal" => "greater_or_equal",
+            "less_than" => "greater_than",
+            "greater_or_equal" => "less_or_equal",
+            "greater_than" => "less_than",
+            _ => return None,
+        };
+        (mirrored.to_string(), *l)
+    } else {
+        return None;
+    };
+    let adjust: i64 = match (op.as_str(), step > 0) {
+        ("less_or_equal", true) | ("greater_or_equal", false) => 0,
+        ("less_than", true) => -1,
+        ("greater_than", false) => 1,
+        _ => return None,
+    };
+    let e1 = subexpr(cond, &cg, other);
+    scalar_reads(ctx, &e1)?;
+    scalar_reads(ctx, &init.rhs)?;
+    let bound = if adjust == 0 {
+        e1
+    } else {
+        let mut b = xaif_model::ExprBuilder::new();
+        let x = crate::reverse::embed(&mut b, &e1);
+        let c = b.constant("integer", &adjust.abs().to_string());
+        b.intrinsic(
+            if adjust > 0 {
+                "add_scal_scal"
+            } else {
+                "sub_scal_scal"
+            },
+            &[x, c],
+        );
+        b.finish()
+    };
+    Some(ExplicitLoop {
+        var: init.lhs.clone(),
+        first: init.rhs.clone(),
+        bound,
+        step,
+    })
+}
+
+struct Frame {
+    root: VertexId,
+    effects: Rc<FxHashSet<SymbolId>>,
+    calls: bool,
+    opaque: bool,
+    controlled: Vec<SymbolId>,
+}
+
+struct Planner<'c, 'p> {
+    ctx: &'c Ctx<'p>,
+    local: ScopeId,
+    plan: LoopPlan,
+}
+
+impl Planner<'_, '_> {
+    /// Whether loop `l` (body `body`) can run backwards inside `frame`
+    /// (or as an outermost loop when `frame` is `None`).
+    fn explicit_in(
+        &self,
+        l: &ExplicitLoop,
+        body: &[Region],
+        frame: Option<&Frame>,
+        outer_fx: Option<&Effects>,
+    ) -> Option<(SymbolId, Vec<SymbolId>)> {
+        let ctx = self.ctx;
+        let var = ctx.symbol_of(&l.var.graph)?;
+        let mut body_fx = Effects::default();
+        region_effects(ctx, body, &mut body_fx);
+        if body_fx.opaque || body_fx.assigned.contains(&var) {
+            return None;
+        }
+        let mut reads = scalar_reads(ctx, &l.first)?;
+        reads.extend(scalar_reads(ctx, &l.bound)?);
+        let mut restore = Vec::new();
+        for s in reads {
+            if s == var {
+                return None;
+            }
+            let controlled = frame.is_some_and(|f| f.controlled.contains(&s));
+            if controlled {
+                continue;
+            }
+            let changes = match (frame, outer_fx) {
+                (Some(f), _) => {
+                    f.opaque
+                        || f.effects.contains(&s)
+                        || (f.calls && ctx.p.symbols[s].scope != self.local)
+                }
+                (None, Some(fx)) => fx.changes(ctx.p, s, self.local),
+                (None, None) => true,
+            };
+            if changes {
+                return None;
+            }
+            if !restore.contains(&s) {
+                restore.push(s);
+            }
+        }
+        Some((var, restore))
+    }
+
+    fn visit(&mut self, regions: &[Region], frame: Option<&Frame>) {
+        for r in regions {
+            match r {
+                Region::Block(v) => {
+                    if let Some(f) = frame {
+                        self.plan.stable.insert(
+                            *v,
+                            StableIndices {
+                                controlled: f.controlled.clone(),
+                                assigned: f.effects.clone(),
+                                calls: f.calls,
+                                opaque: f.opaque,
+                                local_scope: self.local,
+                            },
+                        );
+                        self.plan.outermost.insert(*v, f.root);
+                    }
+                }
+                Region::Pass(_) => {}
+                Region::Branch { arms, .. } => {
+                    for (_, arm) in arms {
+                        self.visit(arm, frame);
+                    }
+                }
+                Region::Loop { vertex, body, .. } => {
+                    let header = recognise(self.ctx, *vertex);
+                    match frame {
+                        None => {
+                            // A candidate outermost loop: what the whole
+                            // loop (header and body) changes.
+                            let mut fx = Effects::default();
+                            region_effects(self.ctx, std::slice::from_ref(r), &mut fx);
+                            let ok = header
+                                .as_ref()
+                                .and_then(|h| self.explicit_in(h, body, None, Some(&fx)));
+                            match (header, ok) {
+                                (Some(h), Some((var, restore))) => {
+                                    self.plan.explicit.insert(*vertex, h);
+                                    self.plan.restore.insert(*vertex, restore);
+                                    let f = Frame {
+                                        root: *vertex,
+                                        effects: Rc::new(fx.assigned),
+                                        calls: fx.calls,
+                                        opaque: fx.opaque,
+                                        controlled: vec![var],
+                                    };
+                                    self.visit(body, Some(&f));
+                                }
+                                _ => self.visit(body, None),
+                            }
+                        }
+                        Some(f) => {
+                            let ok = header
+                                .as_ref()
+                                .and_then(|h| self.explicit_in(h, body, Some(f), None));
+                            match (header, ok) {
+                                (Some(h), Some((var, restore))) => {
+                                    self.plan.explicit.insert(*vertex, h);
+                                    self.plan.outermost.insert(*vertex, f.root);
+                                    let list = self.plan.restore.entry(f.root).or_default();
+                                    for s in restore {
+                                        if !list.contains(&s) {
+                                            list.push(s);
+                                        }
+                                    }
+                                    let mut controlled = f.controlled.clone();
+                                    controlled.push(var);
+                                    let inner = Frame {
+                                        root: f.root,
+                                        effects: f.effects.clone(),
+                                        calls: f.calls,
+                                        opaque: f.opaque,
+                                        controlled,
+                                    };
+                                    self.visit(body, Some(&inner));
+                                }
+                                _ => self.visit(body, Some(f)),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Decides which loops of a structured routine body run backwards
+/// explicitly. `local` is the routine's scope.
+pub fn plan(ctx: &Ctx<'_>, local: ScopeId, regions: &[Region]) -> LoopPlan {
+    let mut planner = Planner {
+        ctx,
+        local,
+        plan: LoopPlan::default(),
+    };
+    planner.visit(regions, None);
+    planner.plan
+}
