@@ -117,8 +117,17 @@ pub struct Activity {
     pub routines: SecondaryMap<Routine, RoutineActivity>,
     /// Per variable symbol of the analysed routines: our verdict.
     pub symbols: SecondaryMap<Symbol, bool>,
-    /// Whether each storage is active somewhere, by [`StorageId::index`].
+    /// Our verdict per storage, by [`StorageId::index`]: varied and useful
+    /// at some point, and used differentiably somewhere (written or read in
+    /// a differentiable position by an active statement, bound at a call to
+    /// such a storage, or an independent or dependent). A variable that is
+    /// varied and useful only while it passes untouched through a routine
+    /// needs no derivative there.
     pub storages: Vec<bool>,
+    /// Whether each storage is varied and useful at some point.
+    pub pointwise: Vec<bool>,
+    /// Whether each storage is used differentiably somewhere.
+    pub used: Vec<bool>,
     /// Whether each storage is varied somewhere.
     pub varied: Vec<bool>,
     /// Whether each storage is useful somewhere.
@@ -308,6 +317,8 @@ pub fn analyze_activity(
 
     let mut act = Activity {
         storages: vec![false; facts.storages.len()],
+        pointwise: vec![false; facts.storages.len()],
+        used: vec![false; facts.storages.len()],
         varied: vec![false; facts.storages.len()],
         useful: vec![false; facts.storages.len()],
         independents,
@@ -352,6 +363,25 @@ pub fn analyze_activity(
                 touched.intersects(&live_after)
                     && LocSet::from_slots(e.dp.iter().copied()).intersects(vb)
             };
+            if is_active {
+                let mut used = rf.empty();
+                if e.call.is_none() {
+                    let mut w: LocSet = e.writes.iter().copied().collect();
+                    w.intersect_with(&live_after);
+                    used.union_with(&w);
+                    let mut d: LocSet = e.dp.iter().copied().collect();
+                    d.intersect_with(vb);
+                    used.union_with(&d);
+                    if e.opaque {
+                        let mut t = touched.clone();
+                        t.intersect_with(&live);
+                        used.union_with(&t);
+                    }
+                }
+                for x in used.iter() {
+                    act.used[rf.universe.slot(x).storage.index()] = true;
+                }
+            }
             act.stmts.insert(
                 s,
                 StmtActivity {
@@ -384,7 +414,7 @@ pub fn analyze_activity(
                 table[rf.universe.slot(s).storage.index()] = true;
             }
         };
-        mark(&active, &mut act.storages);
+        mark(&active, &mut act.pointwise);
         mark(entry_vary, &mut act.varied);
         mark(exit_useful, &mut act.useful);
         for (vb, va) in vrec.stmts.values() {
@@ -404,6 +434,40 @@ pub fn analyze_activity(
                 active,
             },
         );
+    }
+    for (_, st) in act.independents.iter().chain(&act.dependents) {
+        act.used[st.index()] = true;
+    }
+    // A storage bound at a call to a storage used in the callee is used too
+    // (the actual must carry the derivative the callee computes).
+    loop {
+        let mut changed = false;
+        for &r in &cg.routines {
+            let rf = &facts.routines[&r];
+            for e in rf.effects.values() {
+                let Some(call) = &e.call else { continue };
+                let callee = &facts.routines[&call.callee];
+                for (a, list) in call.may.iter().enumerate() {
+                    let sa = callee.universe.slot(a as u32).storage;
+                    if !act.used[sa.index()] {
+                        continue;
+                    }
+                    for &c in list {
+                        let sc = rf.universe.slot(c).storage;
+                        if act.pointwise[sc.index()] && !act.used[sc.index()] {
+                            act.used[sc.index()] = true;
+                            changed = true;
+                        }
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for i in 0..facts.storages.len() {
+        act.storages[i] = act.pointwise[i] && act.used[i];
     }
     for (i, st) in facts.storages.iter().enumerate() {
         for &sym in &st.symbols {
@@ -458,6 +522,9 @@ pub fn compare_with_front_end(facts: &ProgramFacts, act: &Activity) -> Vec<Activ
                 (false, false) => "neither varied nor useful".to_string(),
                 (false, true) => "never depends on an independent".to_string(),
                 (true, false) => "no dependent depends on it".to_string(),
+                (true, true) if act.pointwise[st.index()] => {
+                    "varied and useful only where no statement uses it differentiably".to_string()
+                }
                 (true, true) => "never varied and useful at the same point".to_string(),
             }),
             _ => None,
@@ -578,4 +645,62 @@ impl PassivationPlan {
             p.symbols[s].attrs.set("active", "1");
         }
     }
+}
+
+/// A flow-insensitive, context-insensitive over-approximation of the
+/// storages through which an independent may reach a dependent: a storage
+/// graph with an edge from every differentiably read storage to every
+/// written one and both ways across every formal ↔ actual binding. Kills,
+/// order and paths are ignored, so whatever it excludes is certainly off
+/// every dependency path; tests use it to check passive verdicts without
+/// trusting the flow-sensitive analysis.
+pub fn coarse_dependency_paths(
+    facts: &ProgramFacts,
+    independents: &[(RoutineId, StorageId)],
+    dependents: &[(RoutineId, StorageId)],
+) -> Vec<bool> {
+    let n = facts.storages.len();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let st = |rf: &crate::RoutineFacts, slot: u32| rf.universe.slot(slot).storage.index();
+    for rf in facts.routines.values() {
+        for e in rf.effects.values() {
+            if let Some(call) = &e.call {
+                let callee = &facts.routines[&call.callee];
+                for (a, list) in call.may.iter().enumerate() {
+                    let sa = st(callee, a as u32);
+                    for &c in list {
+                        let sc = st(rf, c);
+                        succ[sa].push(sc);
+                        succ[sc].push(sa);
+                    }
+                }
+            } else {
+                for &d in &e.dp {
+                    for &w in &e.writes {
+                        succ[st(rf, d)].push(st(rf, w));
+                    }
+                }
+            }
+        }
+    }
+    let mut pred: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (u, list) in succ.iter().enumerate() {
+        for &v in list {
+            pred[v].push(u);
+        }
+    }
+    let reach = |seeds: &[(RoutineId, StorageId)], adj: &Vec<Vec<usize>>| {
+        let mut seen = vec![false; n];
+        let mut stack: Vec<usize> = seeds.iter().map(|(_, s)| s.index()).collect();
+        while let Some(v) = stack.pop() {
+            if std::mem::replace(&mut seen[v], true) {
+                continue;
+            }
+            stack.extend(adj[v].iter().copied());
+        }
+        seen
+    };
+    let fwd = reach(independents, &succ);
+    let bwd = reach(dependents, &pred);
+    (0..n).map(|i| fwd[i] && bwd[i]).collect()
 }
