@@ -36,8 +36,9 @@ pub mod report;
 pub mod tbr;
 
 pub use activity::{
-    analyze_activity, coarse_dependency_paths, compare_with_front_end, top_routines, Activity, ActivityDiff, ActivitySpec,
-    BlockActivity, PassivationOptions, PassivationPlan, RoutineActivity, StmtActivity, VarSpec,
+    analyze_activity, coarse_dependency_paths, compare_with_front_end, top_routines, Activity,
+    ActivityDiff, ActivitySpec, BlockActivity, PassivationOptions, PassivationPlan,
+    RoutineActivity, StmtActivity, VarSpec,
 };
 pub use bitset::LocSet;
 pub use callgraph::CallGraph;

@@ -6,8 +6,7 @@ mod common;
 use std::path::Path;
 
 use xaif_dataflow::{
-    analyze, coarse_dependency_paths, compare_with_front_end, ActivitySpec, Config, Solver,
-    VarSpec,
+    analyze, coarse_dependency_paths, compare_with_front_end, ActivitySpec, Config, Solver, VarSpec,
 };
 use xaif_model::Program;
 
@@ -46,9 +45,7 @@ fn spec(dir: &Path, p: &Program) -> ActivitySpec {
     let Some(routine) = p
         .routines
         .iter()
-        .find(|(_, r)| {
-            xaif_dataflow::fortran_routine_name(r.symbol_name()) == top && r.has_body(p)
-        })
+        .find(|(_, r)| xaif_dataflow::fortran_routine_name(r.symbol_name()) == top && r.has_body(p))
         .map(|(_, r)| r)
     else {
         return spec;
@@ -121,11 +118,8 @@ fn corpus_activity_agrees_with_the_front_end_or_is_explained() {
         };
         let a = analyze(&p, &config).unwrap_or_else(|e| panic!("{example}: {e}"));
         analysed += 1;
-        let coarse = coarse_dependency_paths(
-            &a.facts,
-            &a.activity.independents,
-            &a.activity.dependents,
-        );
+        let coarse =
+            coarse_dependency_paths(&a.facts, &a.activity.independents, &a.activity.dependents);
         for d in compare_with_front_end(&a.facts, &a.activity) {
             if d.ours {
                 // (a) Everything we call active is active in the front end,
@@ -154,7 +148,10 @@ fn corpus_activity_agrees_with_the_front_end_or_is_explained() {
                 && a.activity.pointwise[st.index()]
                 && !a.activity.storage_active(*st)
             {
-                failures.push(format!("{example}: seed {} passive", a.facts.storages[st.index()].name));
+                failures.push(format!(
+                    "{example}: seed {} passive",
+                    a.facts.storages[st.index()].name
+                ));
             }
         }
         // The iterative equations give the same verdicts.

@@ -50,8 +50,14 @@ fn figure1_records_the_array_elements_and_the_indices_not_a() {
         }
         // Taping at the use instead: both reads of each active statement
         // may be overwritten before its adjoint runs.
-        assert_eq!(names(&a, r, &tbr.stmt(stmt(&p, "s4")).unwrap().to_tape), ["i", "x"]);
-        assert_eq!(names(&a, r, &tbr.stmt(stmt(&p, "s5")).unwrap().to_tape), ["j", "x"]);
+        assert_eq!(
+            names(&a, r, &tbr.stmt(stmt(&p, "s4")).unwrap().to_tape),
+            ["i", "x"]
+        );
+        assert_eq!(
+            names(&a, r, &tbr.stmt(stmt(&p, "s5")).unwrap().to_tape),
+            ["j", "x"]
+        );
         // Activity: x is active, the integers and `a` are not.
         let act = &a.activity;
         let sym = |name: &str| {

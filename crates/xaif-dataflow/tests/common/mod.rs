@@ -8,7 +8,9 @@ use xaif_model::{Program, RoutineId, SourceMap, StmtId};
 
 /// The committed fixture `name` of `fixtures/dataflow`.
 pub fn fixture(name: &str) -> PathBuf {
-    xaif_testkit::repo_root().join("fixtures/dataflow").join(name)
+    xaif_testkit::repo_root()
+        .join("fixtures/dataflow")
+        .join(name)
 }
 
 /// Reads and gates an XAIF file.
