@@ -10,6 +10,7 @@
 //! - 3: the environment is wrong (no inputs found, schema directory or tool
 //!   missing, output not writable).
 
+mod analyze;
 mod batch;
 mod output;
 mod run;
@@ -40,6 +41,9 @@ enum Command {
     Run(run::RunArgs),
     /// Compare two Jacobian files (ad.out format).
     Compare(run::CompareArgs),
+    /// Activity and to-be-recorded analyses: print what is active and what
+    /// must be recorded, per routine and statement.
+    Analyze(analyze::AnalyzeArgs),
 }
 
 #[derive(Args)]
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate(args),
         Command::Run(args) => run::run(args),
         Command::Compare(args) => run::compare_files(args),
+        Command::Analyze(args) => analyze::analyze(args),
     };
     match result {
         Ok(code) => code,
