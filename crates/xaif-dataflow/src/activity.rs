@@ -440,9 +440,11 @@ pub fn analyze_activity(
     }
     // A storage bound at a call to a storage used in the callee is used too
     // (the actual must carry the derivative the callee computes).
+    // Callees first, so one pass settles everything but recursion.
+    let bottom_up_order: Vec<RoutineId> = cg.sccs.iter().flatten().copied().collect();
     loop {
         let mut changed = false;
-        for &r in &cg.routines {
+        for &r in &bottom_up_order {
             let rf = &facts.routines[&r];
             for e in rf.effects.values() {
                 let Some(call) = &e.call else { continue };

@@ -246,6 +246,52 @@ impl Propagation for DepProblem<'_, '_> {
             Direction::Backward => s.preimage(fact),
         }
     }
+
+    /// Crosses an assignment without building its summary (the same result
+    /// as [`Dep::image`] / [`Dep::preimage`] of [`Summaries::stmt`], without
+    /// allocating a relation per statement).
+    fn transfer(&self, s: StmtId, fact: &LocSet) -> LocSet {
+        let e = self.facts.effect(self.routine, s);
+        if e.call.is_some() {
+            return match self.stmt(s) {
+                Some(d) => self.apply(&d, fact),
+                None => LocSet::new(),
+            };
+        }
+        let mut out = fact.clone();
+        let keeps_self = !e.must || e.opaque;
+        match self.direction {
+            Direction::Forward => {
+                let hit = e.dp.iter().any(|d| fact.contains(*d));
+                for &w in &e.writes {
+                    if hit || (keeps_self && fact.contains(w)) {
+                        out.insert(w);
+                    } else {
+                        out.remove(w);
+                    }
+                }
+            }
+            Direction::Backward => {
+                let mut any = false;
+                for &w in &e.writes {
+                    if fact.contains(w) {
+                        any = true;
+                        if !keeps_self {
+                            out.remove(w);
+                        }
+                    } else {
+                        out.remove(w);
+                    }
+                }
+                if any {
+                    for &d in &e.dp {
+                        out.insert(d);
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
