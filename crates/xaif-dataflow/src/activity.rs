@@ -601,10 +601,10 @@ impl PassivationPlan {
         }
         let mut class_active = vec![false; n];
         let mut class_external = vec![false; n];
-        for i in 0..n {
+        for (i, ext) in external.iter().enumerate() {
             let c = find(&mut parent, i);
             class_active[c] |= act.storages[i];
-            class_external[c] |= external[i];
+            class_external[c] |= *ext;
         }
         let mut plan = PassivationPlan::default();
         for (i, st) in facts.storages.iter().enumerate() {

@@ -131,6 +131,9 @@ impl RoutineFacts {
     }
 }
 
+/// Storages a routine touches, with the constant elements it names.
+type Used = BTreeMap<StorageId, BTreeSet<Box<[i64]>>>;
+
 /// Everything the analyses know about a program before solving anything.
 pub struct ProgramFacts<'p> {
     /// The program.
@@ -169,8 +172,7 @@ impl<'p> ProgramFacts<'p> {
         let callgraph = CallGraph::new(p, routines.clone(), &flows);
 
         // Storages each routine names, with the constant elements it names.
-        let mut used: FxHashMap<RoutineId, BTreeMap<StorageId, BTreeSet<Box<[i64]>>>> =
-            FxHashMap::default();
+        let mut used: FxHashMap<RoutineId, Used> = FxHashMap::default();
         let mut formals: FxHashMap<RoutineId, Vec<Option<StorageId>>> = FxHashMap::default();
         for &r in &routines {
             let mut u: BTreeMap<StorageId, BTreeSet<Box<[i64]>>> = BTreeMap::new();

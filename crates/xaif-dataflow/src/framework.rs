@@ -110,12 +110,15 @@ pub trait Propagation: Summaries {
 /// Summaries of the loops of a structured routine, by loop id.
 pub type LoopSummaries<S> = Vec<Option<S>>;
 
+/// A routine's summary and its loops' summaries.
+pub type StructuredSummary<S> = (Option<S>, LoopSummaries<S>);
+
 /// The summary of a routine body by the structured equations; also returns
 /// the summary of every loop body. `None` when the graph has no structure.
 pub fn summarize_structured<P: Summaries>(
     p: &P,
     fg: &FlowGraph,
-) -> Option<(Option<P::Summary>, LoopSummaries<P::Summary>)> {
+) -> Option<StructuredSummary<P::Summary>> {
     let region = fg.region.as_ref()?;
     let mut loops = vec![None; fg.loops as usize];
     let s = summarize_region(p, fg, region, &mut loops);

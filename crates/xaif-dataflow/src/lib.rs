@@ -23,6 +23,8 @@
 //! changed, except by [`PassivationPlan::apply`] on request. The crate knows
 //! nothing of the interpreter or of any transformation.
 
+#![warn(missing_docs)]
+
 pub mod activity;
 pub mod bitset;
 pub mod callgraph;

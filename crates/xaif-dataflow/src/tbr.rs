@@ -420,7 +420,8 @@ fn local_requirements(
                     let mut varied = sa.in_vary.clone();
                     varied.union_with(&sa.out_vary);
                     let lhs_active = lhs_useful && writes.intersects(&varied);
-                    assignment_requirements(facts, r, u, a, sa, lhs_useful, lhs_active, &mut l);
+                    let sc = Scope { facts, r, u };
+                    assignment_requirements(&sc, a, sa, (lhs_useful, lhs_active), &mut l);
                 }
                 StmtKind::SubroutineCall(_) if e.call.is_some() => {
                     let call = e.call.as_ref().expect("checked");
@@ -436,16 +437,14 @@ fn local_requirements(
                         l.active = true;
                     }
                 }
-                _ if e.opaque => {
-                    if sa.active {
-                        let slots: LocSet = e.reads.iter().copied().collect();
-                        l.required.union_with(&slots);
-                        l.reasons.push(Requirement {
-                            slots,
-                            reason: Reason::Opaque,
-                        });
-                        l.active = true;
-                    }
+                _ if e.opaque && sa.active => {
+                    let slots: LocSet = e.reads.iter().copied().collect();
+                    l.required.union_with(&slots);
+                    l.reasons.push(Requirement {
+                        slots,
+                        reason: Reason::Opaque,
+                    });
+                    l.active = true;
                 }
                 _ => {}
             }
@@ -467,16 +466,21 @@ fn push_req(l: &mut Local, slots: LocSet, reason: Reason) {
     }
 }
 
-fn assignment_requirements(
-    facts: &ProgramFacts,
+/// Where an assignment's requirements are computed.
+struct Scope<'a, 'p> {
+    facts: &'a ProgramFacts<'p>,
     r: RoutineId,
-    u: &Universe,
+    u: &'a Universe,
+}
+
+fn assignment_requirements(
+    sc: &Scope,
     a: &Assignment,
     sa: &crate::activity::StmtActivity,
-    lhs_useful: bool,
-    lhs_active: bool,
+    (lhs_useful, lhs_active): (bool, bool),
     l: &mut Local,
 ) {
+    let (facts, r, u) = (sc.facts, sc.r, sc.u);
     let p = facts.program;
     let lhs_name = lhs_symbol_name(p, &a.lhs.graph);
     if lhs_active {
@@ -503,15 +507,14 @@ fn assignment_requirements(
     // a differentiable position.
     let mut active = vec![None::<bool>; n];
     fn is_active(
-        facts: &ProgramFacts,
-        r: RoutineId,
-        u: &Universe,
+        sc: &Scope,
         e: &Expr,
         g: &xaif_model::ExprGraph,
         v: usize,
         vary: &LocSet,
         memo: &mut Vec<Option<bool>>,
     ) -> bool {
+        let (facts, r, u) = (sc.facts, sc.r, sc.u);
         if let Some(x) = memo[v] {
             return x;
         }
@@ -535,12 +538,12 @@ fn assignment_requirements(
                 } else if name == "sign_scal_scal" {
                     g.args[v]
                         .first()
-                        .is_some_and(|&w| is_active(facts, r, u, e, g, w, vary, memo))
+                        .is_some_and(|&w| is_active(sc, e, g, w, vary, memo))
                 } else {
                     let args = g.args[v].clone();
                     let mut any = false;
                     for w in args {
-                        any |= is_active(facts, r, u, e, g, w, vary, memo);
+                        any |= is_active(sc, e, g, w, vary, memo);
                     }
                     any
                 }
@@ -550,7 +553,7 @@ fn assignment_requirements(
         memo[v] = Some(x);
         x
     }
-    if !is_active(facts, r, u, e, &g, g.root, &sa.in_vary, &mut active) {
+    if !is_active(sc, e, &g, g.root, &sa.in_vary, &mut active) {
         return;
     }
     l.active = true;
