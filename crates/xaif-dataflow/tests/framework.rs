@@ -233,3 +233,69 @@ fn passivation_keeps_call_bindings_consistent() {
         }
     }
 }
+
+#[test]
+fn solvers_agree_on_every_cfg_vertex_kind() {
+    // The interpreter's fixtures cover PostLoop, If, Goto, Label, select
+    // case and zero-trip loops; the model's all_kinds.xaif every vertex kind.
+    let root = xaif_testkit::repo_root().join("fixtures");
+    let mut files = xaif_testkit::xaif_files(&root.join("interp"));
+    files.push(root.join("model/all_kinds.xaif"));
+    let mut post_loops = 0;
+    for f in files {
+        let Ok((p, sm)) = xaif_model::read_program_file(&f) else {
+            continue;
+        };
+        if xaif_model::validate_program(&p, &sm).is_err() {
+            continue;
+        }
+        post_loops += p
+            .vertices
+            .iter()
+            .filter(|(_, v)| matches!(v.kind, xaif_model::VertexKind::PostLoop(_)))
+            .count();
+        let (s, i) = both(&p);
+        assert_same(&s, &i, &f.display().to_string());
+    }
+    assert!(post_loops > 0);
+}
+
+#[test]
+fn a_post_test_loop_kills_what_its_body_kills() {
+    let (p, _) = load(&fixture("postloop.xaif"));
+    for solver in [Solver::Auto, Solver::Iterative] {
+        let a = analyze(
+            &p,
+            &Config {
+                solver,
+                tbr: true,
+                ..Config::default()
+            },
+        )
+        .unwrap();
+        let r = routine(&a, "repeat");
+        // The post-test loop is properly nested (the structured solver
+        // handles it when asked to).
+        assert!(a.facts.routines[&r].flow.region.is_some());
+        // y = t * t runs at least once: y on entry never reaches the exit.
+        let dep = a.activity.routines[r].dep.clone().unwrap();
+        let y = a.facts.routines[&r]
+            .universe
+            .slots()
+            .find(|(_, s)| a.facts.storages[s.storage.index()].name == "y")
+            .unwrap()
+            .0;
+        assert!(!dep.depends(y, y), "{solver:?}");
+        let kill = a
+            .tbr
+            .as_ref()
+            .unwrap()
+            .routine(r)
+            .unwrap()
+            .summary
+            .clone()
+            .unwrap()
+            .kill;
+        assert_eq!(names(&a, r, &kill), ["t", "y"], "{solver:?}");
+    }
+}
