@@ -10,6 +10,7 @@
 //! - 3: the environment is wrong (no inputs found, schema directory or tool
 //!   missing, output not writable).
 
+mod analyze;
 mod batch;
 mod output;
 mod run;
@@ -46,6 +47,9 @@ enum Command {
     /// Transform front-end XAIF into adjoint XAIF (split and joint
     /// templates).
     Adjoint(transform::AdjointArgs),
+    /// Activity and to-be-recorded analyses: print what is active and what
+    /// must be recorded, per routine and statement.
+    Analyze(analyze::AnalyzeArgs),
 }
 
 #[derive(Args)]
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => run::compare_files(args),
         Command::Tangent(args) => transform::tangent(args),
         Command::Adjoint(args) => transform::adjoint(args),
+        Command::Analyze(args) => analyze::analyze(args),
     };
     match result {
         Ok(code) => code,

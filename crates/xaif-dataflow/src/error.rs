@@ -1,0 +1,29 @@
+//! Typed errors of the analyses.
+//!
+//! The analyses themselves cannot fail on a program that passed the
+//! validation gate; what can be wrong is what the user asks for (a routine
+//! or variable that does not exist, a malformed `ROUTINE:VARIABLE`).
+
+/// What can go wrong when asking for an analysis.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DataflowError {
+    /// A `ROUTINE:VARIABLE` specification without both parts.
+    #[error("bad variable specification `{0}`: expected ROUTINE:VARIABLE")]
+    BadSpec(String),
+    /// No analysed routine has this Fortran name.
+    #[error("no routine `{routine}` with a body (routines: {known})")]
+    UnknownRoutine {
+        /// The name asked for.
+        routine: String,
+        /// The names that exist.
+        known: String,
+    },
+    /// The routine neither declares nor reaches this variable.
+    #[error("routine `{routine}` has no variable `{variable}`")]
+    UnknownVariable {
+        /// The routine.
+        routine: String,
+        /// The variable asked for.
+        variable: String,
+    },
+}

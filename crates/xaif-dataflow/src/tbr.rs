@@ -1,0 +1,898 @@
+//! To-be-recorded analysis (seed §5): which values the adjoint needs that
+//! the forward sweep may overwrite.
+//!
+//! Bottom-up, each statement, block, loop and routine gets `Req` (values its
+//! adjoint needs that are still in memory after it) and `Kill` (locations it
+//! definitely overwrites); calls use their callee's summary through the
+//! formal ↔ actual binding. Top-down, `InReq`/`OutReq` (values some earlier
+//! adjoint needs) flow forward from the entry of the top routine; an
+//! assignment that overwrites a location of `InReq` ∪ its own required
+//! reads must *record* it ([`StmtTbr::recorded`], the paper's PUSH before
+//! the overwrite).
+//!
+//! The adjoint code generator may also tape at the reading statement instead
+//! (the reference engine pushes index values where they are used). For that
+//! a second pair of analyses computes what each routine may write (bottom
+//! up) and what may be written after each statement until the adjoint sweep
+//! starts (top down, backward): [`StmtTbr::to_tape`] is the part of a
+//! statement's required reads that may be overwritten before its adjoint
+//! runs. Both are stated for the split reversal of the paper (the whole
+//! forward sweep, then the whole adjoint sweep); [`CallSiteTbr`] adds what a
+//! joint reversal of a call needs.
+//!
+//! # Using the results from the adjoint code generator
+//!
+//! ```text
+//! let a = xaif_dataflow::analyze(&program, &Config { tbr: true, ..Default::default() })?;
+//! let tbr = a.tbr.as_ref().unwrap();
+//! for each statement s of the taping sweep:
+//!     let t = tbr.stmt(s)?;                 // None: unreachable or not analysed
+//!     // Strategy A (paper): push the old value of each location of
+//!     // t.recorded just before s, pop it before the adjoint of s.
+//!     // Strategy B (tape at the use): push the values of t.to_tape right
+//!     // after evaluating s's operands; t.reasons tells which reference
+//!     // (an index of `x`, an operand of `sin_scal`) each one is.
+//!     a.facts.describe(t.routine, &t.to_tape) // names, e.g. ["i", "x"]
+//! for each call statement c:
+//!     let cs = tbr.call_site(c)?;
+//!     // split mode: cs.to_tape are callee requirements live after the
+//!     // call that the caller may overwrite before the reversal;
+//!     // joint mode: cs.checkpoint are the callee's reads that may change
+//!     // between the call and its re-execution.
+//! ```
+
+use rustc_hash::FxHashMap;
+use xaif_model::{
+    Assignment, CfgVertex, Expr, ExprVertexKind, Routine, RoutineId, SecondaryMap, Stmt, StmtId,
+    StmtKind,
+};
+
+use crate::activity::Activity;
+use crate::facts::{read_slots, ProgramFacts};
+use crate::framework::{
+    bottom_up, summarize, top_down, Contribution, Direction, Propagation, RoutineSummary, Solver,
+    Summaries,
+};
+use crate::loc::{for_each_ref_in_expr, for_each_subscript_ref, Universe};
+use crate::LocSet;
+
+/// Why a value is required by an adjoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// It is an operand of a nonlinear operation whose partial derivatives
+    /// need it (`op` is the intrinsic's name, e.g. `sin_scal`,
+    /// `mul_scal_scal`).
+    Operand {
+        /// The operation.
+        op: String,
+    },
+    /// It occurs in a subscript of a reference to `array` whose adjoint is
+    /// addressed with it.
+    Index {
+        /// The array's `symbol_id`.
+        array: String,
+    },
+    /// The adjoint of the called routine needs it.
+    Callee {
+        /// The callee's Fortran name.
+        routine: String,
+    },
+    /// It is an argument of a call whose effect is unknown (no body, or an
+    /// inlinable call) and that is active.
+    Opaque,
+}
+
+/// One group of required values with its reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requirement {
+    /// The required slots.
+    pub slots: LocSet,
+    /// Why.
+    pub reason: Reason,
+}
+
+/// `Req` and `Kill` of a structure (seed §5.1).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReqKill {
+    /// Values required by the structure's adjoint, still live after it.
+    pub req: LocSet,
+    /// Locations definitely overwritten.
+    pub kill: LocSet,
+}
+
+/// TBR facts of one statement, in its routine's universe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StmtTbr {
+    /// The routine holding the statement.
+    pub routine: RoutineId,
+    /// Whether the statement has an adjoint that needs anything.
+    pub active: bool,
+    /// The values the statement reads that its adjoint needs (before its
+    /// own overwriting: `Req(a) ∪ Req(exp)`; for a call, the callee's
+    /// `Req` plus the actuals' subscripts).
+    pub required: LocSet,
+    /// Why each group of [`StmtTbr::required`] is needed.
+    pub reasons: Vec<Requirement>,
+    /// The statement's summary.
+    pub summary: ReqKill,
+    /// Values required by earlier adjoints, just before the statement.
+    pub in_req: LocSet,
+    /// The same just after.
+    pub out_req: LocSet,
+    /// Locations the statement overwrites whose old value some adjoint
+    /// needs: push them before the statement (the paper's flags).
+    pub recorded: LocSet,
+    /// Locations that may be written after the statement and before the
+    /// adjoint sweep starts.
+    pub overwritten_later: LocSet,
+    /// The required reads that may be overwritten (by the statement itself
+    /// or later) before the statement's adjoint runs: tape them at the
+    /// statement.
+    pub to_tape: LocSet,
+}
+
+/// TBR facts of a call site, in the caller's universe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallSiteTbr {
+    /// The callee.
+    pub callee: RoutineId,
+    /// Values live after the call that the callee's adjoint needs
+    /// (`Req(S)` translated to the caller).
+    pub callee_required: LocSet,
+    /// Locations the callee may read.
+    pub callee_reads: LocSet,
+    /// Locations the callee may write.
+    pub callee_writes: LocSet,
+    /// Locations that may be written between the call's return and the
+    /// start of the adjoint sweep.
+    pub overwritten_later: LocSet,
+    /// Split reversal: callee requirements the caller may overwrite before
+    /// the callee's adjoint runs.
+    pub to_tape: LocSet,
+    /// Joint reversal: the callee's reads that may have changed when it is
+    /// re-run from the call's reversal point (it overwrites them itself, or
+    /// the caller does later); checkpoint them at the call.
+    pub checkpoint: LocSet,
+}
+
+/// TBR facts of a routine, in its own universe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoutineTbr {
+    /// `Req(S)` and `Kill(S)` (`None`: the routine never returns).
+    pub summary: Option<ReqKill>,
+    /// `InReq(S)`: values required on entry, over all calling contexts.
+    pub in_req: LocSet,
+    /// Locations the routine or its callees may write.
+    pub may_write: LocSet,
+    /// Locations the routine or its callees may read.
+    pub may_read: LocSet,
+    /// Locations that may be written after the routine returns and before
+    /// the adjoint sweep, over all calling contexts.
+    pub overwritten_after: LocSet,
+}
+
+/// `InReq` and `OutReq` of a CFG vertex.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockTbr {
+    /// Required before the vertex.
+    pub in_req: LocSet,
+    /// Required after it.
+    pub out_req: LocSet,
+}
+
+/// The result of TBR analysis, in side tables keyed by model handles.
+#[derive(Clone, Debug, Default)]
+pub struct Tbr {
+    /// Per statement.
+    pub stmts: SecondaryMap<Stmt, StmtTbr>,
+    /// Per call statement to a routine with a body.
+    pub calls: SecondaryMap<Stmt, CallSiteTbr>,
+    /// Per CFG vertex.
+    pub vertices: SecondaryMap<CfgVertex, BlockTbr>,
+    /// Per analysed routine.
+    pub routines: SecondaryMap<Routine, RoutineTbr>,
+}
+
+impl Tbr {
+    /// What statement `s` needs taped ("at this statement, which values it
+    /// reads that a derivative needs may be overwritten before the adjoint
+    /// sweep needs them"), and what it must record before overwriting.
+    pub fn stmt(&self, s: StmtId) -> Option<&StmtTbr> {
+        self.stmts.get(s)
+    }
+
+    /// What the callee's adjoint needs at call `s` and what may be
+    /// overwritten between the call and its reversal.
+    pub fn call_site(&self, s: StmtId) -> Option<&CallSiteTbr> {
+        self.calls.get(s)
+    }
+
+    /// The routine's summaries and calling-context facts.
+    pub fn routine(&self, r: RoutineId) -> Option<&RoutineTbr> {
+        self.routines.get(r)
+    }
+}
+
+/// Per-statement requirement of an assignment or opaque statement.
+#[derive(Clone, Debug, Default)]
+struct Local {
+    active: bool,
+    required: LocSet,
+    reasons: Vec<Requirement>,
+    kill: LocSet,
+}
+
+struct ReqProblem<'a, 'p> {
+    facts: &'a ProgramFacts<'p>,
+    routine: RoutineId,
+    local: &'a FxHashMap<StmtId, Local>,
+    table: &'a FxHashMap<RoutineId, RoutineSummary<ReqKill>>,
+}
+
+impl ReqProblem<'_, '_> {
+    /// The statement's summary and its required reads (before its kill).
+    fn stmt_parts(&self, s: StmtId) -> Option<(ReqKill, LocSet)> {
+        let e = self.facts.effect(self.routine, s);
+        let n = self.facts.routines[&self.routine].universe.len();
+        if let Some(call) = &e.call {
+            let callee = self.table.get(&call.callee)?.summary.as_ref()?;
+            let kill = call.kills(&callee.kill, n);
+            let mut required = call.to_caller(&callee.req, n);
+            if let Some(l) = self.local.get(&s) {
+                required.union_with(&l.required);
+            }
+            let mut req = required.clone();
+            req.difference_with(&kill);
+            return Some((ReqKill { req, kill }, required));
+        }
+        let l = self.local.get(&s)?;
+        let mut req = l.required.clone();
+        req.difference_with(&l.kill);
+        Some((
+            ReqKill {
+                req,
+                kill: l.kill.clone(),
+            },
+            l.required.clone(),
+        ))
+    }
+}
+
+impl Summaries for ReqProblem<'_, '_> {
+    type Summary = ReqKill;
+
+    fn identity(&self) -> ReqKill {
+        ReqKill::default()
+    }
+
+    fn stmt(&self, s: StmtId) -> Option<ReqKill> {
+        match self.stmt_parts(s) {
+            Some((rk, _)) => Some(rk),
+            None if self.facts.effect(self.routine, s).call.is_some() => None,
+            None => Some(ReqKill::default()),
+        }
+    }
+
+    fn seq(&self, a: &ReqKill, b: &ReqKill) -> ReqKill {
+        let mut req = a.req.clone();
+        req.difference_with(&b.kill);
+        req.union_with(&b.req);
+        let mut kill = a.kill.clone();
+        kill.union_with(&b.kill);
+        ReqKill { req, kill }
+    }
+
+    fn join(&self, into: &mut ReqKill, other: &ReqKill) {
+        into.req.union_with(&other.req);
+        into.kill.intersect_with(&other.kill);
+    }
+
+    fn star(&self, body: &ReqKill) -> ReqKill {
+        ReqKill {
+            req: body.req.clone(),
+            kill: LocSet::new(),
+        }
+    }
+}
+
+impl Propagation for ReqProblem<'_, '_> {
+    type Fact = LocSet;
+
+    fn direction(&self) -> Direction {
+        Direction::Forward
+    }
+
+    fn bottom(&self) -> LocSet {
+        LocSet::new()
+    }
+
+    fn join_fact(&self, into: &mut LocSet, other: &LocSet) -> bool {
+        into.union_with(other)
+    }
+
+    fn apply(&self, s: &ReqKill, fact: &LocSet) -> LocSet {
+        let mut f = fact.clone();
+        f.difference_with(&s.kill);
+        f.union_with(&s.req);
+        f
+    }
+}
+
+/// Which per-statement set a [`UnionProblem`] collects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Collect {
+    Writes,
+    Reads,
+}
+
+/// May-write or may-read sets: summaries are plain unions.
+struct UnionProblem<'a, 'p> {
+    facts: &'a ProgramFacts<'p>,
+    routine: RoutineId,
+    table: &'a FxHashMap<RoutineId, RoutineSummary<LocSet>>,
+    collect: Collect,
+}
+
+impl Summaries for UnionProblem<'_, '_> {
+    type Summary = LocSet;
+
+    fn identity(&self) -> LocSet {
+        LocSet::new()
+    }
+
+    fn stmt(&self, s: StmtId) -> Option<LocSet> {
+        let e = self.facts.effect(self.routine, s);
+        let own: &[u32] = match self.collect {
+            Collect::Writes => &e.writes,
+            Collect::Reads => &e.reads,
+        };
+        let mut out: LocSet = own.iter().copied().collect();
+        if let Some(call) = &e.call {
+            let callee = self.table.get(&call.callee)?.summary.as_ref()?;
+            let n = self.facts.routines[&self.routine].universe.len();
+            out.union_with(&call.to_caller(callee, n));
+        }
+        Some(out)
+    }
+
+    fn seq(&self, a: &LocSet, b: &LocSet) -> LocSet {
+        let mut x = a.clone();
+        x.union_with(b);
+        x
+    }
+
+    fn join(&self, into: &mut LocSet, other: &LocSet) {
+        into.union_with(other);
+    }
+
+    fn star(&self, body: &LocSet) -> LocSet {
+        body.clone()
+    }
+}
+
+impl Propagation for UnionProblem<'_, '_> {
+    type Fact = LocSet;
+
+    fn direction(&self) -> Direction {
+        Direction::Backward
+    }
+
+    fn bottom(&self) -> LocSet {
+        LocSet::new()
+    }
+
+    fn join_fact(&self, into: &mut LocSet, other: &LocSet) -> bool {
+        into.union_with(other)
+    }
+
+    fn apply(&self, s: &LocSet, fact: &LocSet) -> LocSet {
+        let mut f = fact.clone();
+        f.union_with(s);
+        f
+    }
+}
+
+/// Computes the local requirements of every non-call statement (and the
+/// subscript requirements of calls) from activity.
+fn local_requirements(
+    facts: &ProgramFacts,
+    act: &Activity,
+    r: RoutineId,
+) -> FxHashMap<StmtId, Local> {
+    let p = facts.program;
+    let rf = &facts.routines[&r];
+    let u = &rf.universe;
+    let mut out = FxHashMap::default();
+    for node in &rf.flow.nodes {
+        for &s in &node.stmts {
+            let Some(sa) = act.stmts.get(s) else {
+                continue;
+            };
+            let e = facts.effect(r, s);
+            let writes: LocSet = e.writes.iter().copied().collect();
+            let mut l = Local::default();
+            if e.must {
+                l.kill = writes.clone();
+            }
+            match &p.stmts[s].kind {
+                StmtKind::Assignment(a) => {
+                    let lhs_useful = writes.intersects(&sa.out_useful);
+                    let mut varied = sa.in_vary.clone();
+                    varied.union_with(&sa.out_vary);
+                    let lhs_active = lhs_useful && writes.intersects(&varied);
+                    let sc = Scope { facts, r, u };
+                    assignment_requirements(&sc, a, sa, (lhs_useful, lhs_active), &mut l);
+                }
+                StmtKind::SubroutineCall(_) if e.call.is_some() => {
+                    let call = e.call.as_ref().expect("checked");
+                    if sa.active && !call.index_reads.is_empty() {
+                        let slots: LocSet = call.index_reads.iter().copied().collect();
+                        l.required.union_with(&slots);
+                        l.reasons.push(Requirement {
+                            slots,
+                            reason: Reason::Index {
+                                array: "an actual argument".to_string(),
+                            },
+                        });
+                        l.active = true;
+                    }
+                }
+                _ if e.opaque && sa.active => {
+                    let slots: LocSet = e.reads.iter().copied().collect();
+                    l.required.union_with(&slots);
+                    l.reasons.push(Requirement {
+                        slots,
+                        reason: Reason::Opaque,
+                    });
+                    l.active = true;
+                }
+                _ => {}
+            }
+            out.insert(s, l);
+        }
+    }
+    out
+}
+
+fn push_req(l: &mut Local, slots: LocSet, reason: Reason) {
+    if slots.is_empty() {
+        return;
+    }
+    l.required.union_with(&slots);
+    if let Some(existing) = l.reasons.iter_mut().find(|x| x.reason == reason) {
+        existing.slots.union_with(&slots);
+    } else {
+        l.reasons.push(Requirement { slots, reason });
+    }
+}
+
+/// Where an assignment's requirements are computed.
+struct Scope<'a, 'p> {
+    facts: &'a ProgramFacts<'p>,
+    r: RoutineId,
+    u: &'a Universe,
+}
+
+fn assignment_requirements(
+    sc: &Scope,
+    a: &Assignment,
+    sa: &crate::activity::StmtActivity,
+    (lhs_useful, lhs_active): (bool, bool),
+    l: &mut Local,
+) {
+    let (facts, r, u) = (sc.facts, sc.r, sc.u);
+    let p = facts.program;
+    let lhs_name = lhs_symbol_name(p, &a.lhs.graph);
+    if lhs_active {
+        let mut slots = LocSet::new();
+        let mut refs = Vec::new();
+        for_each_subscript_ref(&a.lhs.graph, &mut |g| refs.push(g));
+        for g in refs {
+            if let Some(acc) = facts.res.lookup(r, g) {
+                slots.union_with(&read_slots(u, &acc).into_iter().collect());
+            }
+        }
+        push_req(l, slots, Reason::Index { array: lhs_name });
+        l.active = true;
+    }
+    if !lhs_useful {
+        return;
+    }
+    let e = &a.rhs;
+    let Some(g) = crate::loc::expr_graph(e) else {
+        return;
+    };
+    let n = e.vertices.len();
+    // Activity of each expression vertex: it contains a varied variable in
+    // a differentiable position.
+    let mut active = vec![None::<bool>; n];
+    fn is_active(
+        sc: &Scope,
+        e: &Expr,
+        g: &xaif_model::ExprGraph,
+        v: usize,
+        vary: &LocSet,
+        memo: &mut Vec<Option<bool>>,
+    ) -> bool {
+        let (facts, r, u) = (sc.facts, sc.r, sc.u);
+        if let Some(x) = memo[v] {
+            return x;
+        }
+        memo[v] = Some(false);
+        let vertex = &e.vertices[v];
+        let x = match &vertex.kind {
+            ExprVertexKind::VariableReference(rg) => facts.res.lookup(r, rg).is_some_and(|acc| {
+                facts.storages[acc.storage.index()].differentiable
+                    && read_slots(u, &acc).iter().any(|s| vary.contains(*s))
+            }),
+            ExprVertexKind::FunctionCall(args) => args.iter().any(|a| {
+                facts.res.lookup(r, &a.graph).is_some_and(|acc| {
+                    facts.storages[acc.storage.index()].differentiable
+                        && read_slots(u, &acc).iter().any(|s| vary.contains(*s))
+                })
+            }),
+            ExprVertexKind::Intrinsic => {
+                let name = vertex.attrs.get("name").unwrap_or("");
+                if crate::facts::non_differentiable(name) {
+                    false
+                } else if name == "sign_scal_scal" {
+                    g.args[v]
+                        .first()
+                        .is_some_and(|&w| is_active(sc, e, g, w, vary, memo))
+                } else {
+                    let args = g.args[v].clone();
+                    let mut any = false;
+                    for w in args {
+                        any |= is_active(sc, e, g, w, vary, memo);
+                    }
+                    any
+                }
+            }
+            _ => false,
+        };
+        memo[v] = Some(x);
+        x
+    }
+    if !is_active(sc, e, &g, g.root, &sa.in_vary, &mut active) {
+        return;
+    }
+    l.active = true;
+    // VARs of the subexpression rooted at each vertex.
+    let vars = |v: usize| -> LocSet {
+        let mut out = LocSet::new();
+        let mut stack = vec![v];
+        let mut seen = vec![false; n];
+        while let Some(w) = stack.pop() {
+            if std::mem::replace(&mut seen[w], true) {
+                continue;
+            }
+            let vertex = &e.vertices[w];
+            let mut refs = Vec::new();
+            match &vertex.kind {
+                ExprVertexKind::VariableReference(rg) => {
+                    crate::loc::for_each_ref(rg, &mut |x| refs.push(x));
+                }
+                ExprVertexKind::FunctionCall(args) => {
+                    for a in args {
+                        crate::loc::for_each_ref(&a.graph, &mut |x| refs.push(x));
+                    }
+                }
+                _ => {}
+            }
+            for x in refs {
+                if let Some(acc) = facts.res.lookup(r, x) {
+                    for s in read_slots(u, &acc) {
+                        out.insert(s);
+                    }
+                }
+            }
+            stack.extend(g.args[w].iter().copied());
+        }
+        out
+    };
+    let mut stack = vec![g.root];
+    let mut seen = vec![false; n];
+    while let Some(v) = stack.pop() {
+        if std::mem::replace(&mut seen[v], true) {
+            continue;
+        }
+        if active[v] != Some(true) {
+            continue;
+        }
+        let vertex = &e.vertices[v];
+        let args = &g.args[v];
+        match &vertex.kind {
+            ExprVertexKind::VariableReference(rg) => {
+                let mut slots = LocSet::new();
+                let mut refs = Vec::new();
+                for_each_subscript_ref(rg, &mut |x| refs.push(x));
+                for x in refs {
+                    if let Some(acc) = facts.res.lookup(r, x) {
+                        for s in read_slots(u, &acc) {
+                            slots.insert(s);
+                        }
+                    }
+                }
+                push_req(
+                    l,
+                    slots,
+                    Reason::Index {
+                        array: lhs_symbol_name(p, rg),
+                    },
+                );
+            }
+            ExprVertexKind::FunctionCall(_) => {
+                push_req(
+                    l,
+                    vars(v),
+                    Reason::Operand {
+                        op: vertex.attrs.get("symbol_id").unwrap_or("?").to_string(),
+                    },
+                );
+            }
+            ExprVertexKind::Intrinsic => {
+                let name = vertex.attrs.get("name").unwrap_or("").to_string();
+                let act_arg = |i: usize| args.get(i).is_some_and(|&w| active[w] == Some(true));
+                match name.as_str() {
+                    "add_scal_scal" | "sub_scal_scal" | "minus_scal" | "real_scal" | "sum_arr"
+                    | "transpose_arr" | "reshape_arr" => {}
+                    "mul_scal_scal" if args.len() == 2 => {
+                        if act_arg(0) {
+                            push_req(l, vars(args[1]), Reason::Operand { op: name.clone() });
+                        }
+                        if act_arg(1) {
+                            push_req(l, vars(args[0]), Reason::Operand { op: name.clone() });
+                        }
+                    }
+                    "div_scal_scal" if args.len() == 2 => {
+                        if act_arg(0) {
+                            push_req(l, vars(args[1]), Reason::Operand { op: name.clone() });
+                        }
+                        if act_arg(1) {
+                            let mut both = vars(args[0]);
+                            both.union_with(&vars(args[1]));
+                            push_req(l, both, Reason::Operand { op: name.clone() });
+                        }
+                    }
+                    _ => {
+                        let mut all = LocSet::new();
+                        for &w in args {
+                            all.union_with(&vars(w));
+                        }
+                        push_req(l, all, Reason::Operand { op: name.clone() });
+                    }
+                }
+            }
+            _ => {}
+        }
+        stack.extend(args.iter().copied().filter(|&w| active[w] == Some(true)));
+    }
+}
+
+fn lhs_symbol_name(p: &xaif_model::Program, g: &xaif_model::RefGraph) -> String {
+    let _ = p;
+    g.chain()
+        .first()
+        .and_then(|v| v.attrs.get("symbol_id"))
+        .unwrap_or("?")
+        .to_string()
+}
+
+/// Runs TBR analysis on top of `act`.
+pub fn analyze_tbr(facts: &ProgramFacts, act: &Activity, solver: Solver) -> Tbr {
+    let cg = &facts.callgraph;
+    let local: FxHashMap<RoutineId, FxHashMap<StmtId, Local>> = cg
+        .routines
+        .iter()
+        .map(|&r| (r, local_requirements(facts, act, r)))
+        .collect();
+    let empty = FxHashMap::default();
+    let req = bottom_up(cg, |r, table| {
+        let prob = ReqProblem {
+            facts,
+            routine: r,
+            local: local.get(&r).unwrap_or(&empty),
+            table,
+        };
+        summarize(&prob, &facts.flows[&r], solver)
+    });
+    let contribute_fwd = |_: &ReqProblem, r: RoutineId, s: StmtId, fact: &LocSet| {
+        let call = facts.effect(r, s).call.as_ref()?;
+        Some(Contribution {
+            callee: call.callee,
+            fact: call.to_callee(fact),
+        })
+    };
+    let inreq = top_down(
+        cg,
+        &facts.flows,
+        solver,
+        &req,
+        FxHashMap::default(),
+        |r| ReqProblem {
+            facts,
+            routine: r,
+            local: local.get(&r).unwrap_or(&empty),
+            table: &req,
+        },
+        contribute_fwd,
+    );
+    let union = |collect: Collect| {
+        bottom_up(cg, |r, table| {
+            let prob = UnionProblem {
+                facts,
+                routine: r,
+                table,
+                collect,
+            };
+            summarize(&prob, &facts.flows[&r], solver)
+        })
+    };
+    let writes = union(Collect::Writes);
+    let reads = union(Collect::Reads);
+    let contribute_bwd = |_: &UnionProblem, r: RoutineId, s: StmtId, fact: &LocSet| {
+        let call = facts.effect(r, s).call.as_ref()?;
+        Some(Contribution {
+            callee: call.callee,
+            fact: call.to_callee(fact),
+        })
+    };
+    let later = top_down(
+        cg,
+        &facts.flows,
+        solver,
+        &writes,
+        FxHashMap::default(),
+        |r| UnionProblem {
+            facts,
+            routine: r,
+            table: &writes,
+            collect: Collect::Writes,
+        },
+        contribute_bwd,
+    );
+
+    let mut out = Tbr::default();
+    for &r in &cg.routines {
+        let rf = &facts.routines[&r];
+        let n = rf.universe.len();
+        let prob = ReqProblem {
+            facts,
+            routine: r,
+            local: local.get(&r).unwrap_or(&empty),
+            table: &req,
+        };
+        let (in_req_s, rrec) = &inreq[&r];
+        let (after_s, lrec) = &later[&r];
+        let wsum = |s: StmtId| -> LocSet {
+            let e = facts.effect(r, s);
+            let mut w: LocSet = e.writes.iter().copied().collect();
+            if let Some(call) = &e.call {
+                if let Some(Some(cw)) = writes.get(&call.callee).map(|x| x.summary.as_ref()) {
+                    w.union_with(&call.to_caller(cw, n));
+                }
+            }
+            w
+        };
+        for (&s, (ib, ia)) in &rrec.stmts {
+            let e = facts.effect(r, s);
+            let l = local.get(&r).and_then(|m| m.get(&s));
+            let (summary, required) = prob
+                .stmt_parts(s)
+                .unwrap_or((ReqKill::default(), LocSet::new()));
+            let mut reasons = l.map(|l| l.reasons.clone()).unwrap_or_default();
+            if let Some(call) = &e.call {
+                if let Some(Some(cs)) = req.get(&call.callee).map(|x| x.summary.as_ref()) {
+                    let slots = call.to_caller(&cs.req, n);
+                    if !slots.is_empty() {
+                        reasons.push(Requirement {
+                            slots,
+                            reason: Reason::Callee {
+                                routine: facts.routines[&call.callee].name.clone(),
+                            },
+                        });
+                    }
+                }
+            }
+            let w = wsum(s);
+            let mut recorded = LocSet::new();
+            if e.call.is_none() {
+                let mut needed = ib.clone();
+                needed.union_with(&required);
+                let own: LocSet = e.writes.iter().copied().collect();
+                recorded = own;
+                recorded.intersect_with(&needed);
+            }
+            let overwritten_later = lrec
+                .stmts
+                .get(&s)
+                .map(|(_, after)| after.clone())
+                .unwrap_or_default();
+            let mut exposed = w.clone();
+            exposed.union_with(&overwritten_later);
+            let mut to_tape = required.clone();
+            to_tape.intersect_with(&exposed);
+            let active = l.is_some_and(|l| l.active) || !required.is_empty();
+            out.stmts.insert(
+                s,
+                StmtTbr {
+                    routine: r,
+                    active,
+                    required: required.clone(),
+                    reasons,
+                    summary,
+                    in_req: ib.clone(),
+                    out_req: ia.clone(),
+                    recorded,
+                    overwritten_later: overwritten_later.clone(),
+                    to_tape,
+                },
+            );
+            if let Some(call) = &e.call {
+                let sum = |t: &FxHashMap<RoutineId, RoutineSummary<LocSet>>| {
+                    t.get(&call.callee)
+                        .and_then(|x| x.summary.as_ref())
+                        .map(|x| call.to_caller(x, n))
+                        .unwrap_or_default()
+                };
+                let callee_reads = sum(&reads);
+                let callee_writes = sum(&writes);
+                let callee_required = req
+                    .get(&call.callee)
+                    .and_then(|x| x.summary.as_ref())
+                    .map(|x| call.to_caller(&x.req, n))
+                    .unwrap_or_default();
+                let mut to_tape = callee_required.clone();
+                to_tape.intersect_with(&overwritten_later);
+                let mut changed = callee_writes.clone();
+                changed.union_with(&overwritten_later);
+                let mut checkpoint = callee_reads.clone();
+                checkpoint.intersect_with(&changed);
+                out.calls.insert(
+                    s,
+                    CallSiteTbr {
+                        callee: call.callee,
+                        callee_required,
+                        callee_reads,
+                        callee_writes,
+                        overwritten_later,
+                        to_tape,
+                        checkpoint,
+                    },
+                );
+            }
+        }
+        for (i, node) in rf.flow.nodes.iter().enumerate() {
+            if node.role != crate::flow::NodeRole::Vertex {
+                continue;
+            }
+            if let Some((b, a)) = &rrec.nodes[i] {
+                out.vertices.insert(
+                    node.vertex,
+                    BlockTbr {
+                        in_req: b.clone(),
+                        out_req: a.clone(),
+                    },
+                );
+            }
+        }
+        out.routines.insert(
+            r,
+            RoutineTbr {
+                summary: req.get(&r).and_then(|x| x.summary.clone()),
+                in_req: in_req_s.clone(),
+                may_write: writes
+                    .get(&r)
+                    .and_then(|x| x.summary.clone())
+                    .unwrap_or_default(),
+                may_read: reads
+                    .get(&r)
+                    .and_then(|x| x.summary.clone())
+                    .unwrap_or_default(),
+                overwritten_after: after_s.clone(),
+            },
+        );
+    }
+    let _ = for_each_ref_in_expr;
+    out
+}

@@ -1,0 +1,129 @@
+//! `xaifb analyze`: activity and to-be-recorded analyses on the command
+//! line, printed as a report; optionally the program with our activity
+//! applied.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use xaif_dataflow::{
+    report, ActivitySpec, Config, DataflowError, PassivationOptions, PassivationPlan, Solver,
+    VarSpec,
+};
+
+/// Arguments of `xaifb analyze`.
+#[derive(Args)]
+pub struct AnalyzeArgs {
+    /// The XAIF program (a front-end input).
+    pub file: PathBuf,
+    /// Report activity (varied, useful, active). With neither --activity
+    /// nor --tbr, both are reported.
+    #[arg(long)]
+    pub activity: bool,
+    /// Report what must be recorded (Req, Kill, InReq, records, tapes).
+    #[arg(long)]
+    pub tbr: bool,
+    /// An independent, as ROUTINE:VARIABLE by Fortran names (repeatable;
+    /// default: the top routine's active formals).
+    #[arg(long = "independent", value_name = "ROUTINE:VAR")]
+    pub independents: Vec<String>,
+    /// A dependent, as ROUTINE:VARIABLE (repeatable; default: the top
+    /// routine's active formals).
+    #[arg(long = "dependent", value_name = "ROUTINE:VAR")]
+    pub dependents: Vec<String>,
+    /// Solve the general iterative equations everywhere instead of the
+    /// structured ones on properly nested graphs.
+    #[arg(long)]
+    pub iterative: bool,
+    /// Write the program with symbols we prove passive marked active="0".
+    #[arg(long, value_name = "FILE")]
+    pub passivate: Option<PathBuf>,
+    /// With --passivate, also mark active="1" what we find active and the
+    /// front end does not.
+    #[arg(long, requires = "passivate")]
+    pub allow_activation: bool,
+    /// Write the report to this file instead of standard output.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+}
+
+/// Runs `xaifb analyze`.
+pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
+    let parse = |v: &[String]| -> std::result::Result<Vec<VarSpec>, DataflowError> {
+        v.iter().map(|s| VarSpec::parse(s)).collect()
+    };
+    let spec = match (parse(&args.independents), parse(&args.dependents)) {
+        (Ok(independents), Ok(dependents)) => ActivitySpec {
+            independents,
+            dependents,
+        },
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("xaifb: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let (mut program, source) = match xaif_model::read_program_file(&args.file) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    if let Err(e) = xaif_model::validate_program(&program, &source) {
+        eprintln!("{e}");
+        return Ok(ExitCode::from(1));
+    }
+    let both = !args.activity && !args.tbr;
+    let config = Config {
+        activity: spec,
+        solver: if args.iterative {
+            Solver::Iterative
+        } else {
+            Solver::Auto
+        },
+        tbr: args.tbr || both,
+    };
+    let (text, plan) = {
+        let analysis = match xaif_dataflow::analyze(&program, &config) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("xaifb: {}: {e}", args.file.display());
+                return Ok(ExitCode::from(2));
+            }
+        };
+        let opts = report::ReportOptions {
+            activity: args.activity || both,
+            tbr: args.tbr || both,
+        };
+        let text = report::render(&analysis, Some(&source), opts);
+        let plan = args.passivate.as_ref().map(|_| {
+            PassivationPlan::new(
+                &analysis.facts,
+                &analysis.activity,
+                PassivationOptions {
+                    allow_activation: args.allow_activation,
+                },
+            )
+        });
+        (text, plan)
+    };
+    match &args.output {
+        Some(path) => crate::output::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    if let (Some(path), Some(plan)) = (&args.passivate, plan) {
+        plan.apply(&mut program);
+        crate::output::write_atomic(path, xaif_model::write_program(&program).as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "{}: {} symbols passivated, {} activated, {} kept active for call consistency",
+            path.display(),
+            plan.passivate.len(),
+            plan.activate.len(),
+            plan.kept.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
