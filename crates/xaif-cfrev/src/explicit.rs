@@ -20,8 +20,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use xaif_linearize::adjoint::StableIndices;
 use xaif_linearize::context::Ctx;
 use xaif_model::{
-    ArgValue, CallArg, Expr, ExprGraph, ExprVertexKind, InlinableArg, Program, ScopeId, StmtId, StmtKind,
-    SymbolId, SymbolType, VarRef, VertexId, VertexKind,
+    ArgValue, CallArg, Expr, ExprGraph, ExprVertexKind, InlinableArg, Program, ScopeId, StmtId,
+    StmtKind, SymbolId, SymbolType, VarRef, VertexId, VertexKind,
 };
 
 use crate::region::Region;
@@ -61,7 +61,8 @@ impl LoopPlan {
     /// those that are not loop variables of the nest are restored before
     /// the outermost loop's adjoint.
     pub fn add_reads(&mut self, block: VertexId, symbols: &[SymbolId]) {
-        let (Some(root), Some(stable)) = (self.outermost.get(&block), self.stable.get(&block)) else {
+        let (Some(root), Some(stable)) = (self.outermost.get(&block), self.stable.get(&block))
+        else {
             return;
         };
         let list = self.restore.entry(*root).or_default();
@@ -114,9 +115,16 @@ impl Effects {
 /// Whether a marker may stand for a store the XAIF does not carry (the
 /// front end's annotation names the construct it dropped).
 fn marker_may_store(annotation: &str) -> bool {
-    ["OPR_STID", "OPR_ISTORE", "OPR_PSTORE", "OPR_CALL", "cassignstmt", "READ"]
-        .iter()
-        .any(|k| annotation.contains(k))
+    [
+        "OPR_STID",
+        "OPR_ISTORE",
+        "OPR_PSTORE",
+        "OPR_CALL",
+        "cassignstmt",
+        "READ",
+    ]
+    .iter()
+    .any(|k| annotation.contains(k))
 }
 
 fn expr_effects(ctx: &Ctx<'_>, e: &Expr, fx: &mut Effects) {
@@ -314,8 +322,7 @@ fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
     if sym.rank() != 0 || sym.ty() != SymbolType::Integer {
         return None;
     }
-    if ctx.symbol_of(&update.lhs.graph) != Some(var) || !update.lhs.graph.subscripts().is_empty()
-    {
+    if ctx.symbol_of(&update.lhs.graph) != Some(var) || !update.lhs.graph.subscripts().is_empty() {
         return None;
     }
     // Step.

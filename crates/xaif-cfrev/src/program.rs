@@ -188,7 +188,11 @@ pub fn adjoint(
             // Both forms of every basic block; with explicit loops a second
             // set that tapes every index for the strictly anonymous
             // placeholders 10 and 11.
-            let variants: &[bool] = if plan.explicit.is_empty() { &[true] } else { &[true, false] };
+            let variants: &[bool] = if plan.explicit.is_empty() {
+                &[true]
+            } else {
+                &[true, false]
+            };
             let mut codes: Vec<FxHashMap<VertexId, BlockCode>> = Vec::new();
             for &with_plan in variants {
                 let mut code: FxHashMap<VertexId, BlockCode> = FxHashMap::default();
@@ -201,13 +205,21 @@ pub fn adjoint(
                         names: &mut names,
                         scope,
                     };
-                    let stable = if with_plan { plan.stable.get(&v).cloned() } else { None };
+                    let stable = if with_plan {
+                        plan.stable.get(&v).cloned()
+                    } else {
+                        None
+                    };
                     let block = adjoint_block(&ctx, &mut target, &env, stmts, stable.as_ref())
                         .map_err(|e| TransformError::Input(format!("routine `{name}`: {e}")))?;
                     if with_plan {
                         plan.add_reads(v, &block.stable_reads);
                         let mut bstats = BlockStats {
-                            block: p.vertices[v].attrs.get("vertex_id").unwrap_or("").to_string(),
+                            block: p.vertices[v]
+                                .attrs
+                                .get("vertex_id")
+                                .unwrap_or("")
+                                .to_string(),
                             ..Default::default()
                         };
                         for g in &block.graphs {

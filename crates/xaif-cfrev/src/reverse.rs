@@ -576,12 +576,20 @@ fn backwards(
     let offset = b.intrinsic("mul_scal_scal", &[c, last_index]);
     let e0 = embed(&mut b, &h.first);
     b.intrinsic("add_scal_scal", &[e0, offset]);
-    let init = out.stmts.alloc(assignment(&temps.statement("cfr_init"), lhs.clone(), b.finish()));
+    let init = out.stmts.alloc(assignment(
+        &temps.statement("cfr_init"),
+        lhs.clone(),
+        b.finish(),
+    ));
     // Condition.
     let mut b = ExprBuilder::new();
     let i = b.reference(&h.var);
     let e0 = embed(&mut b, &h.first);
-    let op = if h.step > 0 { "greater_or_equal" } else { "less_or_equal" };
+    let op = if h.step > 0 {
+        "greater_or_equal"
+    } else {
+        "less_or_equal"
+    };
     let v = b.vertex(
         Attrs::new().with("name", op),
         xaif_model::ExprVertexKind::BooleanOperation,
@@ -593,8 +601,17 @@ fn backwards(
     let mut b = ExprBuilder::new();
     let i = b.reference(&h.var);
     let c = int(&mut b, h.step.abs());
-    b.intrinsic(if h.step > 0 { "sub_scal_scal" } else { "add_scal_scal" }, &[i, c]);
-    let update = out.stmts.alloc(assignment(&temps.statement("cfr_update"), lhs, b.finish()));
+    b.intrinsic(
+        if h.step > 0 {
+            "sub_scal_scal"
+        } else {
+            "add_scal_scal"
+        },
+        &[i, c],
+    );
+    let update = out
+        .stmts
+        .alloc(assignment(&temps.statement("cfr_update"), lhs, b.finish()));
     (init, condition, update)
 }
 

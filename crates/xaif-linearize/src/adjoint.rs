@@ -12,12 +12,12 @@
 //! is `s.d += a·t.d`, `IncDeriv(t, s)` is `s.d += t.d`. Calls to routines
 //! of the program are re-emitted at their reversed position.
 
+use rustc_hash::FxHashSet;
 use xaif_model::{
     build::{assignment, inlinable_call},
     ArgValue, Attrs, CallArg, Expr, ExprBuilder, ExprVertexKind, Program, RefVertexKind,
     RoutineIndex, ScopeId, Stmt, StmtId, StmtKind, SymbolId, VarRef,
 };
-use rustc_hash::FxHashSet;
 
 use crate::catalogue::Catalogue;
 use crate::context::{Ctx, Shape, ValueType};
@@ -352,7 +352,11 @@ fn sequence_adjoint(
             .collect();
         adj_steps.push((target, terms));
     }
-    let zeros: Vec<VarRef> = pre.zeros.iter().map(|z| index.adjoint_ref(ctx, t, z)).collect();
+    let zeros: Vec<VarRef> = pre
+        .zeros
+        .iter()
+        .map(|z| index.adjoint_ref(ctx, t, z))
+        .collect();
     let saves: Vec<(VarRef, VarRef)> = pre
         .saves
         .iter()
@@ -443,7 +447,8 @@ pub fn adjoint_block(
         match piece {
             Piece::Seq(seq) => {
                 let pre = preaccumulate(ctx, t, seq, env.elimination, false)?;
-                let (taping, adjoint, pushes) = sequence_adjoint(ctx, t, &pre, stable, &mut block.stable_reads);
+                let (taping, adjoint, pushes) =
+                    sequence_adjoint(ctx, t, &pre, stable, &mut block.stable_reads);
                 block.taping.extend(taping);
                 segments.push(adjoint);
                 block.pushes.0 += pushes.0;
@@ -453,7 +458,8 @@ pub fn adjoint_block(
                 }
             }
             Piece::Single(s) => {
-                let (taping, adjoint, ints) = single(ctx, t, env, *s, stable, &mut block.stable_reads)?;
+                let (taping, adjoint, ints) =
+                    single(ctx, t, env, *s, stable, &mut block.stable_reads)?;
                 block.taping.extend(taping);
                 segments.push(adjoint);
                 block.pushes.1 += ints;
@@ -480,8 +486,7 @@ fn single(
         StmtKind::SubroutineCall(args) => {
             let c = convert_call(ctx, t.out, t.names, t.scope, env.routines, s);
             let mut taping = c.before.clone();
-            taping.push(c.call);
-            taping.extend(c.after.iter().copied());
+            let forward_call = [c.call].into_iter().chain(c.after.iter().copied());
             let callee = stmt.attrs.get("symbol_id").unwrap_or("");
             let has_body = env
                 .routines
@@ -489,6 +494,7 @@ fn single(
                 .is_some_and(|r| ctx.p.routines[r].has_body(ctx.p));
             if !has_body {
                 // External routines have no adjoint of their own.
+                taping.extend(forward_call);
                 return Ok((taping, Vec::new(), 0));
             }
             let mut index = IndexTape::new(stable);
@@ -538,7 +544,10 @@ fn single(
                     value,
                 });
             }
+            // The subscripts' values at the call: the callee may change the
+            // variables they read.
             taping.extend(index.pushes.iter().copied());
+            taping.extend(forward_call);
             let mut adjoint = index.pops_reversed();
             adjoint.extend(allocations);
             reads.extend(index.read.iter().copied());

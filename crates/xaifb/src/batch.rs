@@ -22,8 +22,13 @@ pub struct Outcome {
 }
 
 /// Expands files and directories into the `.xaif` files to process, sorted
-/// so that runs are reproducible.
+/// so that runs are reproducible, each with the relative path its output
+/// keeps: below the directory it was found in, or, for files named
+/// directly, below the deepest directory they all share (so that
+/// `a/x.xaif` and `b/x.xaif` stay apart).
 pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>> {
+    let files: Vec<&PathBuf> = paths.iter().filter(|p| p.is_file()).collect();
+    let shared = common_parent(&files);
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -35,13 +40,29 @@ pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>> {
                 out.push((f, rel));
             }
         } else if p.is_file() {
-            let rel = PathBuf::from(p.file_name().unwrap_or_default());
+            let rel = match &shared {
+                Some(dir) if files.len() > 1 => p.strip_prefix(dir).unwrap_or(p).to_path_buf(),
+                _ => PathBuf::from(p.file_name().unwrap_or_default()),
+            };
             out.push((p.clone(), rel));
         } else {
             bail!("{}: no such file or directory", p.display());
         }
     }
     Ok(out)
+}
+
+/// The deepest directory containing every file of `files`.
+fn common_parent(files: &[&PathBuf]) -> Option<PathBuf> {
+    let mut shared = files.first()?.parent()?.to_path_buf();
+    for f in &files[1..] {
+        while !f.starts_with(&shared) {
+            if !shared.pop() {
+                return Some(PathBuf::new());
+            }
+        }
+    }
+    Some(shared)
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {

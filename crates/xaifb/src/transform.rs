@@ -17,12 +17,17 @@ pub struct TransformArgs {
     /// Inlinable intrinsics catalogue (required).
     #[arg(short = 'c')]
     pub catalogue: PathBuf,
-    /// Input XAIF (required).
-    #[arg(short = 'i')]
-    pub input: PathBuf,
-    /// Output XAIF (default: standard output).
+    /// Input XAIF (required). Repeat it, or name a directory, to transform
+    /// many files in one call (then -o names the output directory).
+    #[arg(short = 'i', required = true, action = clap::ArgAction::Append)]
+    pub input: Vec<PathBuf>,
+    /// Output XAIF (default: standard output); the output directory for
+    /// several inputs.
     #[arg(short = 'o')]
     pub output: Option<PathBuf>,
+    /// Worker threads for many inputs (default: available cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
     /// Schema directory: the output's schemaLocation names xaif_output.xsd
     /// there; with -v the input is validated against it.
     #[arg(short = 's')]
@@ -201,27 +206,47 @@ impl TransformArgs {
             .map_err(|e| e.to_string())
     }
 
-    /// Reads and gates the input (and validates it with -v -s).
+    /// Whether several inputs are transformed in one call.
+    pub fn is_batch(&self) -> bool {
+        self.input.len() > 1 || self.input.iter().any(|p| p.is_dir())
+    }
+
+    /// The single input of a one-file call.
+    pub fn single_input(&self) -> &Path {
+        &self.input[0]
+    }
+
+    /// Reads and gates the single input (and validates it with -v -s).
     pub fn input(&self) -> Result<Program, String> {
-        let (p, source) = xaif_model::read_program_file(&self.input).map_err(|e| e.to_string())?;
+        self.read_input(self.single_input())
+    }
+
+    /// Reads and gates an input (and validates it with -v -s).
+    pub fn read_input(&self, path: &Path) -> Result<Program, String> {
+        let (p, source) = xaif_model::read_program_file(path).map_err(|e| e.to_string())?;
         xaif_model::validate_program(&p, &source).map_err(|e| e.to_string())?;
         if self.validate {
             let dir = crate::schema::schema_dir(self.schema.as_deref())
                 .ok_or_else(|| "-v needs a schema directory (-s or XAIF_SCHEMA_DIR)".to_string())?;
-            crate::schema::xmllint(&self.input, &dir, "xaif.xsd").map_err(|e| format!("{e:#}"))?;
+            crate::schema::xmllint(path, &dir, "xaif.xsd").map_err(|e| format!("{e:#}"))?;
         }
         Ok(p)
     }
 
-    /// Writes the output program.
-    pub fn write(&self, mut p: Program) -> Result<()> {
+    /// The text of an output program.
+    fn output_text(&self, mut p: Program) -> String {
         let dir = self
             .schema
             .as_ref()
             .map(|d| d.display().to_string())
             .unwrap_or_default();
         p.mark_as_output(&dir);
-        let text = xaif_model::write_program(&p);
+        xaif_model::write_program(&p)
+    }
+
+    /// Writes the output program.
+    pub fn write(&self, p: Program) -> Result<()> {
+        let text = self.output_text(p);
         match &self.output {
             Some(path) => crate::output::write_atomic(path, text.as_bytes()),
             None => {
@@ -269,6 +294,53 @@ fn write_dots(dir: &Path, dots: &[xaif_linearize::tangent::DotGraph]) -> Result<
     Ok(())
 }
 
+/// Transforms every input of a batch call with `transform` on worker
+/// threads; outputs go to the `-o` directory under the inputs' relative
+/// paths. Per-file reports (statistics, Graphviz, debug output) belong to
+/// one-file calls.
+fn batch<F>(common: &TransformArgs, verb: &str, transform: F) -> Result<ExitCode>
+where
+    F: Fn(&Program) -> Result<Program, String> + Sync,
+{
+    if common.stats_json.is_some()
+        || common.dot.is_some()
+        || common.debug_file.is_some()
+        || common.debug_mask != 0
+    {
+        eprintln!(
+            "xaifb: --stats-json, --dot, -d and -g describe one transformation; give one input"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let Some(out_dir) = &common.output else {
+        eprintln!("xaifb: several inputs need -o DIRECTORY");
+        return Ok(ExitCode::from(2));
+    };
+    let inputs = crate::batch::collect_inputs(&common.input)?;
+    if inputs.is_empty() {
+        bail!("no .xaif files found");
+    }
+    let jobs = common.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let outcomes = crate::batch::run(&inputs, jobs, |input, rel| {
+        let program = common.read_input(input)?;
+        let result = transform(&program).map_err(|e| format!("{}: {e}", input.display()))?;
+        let dest = out_dir.join(rel);
+        crate::output::write_atomic(&dest, common.output_text(result).as_bytes())
+            .map_err(|e| format!("{}: {e:#}", input.display()))?;
+        Ok(Some(format!("written to {}", dest.display())))
+    });
+    let failed = crate::batch::report(&outcomes, verb, false);
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
 /// Runs `xaifb tangent`.
 pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
     let start = std::time::Instant::now();
@@ -280,15 +352,22 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
         Ok(x) => x,
         Err(e) => return fail(e),
     };
+    let options = args.tangent_options()?;
+    if args.is_batch() {
+        return batch(&args, "tangent", |p| {
+            xaif_linearize::tangent(p, &catalogue, noninlinable.as_ref(), &options)
+                .map(|r| r.program)
+                .map_err(|e| e.to_string())
+        });
+    }
     let program = match args.input() {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    let options = args.tangent_options()?;
     let result =
         match xaif_linearize::tangent(&program, &catalogue, noninlinable.as_ref(), &options) {
             Ok(r) => r,
-            Err(e) => return fail(format!("{}: {e}", args.input.display())),
+            Err(e) => return fail(format!("{}: {e}", args.single_input().display())),
         };
     if args.debug_mask & 64 != 0 {
         let mut text = String::new();
@@ -324,7 +403,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
     }
     if let Some(path) = &args.stats_json {
         let report = serde_json::json!({
-            "input": args.input.display().to_string(),
+            "input": args.single_input().display().to_string(),
             "mode": "tangent",
             "routines": result.stats.routines,
             "total": result.stats.total,
@@ -353,10 +432,6 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         Ok(x) => x,
         Err(e) => return fail(e),
     };
-    let program = match common.input() {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
     let t = common.tangent_options()?;
     let options = xaif_cfrev::AdjointOptions {
         flatten: t.flatten,
@@ -369,9 +444,20 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         rename: common.rename,
         force_enumeration: args.enumerate_blocks,
     };
+    if common.is_batch() {
+        return batch(common, "adjoint", |p| {
+            xaif_cfrev::adjoint(p, &catalogue, noninlinable.as_ref(), &options)
+                .map(|r| r.transformed.program)
+                .map_err(|e| e.to_string())
+        });
+    }
+    let program = match common.input() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
     let result = match xaif_cfrev::adjoint(&program, &catalogue, noninlinable.as_ref(), &options) {
         Ok(r) => r,
-        Err(e) => return fail(format!("{}: {e}", common.input.display())),
+        Err(e) => return fail(format!("{}: {e}", common.single_input().display())),
     };
     let stats = &result.transformed.stats;
     if common.debug_mask & 64 != 0 {
@@ -397,7 +483,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
     }
     if let Some(path) = &common.stats_json {
         let report = serde_json::json!({
-            "input": common.input.display().to_string(),
+            "input": common.single_input().display().to_string(),
             "mode": "adjoint",
             "routines": stats.routines,
             "total": stats.total,
