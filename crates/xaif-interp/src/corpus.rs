@@ -95,6 +95,19 @@ impl Example {
         Jacobian::parse(&text)
     }
 
+    /// The divided-difference Jacobian the reference chain recorded.
+    pub fn dd_out(&self) -> Result<Jacobian, String> {
+        let text = std::fs::read_to_string(self.dir.join("dd.out"))
+            .map_err(|e| format!("{}: dd.out: {e}", self.name))?;
+        Jacobian::parse(&text)
+    }
+
+    /// Whether the reference chain's adjoint fails in some mode (a
+    /// `FAILREASON_adm_*` file).
+    pub fn adjoint_fails_in_reference(&self) -> bool {
+        self.failreason.contains("adm")
+    }
+
     /// Whether the example's options select no default initialisation.
     pub fn no_default_init(&self) -> bool {
         self.options.contains("scalarNDI")

@@ -132,6 +132,11 @@ struct IndexTape<'s> {
     stable: Option<&'s StableIndices>,
     /// Stable symbols the adjoint reads directly.
     read: Vec<SymbolId>,
+    /// Whether values are saved in temporaries first (`frozen`, to run
+    /// before a call that may change them) and pushed later (`pushes`,
+    /// after the call, so that they sit above what the callee pushes).
+    freeze: bool,
+    frozen: Vec<StmtId>,
 }
 
 impl<'s> IndexTape<'s> {
@@ -143,6 +148,8 @@ impl<'s> IndexTape<'s> {
             integers: 0,
             stable,
             read: Vec::new(),
+            freeze: false,
+            frozen: Vec::new(),
         }
     }
 
@@ -199,7 +206,12 @@ impl<'s> IndexTape<'s> {
                     }
                     // Taping: push the value (through a temporary when it is
                     // not a single variable).
-                    let pushed = match single_reference(e) {
+                    let single = if self.freeze {
+                        None
+                    } else {
+                        single_reference(e)
+                    };
+                    let pushed = match single {
                         Some(r) => r,
                         None => {
                             let temp = declare(
@@ -214,8 +226,12 @@ impl<'s> IndexTape<'s> {
                             let id = t.names.statement("index");
                             let mut lhs = temp.var.clone();
                             lhs.attrs.remove("vertex_id");
-                            self.pushes
-                                .push(add(t.out, assignment(&id, lhs, e.clone())));
+                            let save = add(t.out, assignment(&id, lhs, e.clone()));
+                            if self.freeze {
+                                self.frozen.push(save);
+                            } else {
+                                self.pushes.push(save);
+                            }
                             temp.var
                         }
                     };
@@ -498,6 +514,7 @@ fn single(
                 return Ok((taping, Vec::new(), 0));
             }
             let mut index = IndexTape::new(stable);
+            index.freeze = true;
             let mut allocations = Vec::new();
             let mut new_args = Vec::with_capacity(args.len());
             for (i, a) in args.iter().enumerate() {
@@ -544,10 +561,12 @@ fn single(
                     value,
                 });
             }
-            // The subscripts' values at the call: the callee may change the
-            // variables they read.
-            taping.extend(index.pushes.iter().copied());
+            // The subscripts' values at the call (the callee may change the
+            // variables they read), pushed after it: the adjoint pops them
+            // before it runs the callee's adjoint.
+            taping.extend(index.frozen.iter().copied());
             taping.extend(forward_call);
+            taping.extend(index.pushes.iter().copied());
             let mut adjoint = index.pops_reversed();
             adjoint.extend(allocations);
             reads.extend(index.read.iter().copied());
