@@ -9,6 +9,12 @@
 //!   validate, write throughput), then the peak memory of `xaifb roundtrip`
 //!   on the largest corpus file relative to its size. See
 //!   `docs/performance.md`.
+//! - `cargo xtask corpus`: the numerical oracle over the whole regression
+//!   corpus, on the reference outputs and on ours, as the table
+//!   `docs/corpus-status.md`.
+
+mod corpus;
+mod engine;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -40,6 +46,9 @@ struct Cli {
 enum Task {
     /// Run the model benchmark and measure peak memory of a round trip.
     Bench(BenchArgs),
+    /// Run the oracle over the corpus (reference outputs and ours) and
+    /// write docs/corpus-status.md.
+    Corpus(CorpusArgs),
     /// Run a command and print its peak resident set size in KiB (used by
     /// `bench`, in a process of its own so that no other child counts).
     #[command(hide = true)]
@@ -48,6 +57,16 @@ enum Task {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<OsString>,
     },
+}
+
+#[derive(Args)]
+struct CorpusArgs {
+    /// The reference material (default: $XAIFB_SHARED or ../shared).
+    #[arg(long)]
+    shared: Option<PathBuf>,
+    /// Where the table goes.
+    #[arg(long, default_value = "docs/corpus-status.md")]
+    out: PathBuf,
 }
 
 #[derive(Args)]
@@ -67,6 +86,15 @@ struct BenchArgs {
 fn main() -> Result<()> {
     match Cli::parse().task {
         Task::Bench(args) => bench(args),
+        Task::Corpus(args) => {
+            let shared = args.shared.unwrap_or_else(shared_dir);
+            let out = if args.out.is_absolute() {
+                args.out
+            } else {
+                repo_root().join(args.out)
+            };
+            corpus::run(&shared, &out).map_err(|e| anyhow::anyhow!(e))
+        }
         Task::PeakRss { command } => {
             let kib = peak_rss_kib(&command)?;
             println!("{kib}");
@@ -80,6 +108,14 @@ fn repo_root() -> PathBuf {
         .parent()
         .expect("xtask lives in the repository root")
         .to_path_buf()
+}
+
+/// The reference material: `$XAIFB_SHARED`, or `../shared` beside the
+/// repository.
+fn shared_dir() -> PathBuf {
+    std::env::var_os(SHARED_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared"))
 }
 
 fn cargo() -> Command {
@@ -113,10 +149,7 @@ fn bench(args: BenchArgs) -> Result<()> {
     let input = match args.input {
         Some(p) => p,
         None => {
-            let shared = std::env::var_os(SHARED_ENV)
-                .map(PathBuf::from)
-                .unwrap_or_else(|| repo_root().join("../shared"));
-            let p = shared.join(LARGEST);
+            let p = shared_dir().join(LARGEST);
             if !p.is_file() {
                 println!(
                     "peak memory: skipped, {} not found (set {SHARED_ENV} or pass --input)",
