@@ -110,7 +110,11 @@ fn dd_row(ex: &Example) -> Option<Row> {
         empty: String::new(),
         checkpoint: String::new(),
     };
-    match (example_divided_differences(ex, BUDGET), ex.ad_out(), ex.params()) {
+    match (
+        example_divided_differences(ex, BUDGET),
+        ex.ad_out(),
+        ex.params(),
+    ) {
         (Err(e), _, _) => row.result = format!("refused: {}", one_line(&e)),
         (Ok(dd), Ok(ad), Ok(p)) => match compare(&dd, &ad, p.tol, p.tol) {
             Ok(c) => {
@@ -172,7 +176,17 @@ pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.example, r.verdict, r.mode, r.index, r.result, r.worst, r.doubles, r.integers, r.peak, r.empty, r.checkpoint
+            r.example,
+            r.verdict,
+            r.mode,
+            r.index,
+            r.result,
+            r.worst,
+            r.doubles,
+            r.integers,
+            r.peak,
+            r.empty,
+            r.checkpoint
         );
     }
     s.push('\n');

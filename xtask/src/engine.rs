@@ -17,7 +17,13 @@ const BUDGET: u64 = 50_000_000;
 
 /// Transforms `input` of `ex` in `mode` (tangent, or adjoint for split and
 /// joint) into `dir`; returns the output file.
-fn transform(shared: &Path, ex: &Example, input: &Path, adjoint: bool, dir: &Path) -> Result<PathBuf, String> {
+fn transform(
+    shared: &Path,
+    ex: &Example,
+    input: &Path,
+    adjoint: bool,
+    dir: &Path,
+) -> Result<PathBuf, String> {
     let schema = shared.join("xaif/schema/examples");
     let opts = &ex.options;
     let non_path = schema.join("noninlinable_intrinsics.xaif");
@@ -66,7 +72,10 @@ fn verdict(report: &RunReport) -> String {
 fn pushed(report: &RunReport) -> Option<(u64, u64)> {
     let o = report.outcome.as_ref().ok()?;
     let s = &o.stats;
-    Some((s.doubles_pushed + s.integers_pushed + s.logicals_pushed, s.peak_checkpoint))
+    Some((
+        s.doubles_pushed + s.integers_pushed + s.logicals_pushed,
+        s.peak_checkpoint,
+    ))
 }
 
 /// Our outputs on every example, as markdown.
@@ -97,7 +106,9 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
         } else {
             String::new()
         };
-        let adjoint_input = [ex.input(true), ex.input(false)].into_iter().find(|p| p.is_file());
+        let adjoint_input = [ex.input(true), ex.input(false)]
+            .into_iter()
+            .find(|p| p.is_file());
         let mut cells: Vec<String> = Vec::new();
         if let Some(input) = adjoint_input {
             match transform(shared, ex, &input, true, &dir) {
@@ -105,7 +116,13 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
                     for (k, mode) in [Mode::Split, Mode::Joint].into_iter().enumerate() {
                         let ours = run_file(ex, &f, mode, CompileOptions::default(), BUDGET);
                         let theirs = if executable && ex.reference(mode).is_file() {
-                            Some(run_file(ex, &ex.reference(mode), mode, CompileOptions::default(), BUDGET))
+                            Some(run_file(
+                                ex,
+                                &ex.reference(mode),
+                                mode,
+                                CompileOptions::default(),
+                                BUDGET,
+                            ))
                         } else {
                             None
                         };
@@ -119,8 +136,11 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
                         };
                         if ex.adjoint_fails_in_reference() {
                             let dd_ok = match (&ours.outcome, ex.dd_out(), ex.params()) {
-                                (Ok(o), Ok(dd), Ok(p)) => o.tapes_empty
-                                    && compare(&o.jacobian, &dd, p.tol, p.tol).is_ok_and(|c| c.matches()),
+                                (Ok(o), Ok(dd), Ok(p)) => {
+                                    o.tapes_empty
+                                        && compare(&o.jacobian, &dd, p.tol, p.tol)
+                                            .is_ok_and(|c| c.matches())
+                                }
                                 _ => false,
                             };
                             if dd_ok {
@@ -142,7 +162,12 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
                     }
                 }
                 Err(_) => {
-                    cells = vec!["transformation failed".into(), " | ".into(), String::new(), " | ".into()];
+                    cells = vec![
+                        "transformation failed".into(),
+                        " | ".into(),
+                        String::new(),
+                        " | ".into(),
+                    ];
                 }
             }
         }

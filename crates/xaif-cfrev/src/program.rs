@@ -78,6 +78,8 @@ pub struct TapeStats {
     pub checkpoint_variables: usize,
     /// Whether the CFG was reversed as structured.
     pub structured: bool,
+    /// Loops run backwards explicitly instead of by counting.
+    pub explicit_loops: usize,
 }
 
 struct SymbolTemps<'a> {
@@ -244,6 +246,7 @@ pub fn adjoint(
                 codes.push(code);
             }
             restored_formals.extend(plan.restore.values().flatten().copied());
+            tape.explicit_loops = plan.explicit.len();
             let original = copy_cfg(p, &mut out, rid, *cfg);
             let mut temps = SymbolTemps {
                 names: &mut names,

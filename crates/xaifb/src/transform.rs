@@ -105,11 +105,14 @@ pub struct AdjointArgs {
     /// Checkpoint formals even when every call site passes a constant.
     #[arg(short = 'P')]
     checkpoint_all_formals: bool,
-    /// Simple-loop rule violations: ask (accepted for compatibility; every
-    /// loop is reversed by counting, which has no such rules).
+    /// Simple-loop rule violations: ask (accepted for compatibility: a loop
+    /// runs backwards only when the analysis proves its variable and bounds
+    /// unchanged by its body, and is counted otherwise, so there is nothing
+    /// to ask).
     #[arg(short = 'u')]
     ask_simple_loops: bool,
-    /// Simple-loop rule violations: ignore (accepted for compatibility).
+    /// Simple-loop rule violations: ignore (accepted for compatibility; a
+    /// violation is never ignored, the loop is counted instead).
     #[arg(short = 'U')]
     ignore_simple_loops: bool,
     /// Top-level routine for quasi-constant globals (accepted for

@@ -358,3 +358,143 @@ fn check_in(v: &serde_json::Value, schema: &serde_json::Value, root: &serde_json
         _ => {}
     }
 }
+
+/// `xaifb adjoint` on one input: schema-valid output that the oracle runs
+/// in split and joint mode to `ad.out`, and a statistics report (graphs and
+/// taping per routine) that follows the schema.
+#[test]
+fn adjoint_transforms_with_tape_statistics() {
+    let Some(shared) = shared_dir() else { return };
+    let ex = shared.join("corpus/examples/Loop_simple_7");
+    let cat = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+    let dir = scratch("adjoint");
+    let out = dir.join("out.xaif");
+    let stats = dir.join("stats.json");
+    let o = xaifb()
+        .args(["adjoint", "-c"])
+        .arg(&cat)
+        .arg("-i")
+        .arg(ex.join("admhead_sf.pre.xaif"))
+        .arg("-o")
+        .arg(&out)
+        .arg("-s")
+        .arg(shared.join("xaif/schema"))
+        .arg("--stats-json")
+        .arg(&stats)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for mode in ["split", "joint"] {
+        let run = xaifb()
+            .args(["run", "--mode", mode, "--params"])
+            .arg(ex.join("params.conf"))
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert!(String::from_utf8_lossy(&run.stderr).contains("all tapes empty"));
+        let ours = dir.join(format!("{mode}.out"));
+        std::fs::write(&ours, &run.stdout).unwrap();
+        assert!(xaifb()
+            .arg("compare")
+            .arg(&ours)
+            .arg(ex.join("ad.out"))
+            .status()
+            .unwrap()
+            .success());
+    }
+    if have_xmllint() {
+        let v = xaifb()
+            .args(["validate", "--schema"])
+            .arg(shared.join("xaif/schema"))
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("schemas/transform-stats.schema.json")).unwrap(),
+    )
+    .unwrap();
+    check_against(&report, &schema);
+    assert_eq!(report["mode"], "adjoint");
+    let tapes = report["tapes"].as_array().unwrap();
+    let bar = tapes.iter().find(|t| t["routine"] == "bar__24").unwrap();
+    // bar's loop over x(i) runs backwards: one explicit loop, no index
+    // taped per block; its argument checkpoint holds x and k.
+    assert_eq!(bar["explicit_loops"], 1);
+    assert_eq!(bar["integers_per_block_execution"], 0);
+    assert_eq!(bar["structured"], true);
+    assert_eq!(bar["checkpoint_variables"], 2);
+}
+
+/// Many inputs in one call: outputs keep the inputs' relative paths (two
+/// inputs with the same file name stay apart); per-file reports are refused
+/// with a usage error; a bad input fails alone.
+#[test]
+fn adjoint_batch_of_many_inputs() {
+    let Some(shared) = shared_dir() else { return };
+    let cat = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+    let dir = scratch("adjoint-batch");
+    let examples = shared.join("corpus/examples");
+    let inputs = ["Loop_simple_1", "lighthouse", "IfStatement_1"];
+    let mut cmd = xaifb();
+    cmd.args(["adjoint", "-c"]).arg(&cat);
+    for e in inputs {
+        cmd.arg("-i")
+            .arg(examples.join(e).join("admhead_sf.pre.xaif"));
+    }
+    let o = cmd.arg("-o").arg(dir.join("out")).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for e in inputs {
+        let f = dir.join("out").join(e).join("admhead_sf.pre.xaif");
+        assert!(f.is_file(), "{} missing", f.display());
+        assert!(std::fs::read_to_string(&f)
+            .unwrap()
+            .contains("ReplacementList"));
+    }
+    // A report describes one transformation.
+    let o = xaifb()
+        .args(["adjoint", "-c"])
+        .arg(&cat)
+        .arg("-i")
+        .arg(examples.join("Loop_simple_1/admhead_sf.pre.xaif"))
+        .arg("-i")
+        .arg(examples.join("lighthouse/admhead_sf.pre.xaif"))
+        .arg("-o")
+        .arg(dir.join("out2"))
+        .arg("--stats-json")
+        .arg(dir.join("s.json"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("give one input"));
+    // A broken input fails alone and leaves no output of its own.
+    let bad = dir.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(bad.join("broken.xaif"), "<xaif:CallGraph").unwrap();
+    std::fs::copy(
+        examples.join("Loop_simple_1/admhead_sf.pre.xaif"),
+        bad.join("good.xaif"),
+    )
+    .unwrap();
+    let o = xaifb()
+        .args(["adjoint", "-c"])
+        .arg(&cat)
+        .arg("-i")
+        .arg(&bad)
+        .arg("-o")
+        .arg(dir.join("out3"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("broken.xaif"));
+    assert!(dir.join("out3/good.xaif").is_file());
+    assert!(!dir.join("out3/broken.xaif").exists());
+}
