@@ -12,9 +12,13 @@
 //! - `cargo xtask corpus`: the numerical oracle over the whole regression
 //!   corpus, on the reference outputs and on ours, as the table
 //!   `docs/corpus-status.md`.
+//! - `cargo xtask speed`: oracle throughput on the heaviest corpus runs and
+//!   transformation time per input and per batch (for
+//!   `docs/performance.md`).
 
 mod corpus;
 mod engine;
+mod speed;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -49,6 +53,9 @@ enum Task {
     /// Run the oracle over the corpus (reference outputs and ours) and
     /// write docs/corpus-status.md.
     Corpus(CorpusArgs),
+    /// Measure the oracle's throughput and xaifb's transformation time on
+    /// the corpus; prints markdown.
+    Speed(CorpusArgs),
     /// Run a command and print its peak resident set size in KiB (used by
     /// `bench`, in a process of its own so that no other child counts).
     #[command(hide = true)]
@@ -94,6 +101,16 @@ fn main() -> Result<()> {
                 repo_root().join(args.out)
             };
             corpus::run(&shared, &out).map_err(|e| anyhow::anyhow!(e))
+        }
+        Task::Speed(args) => {
+            let shared = args.shared.unwrap_or_else(shared_dir);
+            let mut build = cargo();
+            build.args(["build", "--release", "-p", "xaifb"]);
+            run(build)?;
+            let xaifb = target_dir().join("release").join("xaifb");
+            let report = speed::run(&shared, &xaifb).map_err(|e| anyhow::anyhow!(e))?;
+            print!("{report}");
+            Ok(())
         }
         Task::PeakRss { command } => {
             let kib = peak_rss_kib(&command)?;

@@ -246,3 +246,29 @@ fn block_enumeration_reproduces_ad_out() {
         },
     );
 }
+
+/// The same input gives the same bytes, also where elimination strategies
+/// run on several threads (the largest graphs of the corpus).
+#[test]
+fn transformations_are_deterministic() {
+    let Some(shared) = shared_dir() else { return };
+    let examples = read_index(&shared.join("corpus")).unwrap();
+    let out =
+        std::env::temp_dir().join(format!("xaifb-adjoint-determinism-{}", std::process::id()));
+    for name in ["RoehFlux", "graphEx1", "boxmodel"] {
+        let ex = examples.iter().find(|e| e.name == name).unwrap();
+        let texts: Vec<Vec<u8>> = (0..3)
+            .map(|k| {
+                let dir = out.join(k.to_string());
+                std::fs::create_dir_all(&dir).unwrap();
+                let f = transform(&shared, ex, &AdjointOptions::default(), &dir).unwrap();
+                std::fs::read(f).unwrap()
+            })
+            .collect();
+        assert!(
+            texts.windows(2).all(|w| w[0] == w[1]),
+            "{name}: outputs differ between runs"
+        );
+    }
+    std::fs::remove_dir_all(&out).ok();
+}

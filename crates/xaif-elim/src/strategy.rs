@@ -253,11 +253,17 @@ pub fn run(
     }
 }
 
-/// Runs every configured strategy and keeps the best result.
+/// Graphs with at least this many edges run their strategies on several
+/// threads (below it, starting threads costs more than it saves).
+const PARALLEL_EDGES: usize = 64;
+
+/// Runs every configured strategy and keeps the best result (the first in
+/// configuration order among equals, however the runs were scheduled).
 pub fn select(lcg: &Lcg, config: &Config) -> Result<Selection, ElimError> {
+    let results = run_all(lcg, config);
     let mut best: Option<Selection> = None;
-    for strategy in &config.strategies {
-        let elimination = run(lcg, strategy, config.triviality)?;
+    for (strategy, elimination) in config.strategies.iter().zip(results) {
+        let elimination = elimination?;
         let better = match &best {
             None => true,
             Some(current) => {
@@ -272,6 +278,48 @@ pub fn select(lcg: &Lcg, config: &Config) -> Result<Selection, ElimError> {
         }
     }
     best.ok_or(ElimError::NoStrategies)
+}
+
+/// The result of every strategy, in configuration order.
+fn run_all(lcg: &Lcg, config: &Config) -> Vec<Result<Elimination, ElimError>> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(config.strategies.len());
+    if lcg.edges().len() < PARALLEL_EDGES || threads < 2 {
+        return config
+            .strategies
+            .iter()
+            .map(|s| run(lcg, s, config.triviality))
+            .collect();
+    }
+    let mut results: Vec<Option<Result<Elimination, ElimError>>> =
+        (0..config.strategies.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    config
+                        .strategies
+                        .iter()
+                        .enumerate()
+                        .skip(t)
+                        .step_by(threads)
+                        .map(|(k, s)| (k, run(lcg, s, config.triviality)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            for (k, r) in h.join().expect("elimination threads do not panic") {
+                results[k] = Some(r);
+            }
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.expect("every strategy ran"))
+        .collect()
 }
 
 /// Keeps the eliminations that reduce the non-trivial edge count, else

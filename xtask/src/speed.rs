@@ -1,0 +1,172 @@
+//! `cargo xtask speed`: how fast the oracle executes and how fast xaifb
+//! transforms, on the regression corpus, as markdown for
+//! `docs/performance.md`.
+//!
+//! - Oracle: the reference outputs of the examples that execute the most
+//!   operations, run in their modes; executed statements and floating-point
+//!   operations per second (median of several runs in one process).
+//! - Transformations: `xaifb adjoint` as a whole process on every adjoint
+//!   input (the way the reference engine is timed: one process per input,
+//!   each writing a new file), and the whole corpus in one batch call.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use xaif_interp::corpus::{read_index, Example};
+use xaif_interp::{compile, Harness, Mode};
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Runs `ex`'s reference output of `mode` `reps` times; returns the median
+/// time and the counters of one run.
+fn time_oracle(ex: &Example, mode: Mode, reps: usize) -> Option<(Duration, u64, u64)> {
+    let file = ex.reference(mode);
+    let (p, source) = xaif_model::read_program_file(&file).ok()?;
+    xaif_model::validate_program(&p, &source).ok()?;
+    let prog = compile(&p, &source);
+    let spec = ex.harness().ok()?;
+    let mut times = Vec::new();
+    let mut counters = (0, 0);
+    for _ in 0..reps {
+        let h = Harness::new(&prog, spec.clone());
+        let start = Instant::now();
+        let o = h.run(mode).ok()?;
+        times.push(start.elapsed());
+        counters = (
+            o.stats.steps,
+            o.stats.flops_original + o.stats.flops_derivative,
+        );
+    }
+    Some((median(times), counters.0, counters.1))
+}
+
+/// The report.
+pub fn run(shared: &Path, xaifb: &Path) -> Result<String, String> {
+    let examples = read_index(&shared.join("corpus"))?;
+    let mut s = String::new();
+    // Oracle: find the heaviest runs (by executed statements).
+    let mut heavy: Vec<(u64, &Example, Mode)> = Vec::new();
+    for ex in examples
+        .iter()
+        .filter(|e| e.verdict.starts_with("executable-") && e.verdict.ends_with("harness"))
+    {
+        for mode in [Mode::Tangent, Mode::Split] {
+            if ex.oracle(mode) != "match" {
+                continue;
+            }
+            if let Some((_, steps, _)) = time_oracle(ex, mode, 1) {
+                heavy.push((steps, ex, mode));
+            }
+        }
+    }
+    heavy.sort_by(|a, b| b.0.cmp(&a.0));
+    let _ = writeln!(
+        s,
+        "| example | mode | statements executed | flops | median time | statements/s | flops/s |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+    for (_, ex, mode) in heavy.iter().take(6) {
+        if let Some((t, steps, flops)) = time_oracle(ex, *mode, 7) {
+            let secs = t.as_secs_f64();
+            let _ = writeln!(
+                s,
+                "| {} | {:?} | {steps} | {flops} | {:.1} ms | {:.1} M | {:.1} M |",
+                ex.name,
+                mode,
+                secs * 1e3,
+                steps as f64 / secs / 1e6,
+                flops as f64 / secs / 1e6
+            );
+        }
+    }
+    // Transformations, one process per input.
+    let cat = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+    let out = std::env::temp_dir().join(format!("xtask-speed-{}", std::process::id()));
+    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+    let inputs: Vec<&Example> = examples
+        .iter()
+        .filter(|e| e.input(true).is_file())
+        .collect();
+    let mut per_input = Vec::new();
+    let mut named = Vec::new();
+    for round in 0..3 {
+        for ex in &inputs {
+            let dest = out.join(format!("{}-{round}.xaif", ex.name));
+            let start = Instant::now();
+            let status = Command::new(xaifb)
+                .args(["adjoint", "-c"])
+                .arg(&cat)
+                .arg("-i")
+                .arg(ex.input(true))
+                .arg("-o")
+                .arg(&dest)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .map_err(|e| e.to_string())?;
+            let t = start.elapsed();
+            if status.success() {
+                per_input.push(t);
+                if ex.name == "RoehFlux" || ex.name == "graphEx1" {
+                    named.push((ex.name.clone(), t));
+                }
+            }
+        }
+    }
+    let mean = per_input.iter().sum::<Duration>().as_secs_f64() / per_input.len().max(1) as f64;
+    let max = per_input.iter().max().copied().unwrap_or_default();
+    let med = median(per_input.clone());
+    let mut args: Vec<std::ffi::OsString> = vec!["adjoint".into(), "-c".into(), cat.clone().into()];
+    for ex in &inputs {
+        args.push("-i".into());
+        args.push(ex.input(true).into());
+    }
+    args.push("-o".into());
+    args.push(out.join("batch").into());
+    let mut batch = Vec::new();
+    for _ in 0..3 {
+        std::fs::remove_dir_all(out.join("batch")).ok();
+        let start = Instant::now();
+        Command::new(xaifb)
+            .args(&args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map_err(|e| e.to_string())?;
+        batch.push(start.elapsed());
+    }
+    std::fs::remove_dir_all(&out).ok();
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "`xaifb adjoint`, one process per input, {} inputs × 3 rounds: mean {:.2} ms, median {:.2} ms, slowest {:.1} ms per input.",
+        inputs.len(),
+        mean * 1e3,
+        med.as_secs_f64() * 1e3,
+        max.as_secs_f64() * 1e3
+    );
+    for name in ["RoehFlux", "graphEx1"] {
+        let times: Vec<Duration> = named
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, t)| *t)
+            .collect();
+        if !times.is_empty() {
+            let _ = writeln!(
+                s,
+                "{name}: median {:.1} ms.",
+                median(times).as_secs_f64() * 1e3
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "All {} inputs in one batch call: median {:.0} ms.",
+        inputs.len(),
+        median(batch).as_secs_f64() * 1e3
+    );
+    Ok(s)
+}
