@@ -69,12 +69,14 @@ fn verdict(report: &RunReport) -> String {
     }
 }
 
-fn pushed(report: &RunReport) -> Option<(u64, u64)> {
+/// Values pushed, peak checkpoint stack and values checkpointed in a run.
+fn pushed(report: &RunReport) -> Option<(u64, u64, u64)> {
     let o = report.outcome.as_ref().ok()?;
     let s = &o.stats;
     Some((
         s.doubles_pushed + s.integers_pushed + s.logicals_pushed,
         s.peak_checkpoint,
+        s.checkpoint_stored,
     ))
 }
 
@@ -85,6 +87,7 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
     let mut rows = String::new();
     let (mut checked, mut matched) = (0, 0);
     let mut totals = [(0u64, 0u64); 2];
+    let mut stored = (0u64, 0u64);
     let mut failures_right = Vec::new();
     for ex in examples {
         let executable = matches!(
@@ -152,6 +155,10 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
                             (Some(a), Some(b)) => {
                                 totals[k].0 += a.0;
                                 totals[k].1 += b.0;
+                                if mode == Mode::Joint {
+                                    stored.0 += a.2;
+                                    stored.1 += b.2;
+                                }
                                 format!("{} / {} | {} / {}", a.0, b.0, a.1, b.1)
                             }
                             (Some(a), None) => format!("{} / - | {} / -", a.0, a.1),
@@ -210,6 +217,13 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
         totals[1].0,
         totals[1].1,
         ratio(totals[1]),
+    );
+    let _ = writeln!(
+        s,
+        "Values stored in argument checkpoints (joint mode): {} / {} = {:.3} of the reference.\n",
+        stored.0,
+        stored.1,
+        ratio(stored)
     );
     let _ = writeln!(
         s,

@@ -114,7 +114,7 @@ impl Effects {
 
 /// Whether a marker may stand for a store the XAIF does not carry (the
 /// front end's annotation names the construct it dropped).
-fn marker_may_store(annotation: &str) -> bool {
+pub(crate) fn marker_may_store(annotation: &str) -> bool {
     [
         "OPR_STID",
         "OPR_ISTORE",

@@ -63,6 +63,10 @@ pub struct AdjointOptions {
     /// Reverse every CFG by block enumeration (the unstructured fallback),
     /// even structured ones.
     pub force_enumeration: bool,
+    /// Checkpoint every variable of the front end's `Read` list, as the
+    /// reference engine does, instead of only those the routine or the
+    /// code after it may overwrite (to-be-recorded analysis).
+    pub full_checkpoints: bool,
 }
 
 /// Per-routine taping statistics (`--stats-json` of the adjoint).
@@ -140,6 +144,11 @@ pub fn adjoint(
         elimination: &options.elimination,
     };
     let passed = variables_passed(p);
+    let changes = if options.full_checkpoints {
+        None
+    } else {
+        Changes::new(p)
+    };
     let mut stats = TransformStats::default();
     let mut tapes = Vec::new();
     let items: Vec<RoutineId> = p
@@ -317,7 +326,13 @@ pub fn adjoint(
                 })
                 .collect()
         };
-        let read = list_refs(SideEffectKind::Read);
+        let mut read = list_refs(SideEffectKind::Read);
+        if let Some(changes) = &changes {
+            read.retain(|r| {
+                ctx.symbol_of(&r.graph)
+                    .is_none_or(|s| changes.may_change(rid, s))
+            });
+        }
         let modified = list_refs(SideEffectKind::Mod);
         let read_local = list_refs(SideEffectKind::ReadLocal);
         tape.checkpoint_variables = read.len();
@@ -450,6 +465,59 @@ pub fn adjoint(
         },
         tapes,
     })
+}
+
+/// What a routine's re-execution from its argument checkpoint may find
+/// changed (seed "TBR analysis" §5 at call sites): a global the routine
+/// reads needs checkpointing only when the routine itself or the code that
+/// runs after it returns (before its reversal) may overwrite it. Formals
+/// keep the front end's rule.
+struct Changes<'p> {
+    analysis: xaif_dataflow::Analysis<'p>,
+}
+
+impl<'p> Changes<'p> {
+    /// `None` when the analysis cannot answer for the whole program: it
+    /// fails, or a marker may stand for a store the XAIF does not carry.
+    fn new(p: &'p Program) -> Option<Self> {
+        let opaque = p.stmts.iter().any(|(_, s)| {
+            matches!(s.kind, StmtKind::Marker)
+                && crate::explicit::marker_may_store(s.attrs.get("annotation").unwrap_or(""))
+        });
+        if opaque {
+            return None;
+        }
+        let config = xaif_dataflow::Config {
+            tbr: true,
+            ..Default::default()
+        };
+        let analysis = xaif_dataflow::analyze(p, &config).ok()?;
+        analysis.tbr.as_ref()?;
+        Some(Changes { analysis })
+    }
+
+    /// Whether `s`, read by routine `r`, may differ when `r` is re-run at
+    /// its reversal (true when the analysis has no answer).
+    fn may_change(&self, r: RoutineId, s: SymbolId) -> bool {
+        let facts = &self.analysis.facts;
+        let (Some(tbr), Some(storage), Some(rf)) = (
+            self.analysis.tbr.as_ref(),
+            facts.storage_of_symbol(s),
+            facts.routines.get(&r),
+        ) else {
+            return true;
+        };
+        let Some(rt) = tbr.routine(r) else {
+            return true;
+        };
+        // A formal may be bound to a fresh temporary at the reversed call
+        // (argument conversion), so its checkpoint is its value.
+        if !rf.universe.has(storage) || rf.formal_position(storage).is_some() {
+            return true;
+        }
+        let slots = rf.slots_of(storage);
+        slots.intersects(&rt.may_write) || slots.intersects(&rt.overwritten_after)
+    }
 }
 
 /// (callee symbol id, position) of every argument some call passes as a

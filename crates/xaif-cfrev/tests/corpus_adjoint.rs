@@ -272,3 +272,63 @@ fn transformations_are_deterministic() {
     }
     std::fs::remove_dir_all(&out).ok();
 }
+
+/// Argument checkpoints hold only what may change before the reversal (the
+/// to-be-recorded analysis at call sites): on `boxmodel` they name fewer
+/// variables and store fewer values than the front end's Read lists ask
+/// for, and the joint Jacobian still reproduces `ad.out`.
+#[test]
+fn tbr_shrinks_argument_checkpoints() {
+    let Some(shared) = shared_dir() else { return };
+    let examples = read_index(&shared.join("corpus")).unwrap();
+    let ex = examples.iter().find(|e| e.name == "boxmodel").unwrap();
+    let out =
+        std::env::temp_dir().join(format!("xaifb-adjoint-checkpoints-{}", std::process::id()));
+    let schema = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+    let (catalogue, _) = read_catalogues(&schema, None).unwrap();
+    let (p, source) = xaif_model::read_program_file(&ex.input(true)).unwrap();
+    xaif_model::validate_program(&p, &source).unwrap();
+    let mut runs = Vec::new();
+    for full in [false, true] {
+        let options = AdjointOptions {
+            full_checkpoints: full,
+            ..AdjointOptions::default()
+        };
+        let result = adjoint(&p, &catalogue, None, &options).unwrap();
+        let variables: usize = result.tapes.iter().map(|t| t.checkpoint_variables).sum();
+        let dir = out.join(full.to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut program = result.transformed.program;
+        program.mark_as_output("");
+        let file = dir.join("boxmodel.xaif");
+        std::fs::write(&file, xaif_model::write_program(&program)).unwrap();
+        let report = run_file(
+            ex,
+            &file,
+            Mode::Joint,
+            CompileOptions::default(),
+            50_000_000,
+        );
+        assert!(
+            report.matches(),
+            "full checkpoints {full}: {:?}",
+            report.outcome.as_ref().err()
+        );
+        let stored = report.outcome.unwrap().stats.checkpoint_stored;
+        runs.push((variables, stored));
+    }
+    std::fs::remove_dir_all(&out).ok();
+    let (tbr, full) = (runs[0], runs[1]);
+    assert!(
+        tbr.0 < full.0,
+        "checkpointed variables: {} with TBR, {} without",
+        tbr.0,
+        full.0
+    );
+    assert!(
+        tbr.1 < full.1,
+        "values stored: {} with TBR, {} without",
+        tbr.1,
+        full.1
+    );
+}

@@ -119,6 +119,11 @@ pub struct AdjointArgs {
     /// compatibility).
     #[arg(short = 't')]
     top: Option<String>,
+    /// Checkpoint every variable of the front end's Read lists (the
+    /// reference's argument checkpoints) instead of only those the
+    /// to-be-recorded analysis finds may change before the reversal.
+    #[arg(long)]
+    full_checkpoints: bool,
     /// Reverse every control flow graph by block enumeration.
     #[arg(long)]
     enumerate_blocks: bool,
@@ -446,6 +451,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         restore_in_store_order: args.restore_in_store_order,
         rename: common.rename,
         force_enumeration: args.enumerate_blocks,
+        full_checkpoints: args.full_checkpoints,
     };
     if common.is_batch() {
         return batch(common, "adjoint", |p| {
