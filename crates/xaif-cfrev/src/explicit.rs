@@ -35,8 +35,33 @@ pub struct ExplicitLoop {
     pub first: Expr,
     /// The inclusive bound (`e1`, or `e1 ∓ 1` for strict comparisons).
     pub bound: Expr,
-    /// The constant step.
-    pub step: i64,
+    /// The step.
+    pub step: Step,
+}
+
+/// The step of an explicit loop.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// A constant (never 0).
+    Constant(i64),
+    /// A run-time stride `s` (the loop's condition is `i /= e1`, Fortran's
+    /// `DO i = e0, e1, s`): `i = i + s`, or `i = i - s` when `negated`.
+    Stride {
+        /// `s`.
+        expr: Expr,
+        /// Whether the update subtracts it.
+        negated: bool,
+    },
+}
+
+impl Step {
+    /// The expressions the adjoint's header reads again.
+    pub fn expr(&self) -> Option<&Expr> {
+        match self {
+            Step::Constant(_) => None,
+            Step::Stride { expr, .. } => Some(expr),
+        }
+    }
 }
 
 /// Which loops run backwards explicitly, and what their adjoints need.
@@ -331,15 +356,23 @@ fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
     let [a, b] = ug.args[ug.root].as_slice() else {
         return None;
     };
-    let step = match op {
-        "add_scal_scal" if is_var(ctx, &update.rhs, *a, var) => int_constant(&update.rhs, *b)?,
-        "add_scal_scal" if is_var(ctx, &update.rhs, *b, var) => int_constant(&update.rhs, *a)?,
-        "sub_scal_scal" if is_var(ctx, &update.rhs, *a, var) => -int_constant(&update.rhs, *b)?,
+    let (stride, negated) = match op {
+        "add_scal_scal" if is_var(ctx, &update.rhs, *a, var) => (*b, false),
+        "add_scal_scal" if is_var(ctx, &update.rhs, *b, var) => (*a, false),
+        "sub_scal_scal" if is_var(ctx, &update.rhs, *a, var) => (*b, true),
         _ => return None,
     };
-    if step == 0 {
-        return None;
-    }
+    let step = match int_constant(&update.rhs, stride) {
+        Some(0) => return None,
+        Some(c) => Step::Constant(if negated { -c } else { c }),
+        None => {
+            let expr = subexpr(&update.rhs, &ug, stride);
+            if scalar_reads(ctx, &expr)?.contains(&var) {
+                return None;
+            }
+            Step::Stride { expr, negated }
+        }
+    };
     // Bound: var OP e1 or e1 OP var.
     let cg = ExprGraph::new(cond)?;
     let op = cond.vertices[cg.root].attrs.get("name")?;
@@ -350,6 +383,7 @@ fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
         (op.to_string(), *r)
     } else if is_var(ctx, cond, *r, var) {
         let mirrored = match op {
+            "not_equal" => "not_equal",
             "less_or_equal" => "greater_or_equal",
             "less_than" => "greater_than",
             "greater_or_equal" => "less_or_equal",
@@ -360,10 +394,15 @@ fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
     } else {
         return None;
     };
-    let adjust: i64 = match (op.as_str(), step > 0) {
-        ("less_or_equal", true) | ("greater_or_equal", false) => 0,
-        ("less_than", true) => -1,
-        ("greater_than", false) => 1,
+    let adjust: i64 = match (op.as_str(), &step) {
+        // Fortran's DO with a run-time stride; the trip count is fixed on
+        // entry, whatever the stride's sign.
+        ("not_equal", Step::Stride { .. }) => 0,
+        (_, Step::Stride { .. }) => return None,
+        ("less_or_equal", Step::Constant(c)) if *c > 0 => 0,
+        ("greater_or_equal", Step::Constant(c)) if *c < 0 => 0,
+        ("less_than", Step::Constant(c)) if *c > 0 => -1,
+        ("greater_than", Step::Constant(c)) if *c < 0 => 1,
         _ => return None,
     };
     let e1 = subexpr(cond, &cg, other);
@@ -426,6 +465,9 @@ impl Planner<'_, '_> {
         }
         let mut reads = scalar_reads(ctx, &l.first)?;
         reads.extend(scalar_reads(ctx, &l.bound)?);
+        if let Some(e) = l.step.expr() {
+            reads.extend(scalar_reads(ctx, e)?);
+        }
         let mut restore = Vec::new();
         for s in reads {
             if s == var {

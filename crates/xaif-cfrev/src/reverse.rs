@@ -29,7 +29,7 @@ use xaif_model::{
     RoutineId, StmtId, VarRef, VertexId, VertexKind,
 };
 
-use crate::explicit::{ExplicitLoop, LoopPlan};
+use crate::explicit::{ExplicitLoop, LoopPlan, Step};
 use crate::region::{parse, Region};
 
 /// The taping and adjoint forms of one basic block.
@@ -551,14 +551,32 @@ fn adjoint_seq(
 
 /// The header of the adjoint of an explicit loop: `i` from its last value
 /// `e0 + c·((e1 − e0 + c)/c − 1)` back to `e0` in steps of `−c` (the
-/// quotient truncates, so a loop that ran zero times starts below `e0` and
-/// runs zero times again).
+/// quotient truncates, so a loop that ran zero times starts beyond `e0` and
+/// runs zero times again). A constant step gives a `>=` (`<=`) condition; a
+/// run-time stride `s` gives Fortran's `DO i = last, e0, −s`, written
+/// `i /= e0` with the trip count fixed on entry.
 fn backwards(
     out: &mut Program,
     temps: &mut dyn Temps,
     h: &ExplicitLoop,
 ) -> (StmtId, xaif_model::Expr, StmtId) {
     let int = |b: &mut ExprBuilder, v: i64| b.constant("integer", &v.to_string());
+    // The forward stride as an expression of `b` (a run-time `i = i - s`
+    // is the stride `0 - s`).
+    let stride = |b: &mut ExprBuilder| -> usize {
+        match &h.step {
+            Step::Constant(c) => int(b, *c),
+            Step::Stride { expr, negated } => {
+                let s = embed(b, expr);
+                if *negated {
+                    let zero = int(b, 0);
+                    b.intrinsic("sub_scal_scal", &[zero, s])
+                } else {
+                    s
+                }
+            }
+        }
+    };
     let mut lhs = h.var.clone();
     lhs.attrs.remove("vertex_id");
     // Initialization.
@@ -566,13 +584,13 @@ fn backwards(
     let e1 = embed(&mut b, &h.bound);
     let e0 = embed(&mut b, &h.first);
     let span = b.intrinsic("sub_scal_scal", &[e1, e0]);
-    let c = int(&mut b, h.step);
+    let c = stride(&mut b);
     let widened = b.intrinsic("add_scal_scal", &[span, c]);
-    let c = int(&mut b, h.step);
+    let c = stride(&mut b);
     let trips = b.intrinsic("div_scal_scal", &[widened, c]);
     let one = int(&mut b, 1);
     let last_index = b.intrinsic("sub_scal_scal", &[trips, one]);
-    let c = int(&mut b, h.step);
+    let c = stride(&mut b);
     let offset = b.intrinsic("mul_scal_scal", &[c, last_index]);
     let e0 = embed(&mut b, &h.first);
     b.intrinsic("add_scal_scal", &[e0, offset]);
@@ -585,10 +603,10 @@ fn backwards(
     let mut b = ExprBuilder::new();
     let i = b.reference(&h.var);
     let e0 = embed(&mut b, &h.first);
-    let op = if h.step > 0 {
-        "greater_or_equal"
-    } else {
-        "less_or_equal"
+    let op = match h.step {
+        Step::Constant(c) if c > 0 => "greater_or_equal",
+        Step::Constant(_) => "less_or_equal",
+        Step::Stride { .. } => "not_equal",
     };
     let v = b.vertex(
         Attrs::new().with("name", op),
@@ -597,18 +615,33 @@ fn backwards(
     b.edge(i, v, 1);
     b.edge(e0, v, 2);
     let condition = b.finish();
-    // Update.
+    // Update: the opposite of the forward update.
     let mut b = ExprBuilder::new();
     let i = b.reference(&h.var);
-    let c = int(&mut b, h.step.abs());
-    b.intrinsic(
-        if h.step > 0 {
-            "sub_scal_scal"
-        } else {
-            "add_scal_scal"
-        },
-        &[i, c],
-    );
+    match &h.step {
+        Step::Constant(c) => {
+            let k = int(&mut b, c.abs());
+            b.intrinsic(
+                if *c > 0 {
+                    "sub_scal_scal"
+                } else {
+                    "add_scal_scal"
+                },
+                &[i, k],
+            );
+        }
+        Step::Stride { expr, negated } => {
+            let s = embed(&mut b, expr);
+            b.intrinsic(
+                if *negated {
+                    "add_scal_scal"
+                } else {
+                    "sub_scal_scal"
+                },
+                &[i, s],
+            );
+        }
+    }
     let update = out
         .stmts
         .alloc(assignment(&temps.statement("cfr_update"), lhs, b.finish()));

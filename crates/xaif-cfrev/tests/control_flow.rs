@@ -7,7 +7,7 @@
 //!   adjoint Jacobian equals divided differences;
 //! - `fixtures/adjoint/control_flow.xaif`: a `PostLoop`, `If`, loops nested
 //!   in branches nested in a loop, an early exit, an early return, a
-//!   backward goto and explicit loops: in split and joint mode, with and
+//!   backward goto, explicit loops and DO loops with run-time strides: in split and joint mode, with and
 //!   without block enumeration, the adjoint Jacobian equals the tangent one
 //!   (checked as dot products `<ȳ, J ẋ> = <Jᵀ ȳ, ẋ>` on several vector
 //!   pairs) and divided differences, and every tape ends empty.
@@ -136,6 +136,7 @@ fn control_flow_adjoints_equal_tangents_and_divided_differences() {
         ("f_return", false),
         ("f_goto", false),
         ("f_simple", true),
+        ("f_stride", true),
     ];
     for (top, is_structured) in tops {
         let out = &structured.transformed.program;
