@@ -64,7 +64,7 @@ pub fn run(shared: &Path, xaifb: &Path) -> Result<String, String> {
             }
         }
     }
-    heavy.sort_by(|a, b| b.0.cmp(&a.0));
+    heavy.sort_by_key(|h| std::cmp::Reverse(h.0));
     let _ = writeln!(
         s,
         "| example | mode | statements executed | flops | median time | statements/s | flops/s |"

@@ -38,7 +38,7 @@ use xaif_model::{
 };
 
 use crate::explicit::LoopPlan;
-use crate::reverse::{reverse, BlockCode, CfgBuilder, Temps};
+use crate::reverse::{reverse, BlockCode, CfgBuilder, Reversal, Temps};
 
 /// Options of the adjoint transformation (the reference driver's flags
 /// that apply).
@@ -261,28 +261,19 @@ pub fn adjoint(
                 names: &mut names,
                 scope,
             };
-            let rev = reverse(
-                p,
-                &mut out,
-                rid,
-                *cfg,
-                &codes[0],
-                &scope_attr,
-                &mut temps,
-                options.force_enumeration,
-                Some(&plan),
-            );
-            let rev_anonymous = reverse(
-                p,
-                &mut out,
-                rid,
-                *cfg,
-                codes.last().expect("one variant at least"),
-                &scope_attr,
-                &mut temps,
-                options.force_enumeration,
-                None,
-            );
+            let mut reversal = Reversal {
+                original: p,
+                routine: rid,
+                cfg: *cfg,
+                code: &codes[0],
+                scope_id: &scope_attr,
+                force_enumeration: options.force_enumeration,
+                plan: Some(&plan),
+            };
+            let rev = reverse(&reversal, &mut out, &mut temps);
+            reversal.code = codes.last().expect("one variant at least");
+            reversal.plan = None;
+            let rev_anonymous = reverse(&reversal, &mut out, &mut temps);
             tape.structured = rev.structured;
             if options.zero_locals {
                 for adj in [rev.adjoint, rev_anonymous.adjoint] {

@@ -648,21 +648,35 @@ fn backwards(
     (init, condition, update)
 }
 
-/// Reverses CFG `cfg` of `original` into two new bodies of `routine` in
-/// `out`. `code` gives each basic block's taping and adjoint forms;
-/// `force_enumeration` reverses by block enumeration even when the graph is
-/// structured.
-pub fn reverse(
-    original: &Program,
-    out: &mut Program,
-    routine: RoutineId,
-    cfg: CfgId,
-    code: &FxHashMap<VertexId, BlockCode>,
-    scope_id: &str,
-    temps: &mut dyn Temps,
-    force_enumeration: bool,
-    plan: Option<&LoopPlan>,
-) -> Reversed {
+/// What [`reverse`] reverses and how.
+pub struct Reversal<'a> {
+    /// The input program.
+    pub original: &'a Program,
+    /// The routine whose CFG is reversed (its new bodies belong to it).
+    pub routine: RoutineId,
+    /// The CFG.
+    pub cfg: CfgId,
+    /// Each basic block's taping and adjoint forms.
+    pub code: &'a FxHashMap<VertexId, BlockCode>,
+    /// The routine's scope id (for new blocks).
+    pub scope_id: &'a str,
+    /// Reverse by block enumeration even when the graph is structured.
+    pub force_enumeration: bool,
+    /// Which loops run backwards explicitly (`None`: every loop counted).
+    pub plan: Option<&'a LoopPlan>,
+}
+
+/// Reverses `r.cfg` into two new bodies of `r.routine` in `out`.
+pub fn reverse(r: &Reversal<'_>, out: &mut Program, temps: &mut dyn Temps) -> Reversed {
+    let Reversal {
+        original,
+        routine,
+        cfg,
+        code,
+        scope_id,
+        force_enumeration,
+        plan,
+    } = *r;
     let c = Ctx {
         original,
         code,

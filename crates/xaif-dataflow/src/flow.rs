@@ -137,7 +137,7 @@ impl FlowGraph {
                             let n = nodes.len() as u32 - 1;
                             let body = body_edge(p, &g, t);
                             for &(e, s) in g.successors(t) {
-                                if body.map_or(true, |b| b == e) {
+                                if body.is_none_or(|b| b == e) {
                                     edges.push((n, of_vertex[&s]));
                                 }
                             }

@@ -88,6 +88,6 @@ pub fn complete_call_counts(out: &mut Program) {
             .and_then(|r| out.routines[r].arguments.as_ref())
             .map_or(0, |list| list.args.len() as i64);
         let count = formals.max(highest).max(0);
-        out.stmts[s].attrs.set("formalArgCount", &count.to_string());
+        out.stmts[s].attrs.set("formalArgCount", count.to_string());
     }
 }
