@@ -191,6 +191,9 @@ pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
     }
     s.push('\n');
     s.push_str(&crate::engine::section(shared, &examples));
+    // Messages name files by where this machine keeps the reference
+    // material; the table names them relative to the repository.
+    let s = s.replace(&shared.display().to_string(), "../shared");
     std::fs::write(out, s).map_err(|e| format!("{}: {e}", out.display()))?;
     eprintln!(
         "corpus: {} runs in {:.1} s; {index_match_ok}/{index_match} index matches reproduced; table in {}",

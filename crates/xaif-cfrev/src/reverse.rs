@@ -167,6 +167,15 @@ impl Ctx<'_> {
         self.plan.and_then(|p| p.explicit.get(&v))
     }
 
+    /// The original `vertex_id` of `v`.
+    fn vertex_id(&self, v: VertexId) -> String {
+        self.original.vertices[v]
+            .attrs
+            .get("vertex_id")
+            .unwrap_or("1")
+            .to_string()
+    }
+
     /// The variables restored around outermost explicit loop `v`.
     fn restored(&self, v: VertexId) -> Vec<VarRef> {
         self.plan
@@ -302,10 +311,18 @@ fn taping_seq(
                 body,
                 end,
                 exit_edge,
-            } if c.explicit(*vertex).is_some() => {
-                // Runs backwards in the adjoint: nothing to count; the
-                // values its adjoint reads again are pushed once after the
-                // outermost explicit loop.
+            } => {
+                // A loop that runs backwards in the adjoint needs no
+                // counter; the values its adjoint reads again are pushed
+                // once after the outermost explicit loop. Any other loop
+                // counts its iterations and pushes the count on exit.
+                let counter = c.explicit(*vertex).is_none().then(|| temps.integer(out));
+                if let Some(ctr) = &counter {
+                    let init = set_int(out, temps, ctr, 0);
+                    let init_block = b.block(out, &c.scope_id, vec![init]);
+                    connect(b, out, pending, &init_block);
+                    pending.push((init_block, None));
+                }
                 let loop_id = copy_vertex(
                     b,
                     out,
@@ -319,15 +336,24 @@ fn taping_seq(
                     c.original.edges[*body_edge].condition_value(),
                 )];
                 taping_seq(c, b, out, temps, body, &mut body_pending);
+                if let Some(ctr) = &counter {
+                    let inc = increment(out, temps, ctr);
+                    let inc_block = b.block(out, &c.scope_id, vec![inc]);
+                    connect(b, out, &mut body_pending, &inc_block);
+                    body_pending.push((inc_block, None));
+                }
                 let end_id = copy_vertex(b, out, c.original, *end, VertexKind::EndLoop);
                 connect(b, out, &mut body_pending, &end_id);
                 b.edge(out, &end_id, &loop_id, None);
+                let pushed: Vec<VarRef> = match &counter {
+                    Some(ctr) => vec![ctr.clone()],
+                    None => c.restored(*vertex),
+                };
                 let exit_value = c.original.edges[*exit_edge].condition_value();
-                let restored = c.restored(*vertex);
-                if restored.is_empty() {
+                if pushed.is_empty() {
                     pending.push((loop_id, exit_value));
                 } else {
-                    let pushes = restored
+                    let pushes = pushed
                         .iter()
                         .map(|r| tape_call(out, temps, "push_i_s0", ArgValue::Variable(r.clone())))
                         .collect();
@@ -335,46 +361,6 @@ fn taping_seq(
                     b.edge(out, &loop_id, &push_block, exit_value);
                     pending.push((push_block, None));
                 }
-            }
-            Region::Loop {
-                vertex,
-                body_edge,
-                body,
-                end,
-                exit_edge,
-            } => {
-                let ctr = temps.integer(out);
-                let init = set_int(out, temps, &ctr, 0);
-                let init_block = b.block(out, &c.scope_id, vec![init]);
-                connect(b, out, pending, &init_block);
-                let loop_id = copy_vertex(
-                    b,
-                    out,
-                    c.original,
-                    *vertex,
-                    c.original.vertices[*vertex].kind.clone(),
-                );
-                b.edge(out, &init_block, &loop_id, None);
-                let mut body_pending = vec![(
-                    loop_id.clone(),
-                    c.original.edges[*body_edge].condition_value(),
-                )];
-                taping_seq(c, b, out, temps, body, &mut body_pending);
-                let inc = increment(out, temps, &ctr);
-                let inc_block = b.block(out, &c.scope_id, vec![inc]);
-                connect(b, out, &mut body_pending, &inc_block);
-                let end_id = copy_vertex(b, out, c.original, *end, VertexKind::EndLoop);
-                b.edge(out, &inc_block, &end_id, None);
-                b.edge(out, &end_id, &loop_id, None);
-                let push = tape_call(out, temps, "push_i_s0", ArgValue::Variable(ctr.clone()));
-                let push_block = b.block(out, &c.scope_id, vec![push]);
-                b.edge(
-                    out,
-                    &loop_id,
-                    &push_block,
-                    c.original.edges[*exit_edge].condition_value(),
-                );
-                pending.push((push_block, None));
             }
         }
     }
@@ -407,14 +393,9 @@ fn adjoint_seq(
                 connect(b, out, pending, &pop_block);
                 let mut cond = ExprBuilder::new();
                 cond.reference(&marker);
-                let end_id = c.original.vertices[*end]
-                    .attrs
-                    .get("vertex_id")
-                    .unwrap_or("1")
-                    .to_string();
                 let branch = b.vertex_with_id(
                     out,
-                    &format!("_adj_{end_id}"),
+                    &format!("_adj_{}", c.vertex_id(*end)),
                     Attrs::new().with("annotation", "_cfr_"),
                     VertexKind::Branch(Some(cond.finish())),
                 );
@@ -425,14 +406,9 @@ fn adjoint_seq(
                     adjoint_seq(c, b, out, temps, arm, &mut arm_pending);
                     ends.extend(arm_pending);
                 }
-                let start_id = c.original.vertices[*vertex]
-                    .attrs
-                    .get("vertex_id")
-                    .unwrap_or("1")
-                    .to_string();
                 let end_branch = b.vertex_with_id(
                     out,
-                    &format!("_adj_{start_id}"),
+                    &format!("_adj_{}", c.vertex_id(*vertex)),
                     Attrs::new().with("annotation", "_cfr_"),
                     VertexKind::EndBranch,
                 );
@@ -441,32 +417,57 @@ fn adjoint_seq(
             }
             Region::Loop {
                 vertex, body, end, ..
-            } if c.explicit(*vertex).is_some() => {
-                let header = c.explicit(*vertex).expect("matched");
-                let restored = c.restored(*vertex);
+            } => {
                 let mut before = std::mem::take(pending);
-                if !restored.is_empty() {
-                    let pops = restored
-                        .iter()
-                        .rev()
-                        .map(|r| tape_call(out, temps, "pop_i_s0", ArgValue::Variable(r.clone())))
-                        .collect();
-                    let pop_block = b.block(out, &c.scope_id, pops);
-                    connect(b, out, &mut before, &pop_block);
-                    before.push((pop_block, None));
-                }
-                let (init, condition, update) = backwards(out, temps, header);
-                let end_id = c.original.vertices[*end]
-                    .attrs
-                    .get("vertex_id")
-                    .unwrap_or("1")
-                    .to_string();
+                let (header, reversal) = match c.explicit(*vertex) {
+                    Some(h) => {
+                        // Restore the invariants, then run the variable
+                        // backwards.
+                        let restored = c.restored(*vertex);
+                        if !restored.is_empty() {
+                            let pops = restored
+                                .iter()
+                                .rev()
+                                .map(|r| {
+                                    tape_call(out, temps, "pop_i_s0", ArgValue::Variable(r.clone()))
+                                })
+                                .collect();
+                            let pop_block = b.block(out, &c.scope_id, pops);
+                            connect(b, out, &mut before, &pop_block);
+                            before.push((pop_block, None));
+                        }
+                        (backwards(out, temps, h), "explicit")
+                    }
+                    None => {
+                        // Pop the count and run the body that often.
+                        let bound = temps.integer(out);
+                        let k = temps.integer(out);
+                        let pop =
+                            tape_call(out, temps, "pop_i_s0", ArgValue::Variable(bound.clone()));
+                        let pop_block = b.block(out, &c.scope_id, vec![pop]);
+                        connect(b, out, &mut before, &pop_block);
+                        before.push((pop_block, None));
+                        let init = set_int(out, temps, &k, 1);
+                        let update = increment(out, temps, &k);
+                        let mut cond = ExprBuilder::new();
+                        let kv = cond.reference(&k);
+                        let bv = cond.reference(&bound);
+                        cond.vertex(
+                            Attrs::new().with("name", "less_or_equal"),
+                            xaif_model::ExprVertexKind::BooleanOperation,
+                        );
+                        cond.edge(kv, 2, 1);
+                        cond.edge(bv, 2, 2);
+                        ((init, cond.finish(), update), "anonymous")
+                    }
+                };
+                let (init, condition, update) = header;
                 let for_loop = b.vertex_with_id(
                     out,
-                    &format!("_adj_{end_id}"),
+                    &format!("_adj_{}", c.vertex_id(*end)),
                     Attrs::new()
                         .with("annotation", "_cfr_")
-                        .with("reversal", "explicit"),
+                        .with("reversal", reversal),
                     VertexKind::ForLoop {
                         init: Some(init),
                         condition: Some(condition),
@@ -476,68 +477,9 @@ fn adjoint_seq(
                 connect(b, out, &mut before, &for_loop);
                 let mut body_pending = vec![(for_loop.clone(), Some(1))];
                 adjoint_seq(c, b, out, temps, body, &mut body_pending);
-                let start_id = c.original.vertices[*vertex]
-                    .attrs
-                    .get("vertex_id")
-                    .unwrap_or("1")
-                    .to_string();
                 let end_loop = b.vertex_with_id(
                     out,
-                    &format!("_adj_{start_id}"),
-                    Attrs::new().with("annotation", "_cfr_"),
-                    VertexKind::EndLoop,
-                );
-                connect(b, out, &mut body_pending, &end_loop);
-                b.edge(out, &end_loop, &for_loop, None);
-                pending.push((for_loop, None));
-            }
-            Region::Loop {
-                vertex, body, end, ..
-            } => {
-                let bound = temps.integer(out);
-                let k = temps.integer(out);
-                let pop = tape_call(out, temps, "pop_i_s0", ArgValue::Variable(bound.clone()));
-                let pop_block = b.block(out, &c.scope_id, vec![pop]);
-                connect(b, out, pending, &pop_block);
-                let init = set_int(out, temps, &k, 1);
-                let update = increment(out, temps, &k);
-                let mut cond = ExprBuilder::new();
-                let kv = cond.reference(&k);
-                let bv = cond.reference(&bound);
-                cond.vertex(
-                    Attrs::new().with("name", "less_or_equal"),
-                    xaif_model::ExprVertexKind::BooleanOperation,
-                );
-                cond.edge(kv, 2, 1);
-                cond.edge(bv, 2, 2);
-                let end_id = c.original.vertices[*end]
-                    .attrs
-                    .get("vertex_id")
-                    .unwrap_or("1")
-                    .to_string();
-                let for_loop = b.vertex_with_id(
-                    out,
-                    &format!("_adj_{end_id}"),
-                    Attrs::new()
-                        .with("annotation", "_cfr_")
-                        .with("reversal", "anonymous"),
-                    VertexKind::ForLoop {
-                        init: Some(init),
-                        condition: Some(cond.finish()),
-                        update: Some(update),
-                    },
-                );
-                b.edge(out, &pop_block, &for_loop, None);
-                let mut body_pending = vec![(for_loop.clone(), Some(1))];
-                adjoint_seq(c, b, out, temps, body, &mut body_pending);
-                let start_id = c.original.vertices[*vertex]
-                    .attrs
-                    .get("vertex_id")
-                    .unwrap_or("1")
-                    .to_string();
-                let end_loop = b.vertex_with_id(
-                    out,
-                    &format!("_adj_{start_id}"),
+                    &format!("_adj_{}", c.vertex_id(*vertex)),
                     Attrs::new().with("annotation", "_cfr_"),
                     VertexKind::EndLoop,
                 );
