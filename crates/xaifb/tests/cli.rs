@@ -498,3 +498,44 @@ fn adjoint_batch_of_many_inputs() {
     assert!(dir.join("out3/good.xaif").is_file());
     assert!(!dir.join("out3/broken.xaif").exists());
 }
+
+/// The README's main job (its first command block) runs as written: each
+/// `cargo run --release -p xaifb -- …` step, with this build of xaifb,
+/// from the repository root, succeeds; the last prints a Jacobian.
+#[test]
+fn readme_main_job_runs() {
+    let Some(_shared) = shared_dir() else { return };
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let block = readme
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a first sh block");
+    let steps: Vec<&str> = block.trim().split(" && ").collect();
+    assert!(steps.len() >= 2, "{block}");
+    let mut last = Vec::new();
+    for step in steps {
+        let args = step
+            .strip_prefix("cargo run --release -p xaifb -- ")
+            .unwrap_or_else(|| panic!("unexpected README step: {step}"));
+        if args.starts_with("validate") && !have_xmllint() {
+            continue;
+        }
+        let o = xaifb()
+            .current_dir(repo_root())
+            .args(args.split_whitespace())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{step}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        last = o.stdout;
+    }
+    let text = String::from_utf8(last).unwrap();
+    assert!(
+        text.starts_with(" AD\n") && text.contains("F(  3,  1)="),
+        "{text}"
+    );
+}
