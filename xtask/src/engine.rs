@@ -88,16 +88,31 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
     let (mut checked, mut matched) = (0, 0);
     let mut totals = [(0u64, 0u64); 2];
     let mut stored = (0u64, 0u64);
+    let mut flops = (0u64, 0u64);
     let mut failures_right = Vec::new();
     for ex in examples {
         let executable = matches!(
             ex.verdict.as_str(),
             "executable-generic-harness" | "executable-custom-harness"
         );
+        let mut operations = String::new();
         let tangent = if ex.input(false).is_file() {
             match transform(shared, ex, &ex.input(false), false, &dir) {
                 Ok(f) if executable => {
                     let r = run_file(ex, &f, Mode::Tangent, CompileOptions::default(), BUDGET);
+                    let theirs = run_file(
+                        ex,
+                        &ex.reference(Mode::Tangent),
+                        Mode::Tangent,
+                        CompileOptions::default(),
+                        BUDGET,
+                    );
+                    if let (Ok(a), Ok(b)) = (&r.outcome, &theirs.outcome) {
+                        let (a, b) = (a.stats.flops_derivative, b.stats.flops_derivative);
+                        flops.0 += a;
+                        flops.1 += b;
+                        operations = format!("{a} / {b}");
+                    }
                     checked += 1;
                     let v = verdict(&r);
                     matched += usize::from(v == "match");
@@ -189,8 +204,8 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
         }
         let _ = writeln!(
             rows,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            ex.name, ex.verdict, tangent, cells[0], cells[1], cells[2], cells[3]
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            ex.name, ex.verdict, tangent, operations, cells[0], cells[1], cells[2], cells[3]
         );
     }
     std::fs::remove_dir_all(&dir).ok();
@@ -205,7 +220,7 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
          1e-10 relative or 1e-13 absolute and every tape ends empty; verdicts are given for the examples the reference \
          chain could check (`executable-*-harness`). On examples where the reference adjoint fails (`FAILREASON_adm_*`), \
          `reproduces dd.out` means our split or joint Jacobian agrees with the divided differences at the example's \
-         tolerance. Pushed: doubles, integers and logicals pushed over the whole run (all dependents), ours / the \
+         tolerance. Tangent flops: floating-point operations of the derivative code, ours / the reference output's. Pushed: doubles, integers and logicals pushed over the whole run (all dependents), ours / the \
          reference output's; checkpoint: peak checkpoint stack, ours / reference.\n"
     );
     let _ = writeln!(
@@ -217,6 +232,13 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
         totals[1].0,
         totals[1].1,
         ratio(totals[1]),
+    );
+    let _ = writeln!(
+        s,
+        "Floating-point operations of the tangent derivative code (the oracle's count beyond the original program) over the executable examples: {} / {} = {:.3} of the reference.\n",
+        flops.0,
+        flops.1,
+        ratio(flops)
     );
     let _ = writeln!(
         s,
@@ -234,8 +256,8 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
             failures_right.join(", ")
         }
     );
-    let _ = writeln!(s, "| example | verdict | tangent | split | pushed split | checkpoint split | joint | pushed joint | checkpoint joint |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "| example | verdict | tangent | tangent flops | split | pushed split | checkpoint split | joint | pushed joint | checkpoint joint |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
     s.push_str(&rows);
     s
 }

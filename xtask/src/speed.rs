@@ -5,9 +5,10 @@
 //! - Oracle: the reference outputs of the examples that execute the most
 //!   operations, run in their modes; executed statements and floating-point
 //!   operations per second (median of several runs in one process).
-//! - Transformations: `xaifb adjoint` as a whole process on every adjoint
-//!   input (the way the reference engine is timed: one process per input,
-//!   each writing a new file), and the whole corpus in one batch call.
+//! - Transformations: `xaifb tangent` and `xaifb adjoint` as a whole
+//!   process on every input (the way the reference engine is timed: one
+//!   process per input, each writing a new file), and the whole corpus in
+//!   one batch call.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -84,89 +85,96 @@ pub fn run(shared: &Path, xaifb: &Path) -> Result<String, String> {
             );
         }
     }
-    // Transformations, one process per input.
+    // Transformations, one process per input, then one batch call.
     let cat = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
     let out = std::env::temp_dir().join(format!("xtask-speed-{}", std::process::id()));
     std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
-    let inputs: Vec<&Example> = examples
-        .iter()
-        .filter(|e| e.input(true).is_file())
-        .collect();
-    let mut per_input = Vec::new();
-    let mut named = Vec::new();
-    for round in 0..3 {
-        for ex in &inputs {
-            let dest = out.join(format!("{}-{round}.xaif", ex.name));
-            let start = Instant::now();
-            let status = Command::new(xaifb)
-                .args(["adjoint", "-c"])
-                .arg(&cat)
-                .arg("-i")
-                .arg(ex.input(true))
-                .arg("-o")
-                .arg(&dest)
-                .stderr(std::process::Stdio::null())
-                .status()
-                .map_err(|e| e.to_string())?;
-            let t = start.elapsed();
-            if status.success() {
-                per_input.push(t);
-                if ex.name == "RoehFlux" || ex.name == "graphEx1" {
-                    named.push((ex.name.clone(), t));
+    for (command, adjoint, named) in [
+        ("tangent", false, &["RoehFlux_MemOps", "RoehFlux"][..]),
+        ("adjoint", true, &["RoehFlux", "graphEx1"][..]),
+    ] {
+        let inputs: Vec<&Example> = examples
+            .iter()
+            .filter(|e| e.input(adjoint).is_file())
+            .collect();
+        let mut per_input = Vec::new();
+        let mut by_name: Vec<(String, Duration)> = Vec::new();
+        for round in 0..3 {
+            for ex in &inputs {
+                let dest = out.join(format!("{}-{command}-{round}.xaif", ex.name));
+                let start = Instant::now();
+                let status = Command::new(xaifb)
+                    .args([command, "-c"])
+                    .arg(&cat)
+                    .arg("-i")
+                    .arg(ex.input(adjoint))
+                    .arg("-o")
+                    .arg(&dest)
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .map_err(|e| e.to_string())?;
+                let t = start.elapsed();
+                if status.success() {
+                    per_input.push(t);
+                    if named.contains(&ex.name.as_str()) {
+                        by_name.push((ex.name.clone(), t));
+                    }
                 }
             }
         }
-    }
-    let mean = per_input.iter().sum::<Duration>().as_secs_f64() / per_input.len().max(1) as f64;
-    let max = per_input.iter().max().copied().unwrap_or_default();
-    let med = median(per_input.clone());
-    let mut args: Vec<std::ffi::OsString> = vec!["adjoint".into(), "-c".into(), cat.clone().into()];
-    for ex in &inputs {
-        args.push("-i".into());
-        args.push(ex.input(true).into());
-    }
-    args.push("-o".into());
-    args.push(out.join("batch").into());
-    let mut batch = Vec::new();
-    for _ in 0..3 {
-        std::fs::remove_dir_all(out.join("batch")).ok();
-        let start = Instant::now();
-        Command::new(xaifb)
-            .args(&args)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .map_err(|e| e.to_string())?;
-        batch.push(start.elapsed());
+        let mean = per_input.iter().sum::<Duration>().as_secs_f64() / per_input.len().max(1) as f64;
+        let max = per_input.iter().max().copied().unwrap_or_default();
+        let med = median(per_input.clone());
+        let mut args: Vec<std::ffi::OsString> =
+            vec![command.into(), "-c".into(), cat.clone().into()];
+        for ex in &inputs {
+            args.push("-i".into());
+            args.push(ex.input(adjoint).into());
+        }
+        let batch_dir = out.join(format!("batch-{command}"));
+        args.push("-o".into());
+        args.push(batch_dir.clone().into());
+        let mut batch = Vec::new();
+        for _ in 0..3 {
+            std::fs::remove_dir_all(&batch_dir).ok();
+            let start = Instant::now();
+            Command::new(xaifb)
+                .args(&args)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .map_err(|e| e.to_string())?;
+            batch.push(start.elapsed());
+        }
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "`xaifb {command}`, one process per input, {} inputs × 3 rounds: mean {:.2} ms, median {:.2} ms, slowest {:.1} ms per input.",
+            inputs.len(),
+            mean * 1e3,
+            med.as_secs_f64() * 1e3,
+            max.as_secs_f64() * 1e3
+        );
+        for name in named {
+            let times: Vec<Duration> = by_name
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, t)| *t)
+                .collect();
+            if !times.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "{name}: median {:.1} ms.",
+                    median(times).as_secs_f64() * 1e3
+                );
+            }
+        }
+        let _ = writeln!(
+            s,
+            "All {} inputs in one batch call: median {:.0} ms.",
+            inputs.len(),
+            median(batch).as_secs_f64() * 1e3
+        );
     }
     std::fs::remove_dir_all(&out).ok();
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "`xaifb adjoint`, one process per input, {} inputs × 3 rounds: mean {:.2} ms, median {:.2} ms, slowest {:.1} ms per input.",
-        inputs.len(),
-        mean * 1e3,
-        med.as_secs_f64() * 1e3,
-        max.as_secs_f64() * 1e3
-    );
-    for name in ["RoehFlux", "graphEx1"] {
-        let times: Vec<Duration> = named
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, t)| *t)
-            .collect();
-        if !times.is_empty() {
-            let _ = writeln!(
-                s,
-                "{name}: median {:.1} ms.",
-                median(times).as_secs_f64() * 1e3
-            );
-        }
-    }
-    let _ = writeln!(
-        s,
-        "All {} inputs in one batch call: median {:.0} ms.",
-        inputs.len(),
-        median(batch).as_secs_f64() * 1e3
-    );
     Ok(s)
 }

@@ -53,6 +53,18 @@ fn transform(
 }
 
 fn run_variant(name: &str, base: TangentOptions, check_schema: bool) {
+    run_variant_with(name, base, check_schema, false)
+}
+
+/// With `compare_operations`, also runs the reference tangent outputs and
+/// requires the floating-point operations of our derivative code, summed
+/// over the executable corpus, not to exceed theirs.
+fn run_variant_with(
+    name: &str,
+    base: TangentOptions,
+    check_schema: bool,
+    compare_operations: bool,
+) {
     let Some(shared) = shared_dir() else { return };
     let examples = read_index(&shared.join("corpus")).unwrap();
     let out = std::env::temp_dir().join(format!("xaifb-tangent-{name}-{}", std::process::id()));
@@ -60,6 +72,7 @@ fn run_variant(name: &str, base: TangentOptions, check_schema: bool) {
     let mut failures = Vec::new();
     let mut outputs = Vec::new();
     let mut checked = 0;
+    let (mut ours, mut theirs) = (0u64, 0u64);
     for ex in examples.iter().filter(|e| e.input(false).is_file()) {
         let file = match transform(&shared, ex, &base, &out) {
             Ok(f) => f,
@@ -83,6 +96,19 @@ fn run_variant(name: &str, base: TangentOptions, check_schema: bool) {
             CompileOptions::default(),
             50_000_000,
         );
+        if compare_operations {
+            let reference = run_file(
+                ex,
+                &ex.reference(Mode::Tangent),
+                Mode::Tangent,
+                CompileOptions::default(),
+                50_000_000,
+            );
+            if let (Ok(a), Ok(b)) = (&report.outcome, &reference.outcome) {
+                ours += a.stats.flops_derivative;
+                theirs += b.stats.flops_derivative;
+            }
+        }
         match (&report.outcome, &report.comparison) {
             (Err(e), _) => failures.push(format!("{}: {e}", ex.name)),
             (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
@@ -94,6 +120,18 @@ fn run_variant(name: &str, base: TangentOptions, check_schema: bool) {
         }
     }
     assert!(checked > 120, "only {checked} executable examples");
+    if compare_operations {
+        assert!(
+            theirs > 1_000_000,
+            "reference derivative code ran only {theirs} operations"
+        );
+        eprintln!("derivative operations: ours {ours}, reference {theirs}");
+        if ours > theirs {
+            failures.push(format!(
+                "our derivative code runs {ours} floating-point operations, the reference's {theirs}"
+            ));
+        }
+    }
     if check_schema && have_xmllint() {
         let schema = shared.join("xaif/schema/xaif_output.xsd");
         let valid = xmllint_valid(&schema, &outputs);
@@ -115,7 +153,7 @@ fn run_variant(name: &str, base: TangentOptions, check_schema: bool) {
 
 #[test]
 fn default_flags_validate_and_reproduce_ad_out() {
-    run_variant("default", TangentOptions::default(), true);
+    run_variant_with("default", TangentOptions::default(), true, true);
 }
 
 #[test]
