@@ -7,9 +7,11 @@
 //! the `ReplacementList` of OpenAD's subroutine template with argument
 //! checkpoints (seed "call graph reversal").
 //!
-//! The crate builds on the basic-block preaccumulation of `xaif-linearize`
-//! and writes XAIF through `xaif-model`; it does not depend on the
-//! interpreter.
+//! [`explicit`] decides which loops run backwards instead of being
+//! counted. The crate builds on the basic-block preaccumulation of
+//! `xaif-linearize` and on the to-be-recorded analysis of `xaif-dataflow`
+//! (argument checkpoints), and writes XAIF through `xaif-model`; it does
+//! not depend on the interpreter.
 
 pub mod explicit;
 pub mod program;
