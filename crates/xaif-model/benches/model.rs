@@ -10,6 +10,8 @@
 //!
 //! Run with `cargo bench -p xaif-model --bench model` or `cargo xtask bench`
 //! (which also measures peak memory); see `docs/performance.md`.
+// criterion_group! generates an entry point that cannot carry a doc comment.
+#![allow(missing_docs)]
 
 use std::hint::black_box;
 use std::path::PathBuf;
