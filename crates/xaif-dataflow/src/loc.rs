@@ -237,27 +237,7 @@ pub(crate) struct Access<'e> {
     _expr: std::marker::PhantomData<&'e Expr>,
 }
 
-/// `head__24` → `head`, `OpenAD_head__28` → `openad_head`: the front end's
-/// numeric suffix and the underscores before it removed, lower case. This is
-/// the name users give routines by (`--independent head:x`).
-pub fn fortran_routine_name(symbol_id: &str) -> String {
-    symbol_id
-        .trim_end_matches(|c: char| c.is_ascii_digit())
-        .trim_end_matches('_')
-        .to_ascii_lowercase()
-}
-
-/// `G_29` → `g`: the name under which scope-1 variables are unified, and the
-/// name users give variables by.
-pub fn base_name(symbol_id: &str) -> String {
-    let lower = symbol_id.to_ascii_lowercase();
-    match lower.rfind('_') {
-        Some(i) if i + 1 < lower.len() && lower[i + 1..].bytes().all(|b| b.is_ascii_digit()) => {
-            lower[..i].to_string()
-        }
-        _ => lower,
-    }
-}
+pub use xaif_model::{base_name, fortran_routine_name};
 
 /// Resolves symbols to storage for one program.
 pub(crate) struct Resolver<'p> {

@@ -12,9 +12,10 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 use xaif_model::{
-    ArgValue, Attrs, CfgGraph, CfgId, Expr, ExprGraph, ExprVertexKind, InlinableArg, Program,
-    PropKind, RefGraph, RefVertexKind, RoutineBody, ScopeId, ScopeItem, SourceMap, Span, StmtId,
-    StmtKind, SymbolId, SymbolIndex, SymbolType, VarRef, VertexKind,
+    base_name, fortran_routine_name, ArgValue, Attrs, CfgGraph, CfgId, Expr, ExprGraph,
+    ExprVertexKind, InlinableArg, Program, PropKind, RefGraph, RefVertexKind, RoutineBody, ScopeId,
+    ScopeItem, SourceMap, Span, StmtId, StmtKind, SymbolId, SymbolIndex, SymbolType, VarRef,
+    VertexKind,
 };
 
 use crate::error::ErrorKind;
@@ -428,27 +429,6 @@ impl Prog {
     }
 }
 
-/// `head__24` → `head`, `OpenAD_head__28` → `openad_head`,
-/// `ad_roehf5__24` → `ad_roehf5`: the front end's numeric suffix and the
-/// underscores before it are removed.
-pub fn fortran_routine_name(symbol_id: &str) -> String {
-    symbol_id
-        .trim_end_matches(|c: char| c.is_ascii_digit())
-        .trim_end_matches('_')
-        .to_ascii_lowercase()
-}
-
-/// `G_29` → `g`: the name under which scope-1 variables are unified.
-pub fn global_base_name(symbol_id: &str) -> String {
-    let lower = symbol_id.to_ascii_lowercase();
-    match lower.rfind('_') {
-        Some(i) if i + 1 < lower.len() && lower[i + 1..].bytes().all(|b| b.is_ascii_digit()) => {
-            lower[..i].to_string()
-        }
-        _ => lower,
-    }
-}
-
 /// Choices that change how much the oracle trusts the XAIF.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CompileOptions {
@@ -676,7 +656,7 @@ impl<'a> Compiler<'a> {
             if symbol.is_temp() {
                 return Loc::Local(self.local_slot(routine, sym));
             }
-            return Loc::Global(self.global(&global_base_name(symbol.name()), sym));
+            return Loc::Global(self.global(&base_name(symbol.name()), sym));
         }
         if let Some(&owner) = self.scope_owner.get(&scope) {
             if owner != routine && self.is_ancestor(scope, routine) {
@@ -1320,9 +1300,9 @@ mod tests {
             "box_model_body"
         );
         assert_eq!(fortran_routine_name("ad_roehf5__24"), "ad_roehf5");
-        assert_eq!(global_base_name("G_29"), "g");
-        assert_eq!(global_base_name("MX_32"), "mx");
-        assert_eq!(global_base_name("plain"), "plain");
+        assert_eq!(base_name("G_29"), "g");
+        assert_eq!(base_name("MX_32"), "mx");
+        assert_eq!(base_name("plain"), "plain");
     }
 
     #[test]

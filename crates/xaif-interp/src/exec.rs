@@ -233,7 +233,7 @@ impl<'p> Machine<'p> {
     }
 
     /// The storage of the global whose unified name is `name` (see
-    /// [`crate::compile::global_base_name`]).
+    /// [`xaif_model::base_name`]).
     pub fn global_place(&mut self, name: &str) -> Result<Place> {
         let g = *self
             .prog

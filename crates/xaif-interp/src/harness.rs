@@ -10,12 +10,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::compile::{fortran_routine_name, Prog};
+use crate::compile::Prog;
 use crate::error::{ErrorKind, InterpError, Result};
 use crate::exec::{Actual, Flags, Machine, Stats, Template};
 use crate::jacobian::Jacobian;
 use crate::memory::{BufId, Place};
 use crate::value::{Scalar, Ty};
+use xaif_model::fortran_routine_name;
 
 /// `params.conf`: sizes, divided-difference step, AD-versus-DD tolerance.
 #[derive(Clone, Copy, Debug, PartialEq)]

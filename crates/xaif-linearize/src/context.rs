@@ -4,8 +4,8 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use xaif_model::{
-    index::SymbolType, Attrs, Expr, ExprGraph, ExprVertexKind, IndexTriplet, Program, RefGraph,
-    RefVertexKind, ScopeId, SymbolId, SymbolIndex, VarRef,
+    base_name, index::SymbolType, Attrs, Expr, ExprGraph, ExprVertexKind, IndexTriplet, Program,
+    RefGraph, RefVertexKind, ScopeId, SymbolId, SymbolIndex, VarRef,
 };
 
 use crate::dag::{Dag, Node};
@@ -68,17 +68,6 @@ pub struct Ctx<'a> {
     pub global_scope: Option<ScopeId>,
     /// Symbols forced passive (`-p`).
     pub forced_passive: FxHashSet<SymbolId>,
-}
-
-/// `G_29` → `g`.
-pub fn base_name(symbol_id: &str) -> String {
-    let lower = symbol_id.to_ascii_lowercase();
-    match lower.rfind('_') {
-        Some(i) if i + 1 < lower.len() && lower[i + 1..].bytes().all(|b| b.is_ascii_digit()) => {
-            lower[..i].to_string()
-        }
-        _ => lower,
-    }
 }
 
 impl<'a> Ctx<'a> {

@@ -87,6 +87,30 @@ pub const SHAPES: [&str; 8] = [
     "seven_tensor",
 ];
 
+/// `head__24` → `head`, `OpenAD_head__28` → `openad_head`,
+/// `ad_roehf5__24` → `ad_roehf5`: the front end's numeric suffix and the
+/// underscores before it removed, lower case. The name drivers, harness
+/// descriptions and users give routines by (`--independent head:x`).
+pub fn fortran_routine_name(symbol_id: &str) -> String {
+    symbol_id
+        .trim_end_matches(|c: char| c.is_ascii_digit())
+        .trim_end_matches('_')
+        .to_ascii_lowercase()
+}
+
+/// `G_29` → `g`: the front end's `_N` suffix removed, lower case. The name
+/// under which scope-1 variables of different scopes are one global, and
+/// the name users give variables by.
+pub fn base_name(symbol_id: &str) -> String {
+    let lower = symbol_id.to_ascii_lowercase();
+    match lower.rfind('_') {
+        Some(i) if i + 1 < lower.len() && lower[i + 1..].bytes().all(|b| b.is_ascii_digit()) => {
+            lower[..i].to_string()
+        }
+        _ => lower,
+    }
+}
+
 /// The rank of an XAIF shape name (`void` counts as scalar).
 pub fn shape_rank(shape: &str) -> Option<usize> {
     if shape == "void" {
