@@ -24,17 +24,14 @@ use xaif_linearize::{
     context::{Ctx, Shape, ValueType},
     flatten::FlattenOptions,
     preaccumulate::Target,
-    tangent::{
-        direct_actions, BlockStats, RoutineStats, TransformError, TransformStats, Transformed,
-    },
+    tangent::{BlockStats, RoutineStats, Start, TransformError, TransformStats, Transformed},
     temps::{declare, value_ref, Names, TempKind},
     Catalogue,
 };
 use xaif_model::{
     build::inlinable_call, ArgValue, Attrs, Cfg, CfgEdge, CfgId, CfgItem, CfgVertex,
     NonInlinableCatalogue, Program, PropEntry, PropKind, Replacement, Routine, RoutineBody,
-    RoutineId, RoutineIndex, SideEffectKind, Stmt, StmtId, StmtKind, SymbolId, VarRef, VertexId,
-    VertexKind,
+    RoutineId, SideEffectKind, Stmt, StmtId, StmtKind, SymbolId, VarRef, VertexId, VertexKind,
 };
 
 use crate::explicit::LoopPlan;
@@ -125,17 +122,14 @@ pub fn adjoint(
     noninlinable: Option<&NonInlinableCatalogue>,
     options: &AdjointOptions,
 ) -> Result<AdjointResult, TransformError> {
-    if p.is_output() {
-        return Err(TransformError::Input(
-            "the input is already a transformation result (it has derivative code)".into(),
-        ));
-    }
-    let ctx = Ctx::new(p, &options.passive);
-    let mut out = p.clone();
-    let mut names = Names::new(p.attrs.get("prefix").unwrap_or("OpenAD_"));
-    let routines = RoutineIndex::new(p);
-    let direct = direct_actions(noninlinable);
-    let is_direct = |name: &str| direct.iter().any(|d| d == name);
+    let Start {
+        ctx,
+        mut out,
+        mut names,
+        routines,
+        direct,
+    } = Start::new(p, noninlinable, &options.passive)?;
+    let is_direct = |name: &str| direct.contains(name);
     let env = BlockEnv {
         catalogue,
         is_direct: &is_direct,

@@ -121,16 +121,65 @@ pub struct Transformed {
     pub dots: Vec<DotGraph>,
 }
 
-/// The names of the non-inlinable intrinsics with a direct action.
-pub fn direct_actions(c: Option<&NonInlinableCatalogue>) -> Vec<String> {
-    c.map(|c| {
-        c.entries
-            .iter()
-            .filter(|e| matches!(e, NonInlinable::DirectAction(_)))
-            .map(|e| e.name().to_string())
-            .collect()
-    })
-    .unwrap_or_default()
+/// The non-inlinable intrinsics with a direct action (`-N`).
+#[derive(Clone, Debug, Default)]
+pub struct DirectActions(Vec<String>);
+
+impl DirectActions {
+    /// The direct actions of catalogue `c` (none without one).
+    pub fn new(c: Option<&NonInlinableCatalogue>) -> Self {
+        DirectActions(
+            c.map(|c| {
+                c.entries
+                    .iter()
+                    .filter(|e| matches!(e, NonInlinable::DirectAction(_)))
+                    .map(|e| e.name().to_string())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        )
+    }
+
+    /// Whether intrinsic `name` has a direct action.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.iter().any(|d| d == name)
+    }
+}
+
+/// What every transformation of a program starts from.
+pub struct Start<'p> {
+    /// The gated input's context (activity with `-p`).
+    pub ctx: Ctx<'p>,
+    /// The output: a copy of the input that the transformation rewrites.
+    pub out: Program,
+    /// Names of new temporaries and statements.
+    pub names: Names,
+    /// The input's routines.
+    pub routines: RoutineIndex,
+    /// Direct actions (`-N`).
+    pub direct: DirectActions,
+}
+
+impl<'p> Start<'p> {
+    /// Refuses programs that are already transformation results.
+    pub fn new(
+        p: &'p Program,
+        noninlinable: Option<&NonInlinableCatalogue>,
+        passive: &[String],
+    ) -> Result<Self, TransformError> {
+        if p.is_output() {
+            return Err(TransformError::Input(
+                "the input is already a transformation result (it has derivative code)".into(),
+            ));
+        }
+        Ok(Start {
+            ctx: Ctx::new(p, passive),
+            out: p.clone(),
+            names: Names::new(p.attrs.get("prefix").unwrap_or("OpenAD_")),
+            routines: RoutineIndex::new(p),
+            direct: DirectActions::new(noninlinable),
+        })
+    }
 }
 
 /// Transforms a validated front-end program into tangent-linear XAIF.
@@ -140,17 +189,14 @@ pub fn tangent(
     noninlinable: Option<&NonInlinableCatalogue>,
     options: &TangentOptions,
 ) -> Result<Transformed, TransformError> {
-    if p.is_output() {
-        return Err(TransformError::Input(
-            "the input is already a transformation result (it has derivative code)".into(),
-        ));
-    }
-    let ctx = Ctx::new(p, &options.passive);
-    let mut out = p.clone();
-    let mut names = Names::new(p.attrs.get("prefix").unwrap_or("OpenAD_"));
-    let routines = RoutineIndex::new(p);
-    let direct = direct_actions(noninlinable);
-    let is_direct = |name: &str| direct.iter().any(|d| d == name);
+    let Start {
+        ctx,
+        mut out,
+        mut names,
+        routines,
+        direct,
+    } = Start::new(p, noninlinable, &options.passive)?;
+    let is_direct = |name: &str| direct.contains(name);
     let mut stats = TransformStats::default();
     let mut dots = Vec::new();
     for (rid, routine) in p.routines.iter() {
