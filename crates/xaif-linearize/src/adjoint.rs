@@ -15,8 +15,8 @@
 use rustc_hash::FxHashSet;
 use xaif_model::{
     build::{assignment, inlinable_call},
-    ArgValue, Attrs, CallArg, Expr, ExprBuilder, ExprVertexKind, Program, RefVertexKind,
-    RoutineIndex, ScopeId, Stmt, StmtId, StmtKind, SymbolId, VarRef,
+    ArgValue, Attrs, CallArg, Expr, ExprBuilder, ExprVertexKind, Program, RoutineIndex, ScopeId,
+    Stmt, StmtId, StmtKind, SymbolId, VarRef,
 };
 
 use crate::catalogue::Catalogue;
@@ -24,7 +24,10 @@ use crate::context::{Ctx, Shape, ValueType};
 use crate::flatten::{direct_action, flatten, FlattenError, FlattenOptions, GraphStats, Piece};
 use crate::preaccumulate::{preaccumulate, Factor, PreaccError, Preaccumulated, Target};
 use crate::tangent::{convert_call, derivative_assignment, with_symbol};
-use crate::temps::{add, declare, value_ref, Names, TempKind};
+use crate::temps::{
+    add, declare, for_each_variable_subscript, integer_temp, read_temp, set_temp, value_ref, Names,
+    TempKind,
+};
 
 /// The two forms of one basic block.
 #[derive(Clone, Debug, Default)]
@@ -117,10 +120,6 @@ fn var(r: &VarRef) -> ArgValue {
     ArgValue::Variable(value_ref(r))
 }
 
-fn is_constant(e: &Expr) -> bool {
-    e.vertices.len() == 1 && matches!(e.vertices[0].kind, ExprVertexKind::Constant)
-}
-
 /// Tapes the non-constant subscripts of references the adjoint uses: the
 /// taping form pushes their values, the adjoint form pops them into integer
 /// temporaries that replace the subscript expressions.
@@ -185,78 +184,37 @@ impl<'s> IndexTape<'s> {
             return with_attrs_of(done, r);
         }
         let mut adj = r.clone();
-        let scope_id = t.out.scopes[t.scope]
-            .attrs
-            .get("vertex_id")
-            .unwrap_or("1")
-            .to_string();
-        for v in &mut adj.graph.vertices {
-            let RefVertexKind::ArrayElement { triplets } = &mut v.kind else {
-                continue;
-            };
-            for triplet in triplets {
-                for part in [&mut triplet.index, &mut triplet.bound, &mut triplet.stride] {
-                    let Some(e) = part else { continue };
-                    if is_constant(e) {
-                        continue;
-                    }
-                    if let Some(symbols) = self.stable_symbols(ctx, e) {
-                        self.read.extend(symbols);
-                        continue;
-                    }
-                    // Taping: push the value (through a temporary when it is
-                    // not a single variable).
-                    let single = if self.freeze {
-                        None
-                    } else {
-                        single_reference(e)
-                    };
-                    let pushed = match single {
-                        Some(r) => r,
-                        None => {
-                            let temp = declare(
-                                t.out,
-                                t.names,
-                                t.scope,
-                                TempKind::Prp,
-                                ValueType::Integer,
-                                &Shape::SCALAR,
-                                false,
-                            );
-                            let id = t.names.statement("index");
-                            let mut lhs = temp.var.clone();
-                            lhs.attrs.remove("vertex_id");
-                            let save = add(t.out, assignment(&id, lhs, e.clone()));
-                            if self.freeze {
-                                self.frozen.push(save);
-                            } else {
-                                self.pushes.push(save);
-                            }
-                            temp.var
-                        }
-                    };
-                    self.pushes
-                        .push(call(t.out, t.names, "push_i_s0", vec![var(&pushed)]));
-                    self.integers += 1;
-                    // Adjoint: pop into a fresh integer and read it instead.
-                    let popped = declare(
-                        t.out,
-                        t.names,
-                        t.scope,
-                        TempKind::Prp,
-                        ValueType::Integer,
-                        &Shape::SCALAR,
-                        false,
-                    );
-                    self.pops
-                        .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped.var)]));
-                    let (_, name) = popped.var.graph.symbol_ids().expect("declared");
-                    let mut b = ExprBuilder::new();
-                    b.variable(Attrs::new().with("active", "false"), &scope_id, name);
-                    *e = b.finish();
-                }
+        for_each_variable_subscript(&mut adj, |e| {
+            if let Some(symbols) = self.stable_symbols(ctx, e) {
+                self.read.extend(symbols);
+                return;
             }
-        }
+            // Taping: push the value (through a temporary when it is not a
+            // single variable, or when it must be saved before a call).
+            let single = if self.freeze {
+                None
+            } else {
+                single_reference(e)
+            };
+            let pushed = single.unwrap_or_else(|| {
+                let temp = integer_temp(t.out, t.names, t.scope);
+                let save = set_temp(t.out, t.names, "index", &temp, e.clone());
+                if self.freeze {
+                    self.frozen.push(save);
+                } else {
+                    self.pushes.push(save);
+                }
+                temp
+            });
+            self.pushes
+                .push(call(t.out, t.names, "push_i_s0", vec![var(&pushed)]));
+            self.integers += 1;
+            // Adjoint: pop into a fresh integer and read it instead.
+            let popped = integer_temp(t.out, t.names, t.scope);
+            self.pops
+                .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped)]));
+            *e = read_temp(&popped);
+        });
         self.seen.push((key, adj.clone()));
         adj
     }
@@ -300,24 +258,13 @@ fn is_allocatable(shape: &Shape) -> bool {
 fn push_extents(t: &mut Target<'_>, f: &VarRef, rank: usize) -> Vec<StmtId> {
     let mut out = Vec::with_capacity(2 * rank);
     for d in 1..=rank {
-        let n = declare(
-            t.out,
-            t.names,
-            t.scope,
-            TempKind::Prp,
-            ValueType::Integer,
-            &Shape::SCALAR,
-            false,
-        );
+        let n = integer_temp(t.out, t.names, t.scope);
         let mut b = ExprBuilder::new();
         let array = b.reference(&value_ref(f));
         let dim = b.constant("integer", &d.to_string());
         b.intrinsic("size", &[array, dim]);
-        let id = t.names.statement("extent");
-        let mut lhs = n.var.clone();
-        lhs.attrs.remove("vertex_id");
-        out.push(add(t.out, assignment(&id, lhs, b.finish())));
-        out.push(call(t.out, t.names, "push_i_s0", vec![var(&n.var)]));
+        out.push(set_temp(t.out, t.names, "extent", &n, b.finish()));
+        out.push(call(t.out, t.names, "push_i_s0", vec![var(&n)]));
     }
     out
 }
@@ -328,17 +275,9 @@ fn pop_extents_and_allocate(t: &mut Target<'_>, f: &VarRef, rank: usize) -> Vec<
     let mut out = Vec::with_capacity(rank + 1);
     let mut dims = Vec::with_capacity(rank);
     for _ in 0..rank {
-        let n = declare(
-            t.out,
-            t.names,
-            t.scope,
-            TempKind::Prp,
-            ValueType::Integer,
-            &Shape::SCALAR,
-            false,
-        );
-        out.push(call(t.out, t.names, "pop_i_s0", vec![var(&n.var)]));
-        dims.push(n.var);
+        let n = integer_temp(t.out, t.names, t.scope);
+        out.push(call(t.out, t.names, "pop_i_s0", vec![var(&n)]));
+        dims.push(n);
     }
     dims.reverse();
     let mut args = vec![var(f)];

@@ -21,7 +21,10 @@ use crate::catalogue::Catalogue;
 use crate::context::{Ctx, ValueType};
 use crate::flatten::{flatten, FlattenError, FlattenOptions, GraphStats, Piece};
 use crate::preaccumulate::{preaccumulate, Factor, PreaccError, Preaccumulated, Slot, Target};
-use crate::temps::{add, declare, deriv_ref, value_ref, Names, TempKind};
+use crate::temps::{
+    add, declare, deriv_ref, for_each_variable_subscript, integer_temp, read_temp, set_temp,
+    value_ref, Names, TempKind,
+};
 
 /// Options of the tangent-linear transformation (the reference driver's
 /// flags that apply).
@@ -528,44 +531,12 @@ fn freeze_subscripts(
     r: &VarRef,
     before: &mut Vec<StmtId>,
 ) -> VarRef {
-    let scope_id = out.scopes[scope]
-        .attrs
-        .get("vertex_id")
-        .unwrap_or("1")
-        .to_string();
     let mut frozen = r.clone();
-    for v in &mut frozen.graph.vertices {
-        let xaif_model::RefVertexKind::ArrayElement { triplets } = &mut v.kind else {
-            continue;
-        };
-        for triplet in triplets {
-            for part in [&mut triplet.index, &mut triplet.bound, &mut triplet.stride] {
-                let Some(e) = part else { continue };
-                let constant = e.vertices.len() == 1
-                    && matches!(e.vertices[0].kind, xaif_model::ExprVertexKind::Constant);
-                if constant {
-                    continue;
-                }
-                let temp = declare(
-                    out,
-                    names,
-                    scope,
-                    TempKind::Prp,
-                    ValueType::Integer,
-                    &crate::context::Shape::SCALAR,
-                    false,
-                );
-                let mut lhs = temp.var.clone();
-                lhs.attrs.remove("vertex_id");
-                let id = names.statement("index");
-                before.push(add(out, xaif_model::build::assignment(&id, lhs, e.clone())));
-                let (_, name) = temp.var.graph.symbol_ids().expect("declared");
-                let mut b = xaif_model::ExprBuilder::new();
-                b.variable(Attrs::new().with("active", "false"), &scope_id, name);
-                *e = b.finish();
-            }
-        }
-    }
+    for_each_variable_subscript(&mut frozen, |e| {
+        let temp = integer_temp(out, names, scope);
+        before.push(set_temp(out, names, "index", &temp, e.clone()));
+        *e = read_temp(&temp);
+    });
     frozen
 }
 

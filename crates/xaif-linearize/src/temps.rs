@@ -181,6 +181,65 @@ pub fn value_ref(r: &VarRef) -> VarRef {
     r.with_attrs(reference_attrs(r, true, false))
 }
 
+/// A new scalar integer temporary (a saved or popped index value, an
+/// extent).
+pub fn integer_temp(out: &mut Program, names: &mut Names, scope: ScopeId) -> VarRef {
+    declare(
+        out,
+        names,
+        scope,
+        TempKind::Prp,
+        ValueType::Integer,
+        &Shape::SCALAR,
+        false,
+    )
+    .var
+}
+
+/// `temp = rhs` with the statement id `_<stem>_N`.
+pub fn set_temp(
+    out: &mut Program,
+    names: &mut Names,
+    stem: &str,
+    temp: &VarRef,
+    rhs: Expr,
+) -> StmtId {
+    let id = names.statement(stem);
+    let mut lhs = temp.clone();
+    lhs.attrs.remove("vertex_id");
+    add(out, assignment(&id, lhs, rhs))
+}
+
+/// An expression reading temporary `temp` (as a subscript, say).
+pub fn read_temp(temp: &VarRef) -> Expr {
+    let (scope_id, name) = temp.graph.symbol_ids().unwrap_or(("1", "?"));
+    let mut b = xaif_model::ExprBuilder::new();
+    b.variable(Attrs::new().with("active", "false"), scope_id, name);
+    b.finish()
+}
+
+/// Calls `f` on every subscript expression of `r` (index, bound, stride)
+/// that is not a constant.
+pub fn for_each_variable_subscript(r: &mut VarRef, mut f: impl FnMut(&mut Expr)) {
+    for v in &mut r.graph.vertices {
+        let xaif_model::RefVertexKind::ArrayElement { triplets } = &mut v.kind else {
+            continue;
+        };
+        for triplet in triplets {
+            for e in [&mut triplet.index, &mut triplet.bound, &mut triplet.stride]
+                .into_iter()
+                .flatten()
+            {
+                let constant = e.vertices.len() == 1
+                    && matches!(e.vertices[0].kind, xaif_model::ExprVertexKind::Constant);
+                if !constant {
+                    f(e);
+                }
+            }
+        }
+    }
+}
+
 /// Allocates a new statement in `out`.
 pub fn add(out: &mut Program, s: Stmt) -> StmtId {
     out.stmts.alloc(s)
