@@ -121,6 +121,19 @@ pub enum Op {
     Reshape,
     Shape,
     Trim,
+    /// `cmplx(re, im)`.
+    Cmplx,
+    /// `imag(z)`: the imaginary part.
+    Imag,
+    /// `transfer(source, mold)`: the bits of `source` read as `mold`'s type.
+    Transfer,
+    /// `scan(string, set)`: position of the first character of `string`
+    /// in `set`, 0 if none.
+    Scan,
+    /// `ichar(c)`: the character code.
+    Ichar,
+    /// `len(s)` of a string value (of a variable it is an inquiry).
+    Len,
     StrEq,
     StrNe,
     StrGe,
@@ -1055,8 +1068,11 @@ impl<'a> Compiler<'a> {
             }
             ExprVertexKind::Intrinsic | ExprVertexKind::BooleanOperation => {
                 let name = vertex.attrs.get("name").unwrap_or("");
-                if let Some(inq) = inquiry(name) {
-                    let first = args.first().map(|&a| &e.vertices[a].kind);
+                let first = args.first().map(|&a| &e.vertices[a].kind);
+                let of_variable = matches!(first, Some(ExprVertexKind::VariableReference(_)));
+                // `len` of an expression (`len(trim(s))`) is an operation
+                // on its value, not an inquiry.
+                if let Some(inq) = inquiry(name).filter(|&q| of_variable || q != Inquiry::Len) {
                     let Some(ExprVertexKind::VariableReference(rg)) = first else {
                         return CExpr::Refuse(ErrorKind::Unsupported(format!(
                             "`{name}` of an expression that is not a variable"
@@ -1206,6 +1222,12 @@ fn op(name: &str) -> Option<Op> {
         "reshape_arr" => Op::Reshape,
         "shape_arr" => Op::Shape,
         "trim" => Op::Trim,
+        "complex_scal" => Op::Cmplx,
+        "imag_scal" => Op::Imag,
+        "transfer" => Op::Transfer,
+        "scan" => Op::Scan,
+        "ichar" => Op::Ichar,
+        "len" => Op::Len,
         "string_eq_scal_scal" => Op::StrEq,
         "string_ne_scal_scal" => Op::StrNe,
         "string_ge_scal_scal" => Op::StrGe,

@@ -50,6 +50,11 @@ pub fn apply(op: Op, args: &[Value]) -> R<Value> {
         Op::MaxLoc | Op::MinLoc => location(op, one(op, args)?),
         Op::Transpose => transpose(one(op, args)?),
         Op::Reshape => reshape(args),
+        Op::Transfer => transfer(args),
+        Op::Len => match one(op, args)?.elem(0) {
+            Scalar::Str(s) => Ok(Value::int(s.chars().count() as i64)),
+            s => Err(ErrorKind::Type(format!("len of a {}", s.ty().name()))),
+        },
         Op::Shape => {
             let a = one(op, args)?;
             let shape = a.shape();
@@ -93,7 +98,9 @@ fn elemental(op: Op, args: &[Value]) -> R<Value> {
         | Op::Nint
         | Op::Real
         | Op::Not
-        | Op::Trim => 1,
+        | Op::Trim
+        | Op::Imag
+        | Op::Ichar => 1,
         _ => 2,
     };
     if args.len() != arity {
@@ -144,6 +151,9 @@ fn scalar<'a>(op: Op, mut args: impl Iterator<Item = &'a Scalar>) -> R<Scalar> {
 }
 
 fn real(s: &Scalar, op: Op) -> R<f64> {
+    if let Scalar::Complex(..) = s {
+        return Err(ErrorKind::Unsupported(format!("{op:?} of a complex value")));
+    }
     s.as_real()
         .ok_or_else(|| ErrorKind::Type(format!("{op:?} of a {}", s.ty().name())))
 }
@@ -156,6 +166,35 @@ fn boolean(s: &Scalar, op: Op) -> R<bool> {
 }
 
 fn unary(op: Op, a: &Scalar) -> R<Scalar> {
+    if let Scalar::Complex(re, im) = *a {
+        return Ok(match op {
+            Op::Neg => Scalar::Complex(-re, -im),
+            Op::Abs => Scalar::Real(re.hypot(im)),
+            Op::Real => Scalar::Real(re as f32 as f64),
+            Op::Imag => Scalar::Real(im),
+            _ => return Err(ErrorKind::Unsupported(format!("{op:?} of a complex value"))),
+        });
+    }
+    match op {
+        // The imaginary part of a real or an integer.
+        Op::Imag => {
+            real(a, op)?;
+            return Ok(Scalar::Real(0.0));
+        }
+        Op::Ichar => {
+            let Scalar::Str(s) = a else {
+                return Err(ErrorKind::Type(format!("ichar of a {}", a.ty().name())));
+            };
+            let mut chars = s.chars();
+            return match (chars.next(), chars.next()) {
+                (Some(c), None) => Ok(Scalar::Int(c as i64)),
+                _ => Err(ErrorKind::Type(format!(
+                    "ichar of `{s}`, which is not one character"
+                ))),
+            };
+        }
+        _ => {}
+    }
     if let Scalar::Int(i) = a {
         match op {
             Op::Neg => return Ok(Scalar::Int(i.wrapping_neg())),
@@ -270,7 +309,18 @@ fn binary(op: Op, a: &Scalar, b: &Scalar) -> R<Scalar> {
                 _ => ord == Ordering::Less,
             }));
         }
+        Op::Scan => {
+            let (Scalar::Str(x), Scalar::Str(set)) = (a, b) else {
+                return Err(ErrorKind::Type("scan of non-strings".into()));
+            };
+            let at = x.chars().position(|c| set.contains(c));
+            return Ok(Scalar::Int(at.map_or(0, |k| k as i64 + 1)));
+        }
+        Op::Cmplx => return Ok(Scalar::Complex(real(a, op)?, real(b, op)?)),
         _ => {}
+    }
+    if matches!(a, Scalar::Complex(..)) || matches!(b, Scalar::Complex(..)) {
+        return complex_binary(op, complex(a, op)?, complex(b, op)?);
     }
     if matches!(op, Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge) {
         let ord = match (a, b) {
@@ -356,6 +406,70 @@ fn binary(op: Op, a: &Scalar, b: &Scalar) -> R<Scalar> {
             }
         }
         _ => return Err(ErrorKind::Unsupported(format!("{op:?} with two arguments"))),
+    }))
+}
+
+fn complex(s: &Scalar, op: Op) -> R<(f64, f64)> {
+    match s {
+        Scalar::Complex(re, im) => Ok((*re, *im)),
+        _ => Ok((real(s, op)?, 0.0)),
+    }
+}
+
+/// Complex arithmetic and equality (a real operand has imaginary part 0).
+fn complex_binary(op: Op, (a, b): (f64, f64), (c, d): (f64, f64)) -> R<Scalar> {
+    Ok(match op {
+        Op::Add => Scalar::Complex(a + c, b + d),
+        Op::Sub => Scalar::Complex(a - c, b - d),
+        Op::Mul => Scalar::Complex(a * c - b * d, a * d + b * c),
+        Op::Div => {
+            let n = c * c + d * d;
+            Scalar::Complex((a * c + b * d) / n, (b * c - a * d) / n)
+        }
+        Op::Eq => Scalar::Bool(a == c && b == d),
+        Op::Ne => Scalar::Bool(a != c || b != d),
+        _ => {
+            return Err(ErrorKind::Unsupported(format!(
+                "{op:?} with a complex operand"
+            )))
+        }
+    })
+}
+
+/// `transfer(source, mold)`: the bytes of a scalar source (reals and
+/// integers as eight bytes, logicals as one) read as a scalar of the
+/// mold's type.
+fn transfer(args: &[Value]) -> R<Value> {
+    let [source, mold] = args else {
+        return Err(ErrorKind::Unsupported(format!(
+            "transfer with {} arguments (SIZE is not supported)",
+            args.len()
+        )));
+    };
+    let (Some(s), Some(m)) = (source.scalar(), mold.scalar()) else {
+        return Err(ErrorKind::Unsupported("transfer of or to an array".into()));
+    };
+    let bytes: u64 = match s {
+        Scalar::Real(x) => x.to_bits(),
+        Scalar::Int(i) => *i as u64,
+        Scalar::Bool(b) => *b as u64,
+        _ => {
+            return Err(ErrorKind::Unsupported(format!(
+                "transfer of a {}",
+                s.ty().name()
+            )))
+        }
+    };
+    Ok(Value::Scalar(match m {
+        Scalar::Real(_) => Scalar::Real(f64::from_bits(bytes)),
+        Scalar::Int(_) => Scalar::Int(bytes as i64),
+        Scalar::Bool(_) => Scalar::Bool(bytes & 0xff != 0),
+        _ => {
+            return Err(ErrorKind::Unsupported(format!(
+                "transfer to a {}",
+                m.ty().name()
+            )))
+        }
     }))
 }
 
@@ -579,6 +693,43 @@ mod tests {
         let re = apply(Op::Reshape, &[m.clone(), shape]).unwrap();
         assert_eq!(re.shape().as_slice(), &[3, 2]);
         assert_eq!(apply(Op::Shape, &[m]).unwrap().elem(1), &Scalar::Int(3));
+    }
+
+    #[test]
+    fn complex_strings_and_transfer() {
+        let z = apply(Op::Cmplx, &[r(3.0), r(4.0)]).unwrap();
+        assert_eq!(z, Value::Scalar(Scalar::Complex(3.0, 4.0)));
+        assert_eq!(apply(Op::Abs, std::slice::from_ref(&z)).unwrap(), r(5.0));
+        assert_eq!(apply(Op::Imag, std::slice::from_ref(&z)).unwrap(), r(4.0));
+        assert_eq!(apply(Op::Imag, &[r(2.0)]).unwrap(), r(0.0));
+        // (3 + 4i)(1 - 2i) = 11 - 2i; (3 + 4i) / (3 + 4i) = 1.
+        let w = apply(Op::Cmplx, &[r(1.0), r(-2.0)]).unwrap();
+        assert_eq!(
+            apply(Op::Mul, &[z.clone(), w]).unwrap(),
+            Value::Scalar(Scalar::Complex(11.0, -2.0))
+        );
+        assert_eq!(
+            apply(Op::Div, &[z.clone(), z.clone()]).unwrap(),
+            Value::Scalar(Scalar::Complex(1.0, 0.0))
+        );
+        assert_eq!(
+            apply(Op::Add, &[z.clone(), r(1.0)]).unwrap(),
+            Value::Scalar(Scalar::Complex(4.0, 4.0))
+        );
+        assert!(apply(Op::Sin, std::slice::from_ref(&z)).is_err());
+        assert!(apply(Op::Lt, &[z.clone(), r(1.0)]).is_err());
+        let s = |x: &str| Value::Scalar(Scalar::Str(Rc::from(x)));
+        assert_eq!(apply(Op::Scan, &[s("hello"), s("ol")]).unwrap(), i(3));
+        assert_eq!(apply(Op::Scan, &[s("hello"), s("xyz")]).unwrap(), i(0));
+        assert_eq!(apply(Op::Ichar, &[s("a")]).unwrap(), i(97));
+        assert!(apply(Op::Ichar, &[s("ab")]).is_err());
+        assert_eq!(apply(Op::Len, &[s("abc")]).unwrap(), i(3));
+        assert_eq!(apply(Op::Transfer, &[r(1.5), r(0.0)]).unwrap(), r(1.5));
+        assert_eq!(
+            apply(Op::Transfer, &[i(4_607_182_418_800_017_408), r(0.0)]).unwrap(),
+            r(1.0)
+        );
+        assert_eq!(apply(Op::Transfer, &[i(7), i(0)]).unwrap(), i(7));
     }
 
     #[test]

@@ -45,23 +45,28 @@ pub enum Scalar {
     Bool(bool),
     /// A string.
     Str(Rc<str>),
+    /// A complex number (real and imaginary part). Complex values arise
+    /// inside expressions (`cmplx`) only: storing one converts it as a
+    /// Fortran assignment to a real does, to its real part.
+    Complex(f64, f64),
 }
 
 impl Scalar {
-    /// The scalar's type.
+    /// The scalar's type (a complex value is stored as a real).
     pub fn ty(&self) -> Ty {
         match self {
-            Scalar::Real(_) => Ty::Real,
+            Scalar::Real(_) | Scalar::Complex(..) => Ty::Real,
             Scalar::Int(_) => Ty::Int,
             Scalar::Bool(_) => Ty::Bool,
             Scalar::Str(_) => Ty::Str,
         }
     }
 
-    /// The value as a real (integers convert, logicals are 0/1).
+    /// The value as a real (integers convert, logicals are 0/1, complex
+    /// numbers give their real part).
     pub fn as_real(&self) -> Option<f64> {
         match self {
-            Scalar::Real(x) => Some(*x),
+            Scalar::Real(x) | Scalar::Complex(x, _) => Some(*x),
             Scalar::Int(i) => Some(*i as f64),
             Scalar::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
             Scalar::Str(_) => None,
@@ -73,7 +78,7 @@ impl Scalar {
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Scalar::Int(i) => Some(*i),
-            Scalar::Real(x) if x.is_finite() => Some(x.trunc() as i64),
+            Scalar::Real(x) | Scalar::Complex(x, _) if x.is_finite() => Some(x.trunc() as i64),
             Scalar::Bool(b) => Some(*b as i64),
             _ => None,
         }

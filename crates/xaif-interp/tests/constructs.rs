@@ -348,3 +348,111 @@ fn inert_markers_option_executes_markers_as_no_ops() {
     assert_eq!(outputs(&prog, "r_read", None), [1.0]);
     assert_eq!(outputs(&prog, "r_dropped", None), [0.0]);
 }
+
+/// Every intrinsic of the inlinable catalogue and of the non-inlinable one,
+/// executed on constants or small arrays (`fixtures/interp/catalogue_intrinsics.xaif`)
+/// and compared with a value computed by hand; the fixture must name every
+/// entry of both catalogues.
+#[test]
+fn every_catalogue_intrinsic_executes() {
+    let prog = load("catalogue_intrinsics.xaif");
+    // y(1) unless said otherwise; `K` and `C` results are copied into y.
+    let e = std::f64::consts::E;
+    let cases: &[(&str, &[f64])] = &[
+        ("add_scal_scal", &[3.75]),
+        ("sub_scal_scal", &[-0.75]),
+        ("mul_scal_scal", &[-3.0]),
+        ("div_scal_scal", &[0.25]),
+        ("minus_scal", &[-1.5]),
+        ("ln_scal", &[1.386_294_361_119_890_6]),
+        ("log10", &[3.0]),
+        ("sin_scal", &[0.479_425_538_604_203]),
+        ("cos_scal", &[0.877_582_561_890_372_8]),
+        ("tan_scal", &[0.546_302_489_843_790_5]),
+        ("arcsin_scal", &[std::f64::consts::FRAC_PI_6]),
+        ("arccos_scal", &[std::f64::consts::FRAC_PI_3]),
+        ("arctan_scal", &[std::f64::consts::FRAC_PI_4]),
+        ("sinh_scal", &[(e - 1.0 / e) / 2.0]),
+        ("cosh_scal", &[(e + 1.0 / e) / 2.0]),
+        ("tanh_scal", &[0.462_117_157_260_009_76]),
+        ("exp_scal", &[e]),
+        ("sqrt_scal", &[1.5]),
+        ("pow_scal_scal", &[std::f64::consts::SQRT_2]),
+        ("int_scal", &[-2.0]),
+        ("nint_scal", &[3.0]),
+        ("real_scal", &[0.100_000_001_490_116_12]),
+        // cmplx(1.5, 2.5) stored into a real keeps the real part.
+        ("complex_scal", &[1.5]),
+        ("imag_scal", &[2.5]),
+        // The bits of 1.0d0 as an integer: 0x3FF0000000000000.
+        ("transfer", &[4_607_182_418_800_017_408.0]),
+        ("lbound", &[1.0]),
+        ("ubound", &[3.0]),
+        ("size", &[3.0]),
+        ("len", &[5.0]),
+        ("trim", &[2.0]),
+        ("scan", &[3.0]),
+        ("mod_scal_scal", &[1.5]),
+        ("abs_scal", &[1.5]),
+        ("sign_scal_scal", &[-3.0]),
+        ("string_eq_scal_scal", &[1.0]),
+        ("string_ne_scal_scal", &[1.0]),
+        ("string_ge_scal_scal", &[0.0]),
+        ("string_le_scal_scal", &[1.0]),
+        ("string_lt_scal_scal", &[0.0]),
+        ("nc_min_scal_scal", &[1.5]),
+        ("nc_minval", &[1.0]),
+        ("nc_max_scal_scal", &[2.0]),
+        ("nc_maxval", &[3.0]),
+        ("maxloc_arr", &[1.0]),
+        ("minloc_arr", &[2.0]),
+        ("sum_arr", &[6.0]),
+        ("shape_arr", &[2.0, 3.0]),
+        ("ichar", &[65.0]),
+        // B = [11 21 31; 12 22 32]; transpose(B) is the 3 x 2 C, copied
+        // into y in column-major order.
+        ("transpose_arr", &[11.0, 21.0, 31.0, 12.0, 22.0, 32.0]),
+        // reshape(B, (/3, 2/)) keeps the column-major order of B.
+        ("reshape_arr", &[11.0, 12.0, 21.0, 22.0, 31.0, 32.0]),
+    ];
+    for (name, expected) in cases {
+        let top = format!("c_{name}");
+        let y = outputs(&prog, &top, Some(6));
+        for (k, want) in expected.iter().enumerate() {
+            let got = y[k];
+            assert!(
+                (got - want).abs() <= 1e-15 * want.abs().max(1.0),
+                "{top}: y({}) = {got}, expected {want}",
+                k + 1
+            );
+        }
+    }
+    let Some(shared) = xaif_testkit::shared_dir() else {
+        return;
+    };
+    let examples = shared.join("xaif/schema/examples");
+    let mut names = Vec::new();
+    for file in ["inlinable_intrinsics.xaif", "noninlinable_intrinsics.xaif"] {
+        let parsed = xaif_model::reader::read_file(&examples.join(file)).unwrap();
+        match parsed.document {
+            xaif_model::Document::Inlinable(c) => {
+                names.extend(c.intrinsics.iter().map(|i| i.name().to_string()))
+            }
+            xaif_model::Document::NonInlinable(c) => {
+                names.extend(c.entries.iter().map(|i| i.name().to_string()))
+            }
+            xaif_model::Document::Program(_) => panic!("{file} is not a catalogue"),
+        }
+    }
+    assert_eq!(
+        names.len(),
+        50,
+        "48 inlinable and 2 non-inlinable intrinsics"
+    );
+    for name in names {
+        assert!(
+            cases.iter().any(|(c, _)| *c == name),
+            "catalogue intrinsic `{name}` has no case"
+        );
+    }
+}
