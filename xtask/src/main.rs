@@ -15,10 +15,13 @@
 //! - `cargo xtask speed`: oracle throughput on the heaviest corpus runs and
 //!   transformation time per input and per batch (for
 //!   `docs/performance.md`).
+//! - `cargo xtask stress --programs N --seed S [--jobs J]`: generated
+//!   programs under every differential check; see `docs/testing.md`.
 
 mod corpus;
 mod engine;
 mod speed;
+mod stress;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -56,6 +59,10 @@ enum Task {
     /// Measure the oracle's throughput and xaifb's transformation time on
     /// the corpus; prints markdown.
     Speed(CorpusArgs),
+    /// Check generated programs: tangent against divided differences,
+    /// adjoints against the tangent, every strategy and flag variant,
+    /// schemas, determinism; shrink what fails.
+    Stress(stress::StressArgs),
     /// Run a command and print its peak resident set size in KiB (used by
     /// `bench`, in a process of its own so that no other child counts).
     #[command(hide = true)]
@@ -112,6 +119,7 @@ fn main() -> Result<()> {
             print!("{report}");
             Ok(())
         }
+        Task::Stress(args) => stress::run(args),
         Task::PeakRss { command } => {
             let kib = peak_rss_kib(&command)?;
             println!("{kib}");

@@ -625,28 +625,17 @@ fn zero_active_locals(
     scope: xaif_model::ScopeId,
     scope_id: &str,
 ) {
-    let routine = &ctx.p.routines[rid];
-    let formals: Vec<SymbolId> = routine
-        .arguments
-        .iter()
-        .flat_map(|l| l.args.iter().filter_map(|a| ctx.symbols.resolve(a)))
+    let entries: Vec<PropEntry> = xaif_linearize::tangent::zeroable_active_locals(ctx, rid, scope)
+        .into_iter()
+        .map(|s| PropEntry {
+            attrs: Attrs::new(),
+            kind: PropKind::ZeroDeriv(VarRef::symbol(
+                Attrs::new().with("deriv", "1"),
+                scope_id,
+                ctx.p.symbols[s].name(),
+            )),
+        })
         .collect();
-    let mut entries = Vec::new();
-    for table in &ctx.p.scopes[scope].tables {
-        for &s in &table.symbols {
-            let sym = &ctx.p.symbols[s];
-            if sym.kind() == xaif_model::SymbolKind::Variable
-                && ctx.symbol_active(s)
-                && !formals.contains(&s)
-            {
-                let r = VarRef::symbol(Attrs::new().with("deriv", "1"), scope_id, sym.name());
-                entries.push(PropEntry {
-                    attrs: Attrs::new(),
-                    kind: PropKind::ZeroDeriv(r),
-                });
-            }
-        }
-    }
     if entries.is_empty() {
         return;
     }

@@ -286,6 +286,61 @@ fn pop_extents_and_allocate(t: &mut Target<'_>, f: &VarRef, rank: usize) -> Vec<
     out
 }
 
+/// The rank of the value `r` denotes: program variables through the
+/// input's symbols, temporaries through the output's, where they are
+/// declared.
+fn value_rank(ctx: &Ctx<'_>, t: &Target<'_>, r: &VarRef) -> usize {
+    if ctx.symbol_of(&r.graph).is_some() {
+        return ctx.ref_shape(&r.graph).rank;
+    }
+    let Some((_, name)) = r.graph.symbol_ids() else {
+        return 0;
+    };
+    t.out.scopes[t.scope]
+        .tables
+        .iter()
+        .flat_map(|table| table.symbols.iter())
+        .map(|&sym| &t.out.symbols[sym])
+        .find(|sym| sym.name() == name)
+        .map_or(0, |sym| sym.rank())
+}
+
+/// `s.d = s.d ± sum(f · t.d)`: the adjoint of propagating scalar `s` to
+/// every element of array `t` (no adjoint call reduces).
+fn reduction(t: &mut Target<'_>, f: &Factor, target: &VarRef, s: &VarRef) -> StmtId {
+    let deriv = |r: &VarRef, vertex: bool| {
+        let mut attrs = value_ref(r).attrs;
+        attrs.set("deriv", "1");
+        if !vertex {
+            attrs.remove("vertex_id");
+        }
+        r.with_attrs(attrs)
+    };
+    let mut b = ExprBuilder::new();
+    let old = b.reference(&deriv(s, true));
+    let tv = b.reference(&deriv(target, true));
+    let product = match f {
+        Factor::Unit | Factor::MinusOne => tv,
+        Factor::Constant(c) => {
+            let c = b.real(*c);
+            b.intrinsic("mul_scal_scal", &[c, tv])
+        }
+        Factor::Var(v) => {
+            let a = b.reference(&value_ref(v));
+            b.intrinsic("mul_scal_scal", &[a, tv])
+        }
+    };
+    let sum = b.intrinsic("sum_arr", &[product]);
+    let op = if matches!(f, Factor::MinusOne) {
+        "sub_scal_scal"
+    } else {
+        "add_scal_scal"
+    };
+    b.intrinsic(op, &[old, sum]);
+    let id = t.names.statement("adjoint_reduction");
+    add(t.out, assignment(&id, deriv(s, false), b.finish()))
+}
+
 /// The adjoint of a preaccumulated sequence, with its taping suffix.
 fn sequence_adjoint(
     ctx: &Ctx<'_>,
@@ -317,6 +372,13 @@ fn sequence_adjoint(
         .iter()
         .map(|(save, v)| (save.var.clone(), index.adjoint_ref(ctx, t, &v.var)))
         .collect();
+    // Run-time shaped temporaries: the adjoint may run in a fresh
+    // activation (split mode), so they get their shape there.
+    let allocations: Vec<(VarRef, VarRef)> = pre
+        .allocations
+        .iter()
+        .map(|(temp, like)| (temp.clone(), index.adjoint_ref(ctx, t, like)))
+        .collect();
     // Taping: factors, then indices.
     let mut doubles = 0;
     let mut extents = 0;
@@ -342,6 +404,14 @@ fn sequence_adjoint(
     taping.extend(index.pushes.iter().copied());
     // Adjoint: pops in reverse, then the transposed propagation.
     let mut adjoint = index.pops_reversed();
+    for (temp, like) in &allocations {
+        adjoint.push(call(
+            t.out,
+            t.names,
+            "oad_AllocateMatching",
+            vec![var(temp), var(like)],
+        ));
+    }
     for (f, shape) in pre.factors.iter().rev() {
         if is_allocatable(shape) {
             adjoint.extend(pop_extents_and_allocate(t, f, shape.rank));
@@ -354,7 +424,14 @@ fn sequence_adjoint(
         ));
     }
     for (target, terms) in adj_steps.iter().rev() {
+        let target_rank = value_rank(ctx, t, target);
         for (f, s) in terms {
+            if target_rank > 0 && value_rank(ctx, t, s) == 0 {
+                // The tangent broadcast s to every element of the target:
+                // its adjoint sums them.
+                adjoint.push(reduction(t, f, target, s));
+                continue;
+            }
             let stmt = match f {
                 Factor::Unit => call(t.out, t.names, "IncDeriv", vec![var(target), var(s)]),
                 Factor::MinusOne => call(t.out, t.names, "DecDeriv", vec![var(target), var(s)]),

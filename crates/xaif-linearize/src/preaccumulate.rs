@@ -86,6 +86,11 @@ pub struct Preaccumulated {
     /// Non-constant factors the steps use (temporaries) with their shapes,
     /// for taping.
     pub factors: Vec<(VarRef, Shape)>,
+    /// Propagation temporaries whose extents are known only at run time,
+    /// with a reference of their shape: both modes allocate them
+    /// (`oad_AllocateMatching(temporary, like)`) before the propagation
+    /// uses them.
+    pub allocations: Vec<(VarRef, VarRef)>,
     /// Graph statistics.
     pub stats: GraphStats,
     /// The graph before elimination, as Graphviz text.
@@ -133,6 +138,8 @@ pub fn preaccumulate(
         }
         return Ok(result);
     }
+    let frozen = crate::freeze::freeze(ctx, t, seq);
+    let seq = frozen.as_ref().map_or(seq, |f| &f.seq);
     let graph = build_graph(seq)?;
     let has_edges = !graph.lcg.edges().is_empty();
     let elimination: Option<Elimination> = if has_edges {
@@ -169,12 +176,31 @@ pub fn preaccumulate(
     let mut lin_temps: Vec<Option<Temp>> = vec![None; graph.variables.len()];
     let mut lin_shapes: Vec<Shape> = vec![Shape::SCALAR; graph.variables.len()];
     for (k, item) in seq.items.iter().enumerate() {
+        let frozen_here = frozen.as_ref().is_some_and(|f| !f.before[k].is_empty());
+        if let Some(f) = &frozen {
+            result.stmts.extend(f.before[k].iter().copied());
+        }
         match item {
+            Item::Zero { stmt: s, lhs } if frozen_here => {
+                let original = &ctx.p.stmts[*s];
+                let StmtKind::Assignment(a) = &original.kind else {
+                    unreachable!("zeroing items are assignments")
+                };
+                let new = Stmt {
+                    attrs: original.attrs.clone(),
+                    kind: StmtKind::Assignment(xaif_model::Assignment {
+                        lhs: lhs.clone(),
+                        rhs: a.rhs.clone(),
+                    }),
+                };
+                result.stmts.push(add(t.out, new));
+                shapes.push(Vec::new());
+            }
             Item::Plain(s) | Item::Zero { stmt: s, .. } => {
                 result.stmts.push(*s);
                 shapes.push(Vec::new());
             }
-            Item::Active { stmt, lin, .. } => {
+            Item::Active { stmt, lin, lhs, .. } => {
                 let types = ctx.infer(&lin.dag);
                 let mut aux_temp: FxHashMap<usize, VarRef> = FxHashMap::default();
                 for &a in &lin.aux {
@@ -234,7 +260,7 @@ pub fn preaccumulate(
                     lin_shapes[vi] = shape;
                     lin_temps[vi] = Some(temp);
                 }
-                if lin.aux.is_empty() {
+                if lin.aux.is_empty() && !frozen_here {
                     result.stmts.push(*stmt);
                 } else {
                     let original = &ctx.p.stmts[*stmt];
@@ -242,12 +268,14 @@ pub fn preaccumulate(
                         unreachable!("active items are assignments")
                     };
                     let rhs = lin.dag.to_expr(lin.dag.root, &named);
+                    let lhs = if frozen_here {
+                        lhs.with_attrs(a.lhs.attrs.clone())
+                    } else {
+                        a.lhs.clone()
+                    };
                     let new = Stmt {
                         attrs: original.attrs.clone(),
-                        kind: StmtKind::Assignment(xaif_model::Assignment {
-                            lhs: a.lhs.clone(),
-                            rhs,
-                        }),
+                        kind: StmtKind::Assignment(xaif_model::Assignment { lhs, rhs }),
                     };
                     result.stmts.push(add(t.out, new));
                 }
@@ -362,6 +390,9 @@ pub fn preaccumulate(
                 &shape,
                 true,
             );
+            if temp.allocatable {
+                result.allocations.push((temp.var.clone(), ind.var.clone()));
+            }
             let save = Slot {
                 var: temp.var,
                 temporary: true,
@@ -393,6 +424,9 @@ pub fn preaccumulate(
             _ => {}
         }
     }
+    // Run-time shaped intermediate temporaries, allocated like a
+    // reference of the vertex's subexpression.
+    let mut unallocated: Vec<(VertexId, VarRef)> = Vec::new();
     let mut slot_for = |v: VertexId, t: &mut Target<'_>| -> Slot {
         if let Some(s) = slot.get(&v) {
             return s.clone();
@@ -407,6 +441,9 @@ pub fn preaccumulate(
             &shape,
             true,
         );
+        if temp.allocatable {
+            unallocated.push((v, temp.var.clone()));
+        }
         let s = Slot {
             var: temp.var,
             temporary: true,
@@ -449,6 +486,27 @@ pub fn preaccumulate(
                 terms.push((f, slot_for(edge.source, t)));
             }
             result.steps.push(Step { target, terms });
+        }
+    }
+    for (v, temp) in unallocated {
+        let from_expression = vertex_node.get(&v).and_then(|&(k, n)| match &seq.items[k] {
+            Item::Active { lin, .. } => like_ref(&lin.dag, n, &shapes[k]),
+            _ => None,
+        });
+        // Otherwise a source of the same rank of the step that sets it.
+        let rank = shape_of_vertex(v).rank;
+        let from_sources = || {
+            result
+                .steps
+                .iter()
+                .filter(|s| s.target.var == temp)
+                .flat_map(|s| s.terms.iter())
+                .map(|(_, src)| &src.var)
+                .find(|r| ctx.ref_shape(&r.graph).rank == rank)
+                .cloned()
+        };
+        if let Some(like) = from_expression.or_else(from_sources) {
+            result.allocations.push((temp, like));
         }
     }
     Ok(result)

@@ -329,6 +329,21 @@ pub fn emit_propagation(
     options: &TangentOptions,
     stmts: &mut Vec<StmtId>,
 ) {
+    // Run-time shaped temporaries get their shape first.
+    for (temp, like) in &pre.allocations {
+        let id = names.statement("allocate");
+        stmts.push(add(
+            out,
+            inlinable_call(
+                "oad_AllocateMatching",
+                &id,
+                vec![
+                    ArgValue::Variable(value_ref(temp)),
+                    ArgValue::Variable(value_ref(like)),
+                ],
+            ),
+        ));
+    }
     let mut entries: Vec<PropEntry> = Vec::new();
     let d = |s: &Slot| deriv_ref(&s.var);
     for (save, var) in &pre.saves {
@@ -736,6 +751,36 @@ pub fn callee_formals(
     out
 }
 
+/// The active locals whose derivatives `-D` zeroes on entry: those whose
+/// storage exists on entry. An allocatable (rank without bounds) has none
+/// until it is allocated, and gets zero derivatives then.
+pub fn zeroable_active_locals(
+    ctx: &Ctx<'_>,
+    routine: xaif_model::RoutineId,
+    scope: ScopeId,
+) -> Vec<SymbolId> {
+    let formals: Vec<SymbolId> = ctx.p.routines[routine]
+        .arguments
+        .iter()
+        .flat_map(|l| l.args.iter().filter_map(|a| ctx.symbols.resolve(a)))
+        .collect();
+    let mut out = Vec::new();
+    for table in &ctx.p.scopes[scope].tables {
+        for &s in &table.symbols {
+            let sym = &ctx.p.symbols[s];
+            let allocatable = sym.rank() > 0 && sym.bounds.len() != sym.rank();
+            if sym.kind() == xaif_model::SymbolKind::Variable
+                && ctx.symbol_active(s)
+                && !formals.contains(&s)
+                && !allocatable
+            {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
 /// `-D`: a `ZeroDeriv` for every active local at the start of the routine.
 fn zero_active_locals(
     ctx: &Ctx<'_>,
@@ -744,29 +789,22 @@ fn zero_active_locals(
     cfg: CfgId,
     scope: ScopeId,
 ) {
-    let formals: Vec<SymbolId> = ctx.p.routines[routine]
-        .arguments
-        .iter()
-        .flat_map(|l| l.args.iter().filter_map(|a| ctx.symbols.resolve(a)))
-        .collect();
     let scope_id = ctx.p.scopes[scope]
         .attrs
         .get("vertex_id")
         .unwrap_or("1")
         .to_string();
-    let mut entries = Vec::new();
-    for table in &ctx.p.scopes[scope].tables {
-        for &s in &table.symbols {
-            let sym = &ctx.p.symbols[s];
-            if sym.kind() == xaif_model::SymbolKind::Variable
-                && ctx.symbol_active(s)
-                && !formals.contains(&s)
-            {
-                let r = VarRef::symbol(Attrs::new().with("deriv", "1"), &scope_id, sym.name());
-                entries.push(prop_entry(PropKind::ZeroDeriv(r)));
-            }
-        }
-    }
+    let entries: Vec<PropEntry> = zeroable_active_locals(ctx, routine, scope)
+        .into_iter()
+        .map(|s| {
+            let r = VarRef::symbol(
+                Attrs::new().with("deriv", "1"),
+                &scope_id,
+                ctx.p.symbols[s].name(),
+            );
+            prop_entry(PropKind::ZeroDeriv(r))
+        })
+        .collect();
     if entries.is_empty() {
         return;
     }

@@ -1,0 +1,133 @@
+//! Subscripts that a sequence changes under its own feet.
+//!
+//! The derivative code of a sequence runs after its statements: the
+//! tangent propagation, and the adjoint's taping of index values, evaluate
+//! the subscripts of the sequence's references again there. A subscript
+//! that reads a variable some statement of the sequence writes at or after
+//! the reference (`a(maxloc(a)) = …`, `a(int(b(1))) = …; b(1) = …`) would
+//! then name another element than the statement did. Fortran evaluates a
+//! reference's subscripts when the statement runs, so such a subscript is
+//! saved in an integer temporary just before its statement, and every copy
+//! of the reference (the statement, its slot in the propagation) reads the
+//! temporary. Passive statements that write subscript variables end a
+//! sequence instead (see `flatten`).
+
+use xaif_model::{Expr, ExprVertexKind, StmtId, VarRef};
+
+use crate::context::{Ctx, Storage};
+use crate::dag::Node;
+use crate::flatten::{Item, Sequence, Source};
+use crate::preaccumulate::Target;
+use crate::temps::{for_each_variable_subscript, integer_temp, read_temp, set_temp};
+
+/// A sequence whose self-modified subscripts read temporaries.
+pub struct Frozen {
+    /// The rewritten sequence.
+    pub seq: Sequence,
+    /// Per item, the assignments of its temporaries (to run just before
+    /// it).
+    pub before: Vec<Vec<StmtId>>,
+}
+
+/// Storages `e` reads (subscripts of its references included).
+fn reads(ctx: &Ctx<'_>, e: &Expr, out: &mut Vec<Storage>) {
+    for v in &e.vertices {
+        if let ExprVertexKind::VariableReference(g) = &v.kind {
+            if let Some(s) = ctx.symbol_of(g) {
+                out.push(ctx.storage(s));
+            }
+            for triplets in g.subscripts() {
+                for t in triplets {
+                    for x in [&t.index, &t.bound, &t.stride].into_iter().flatten() {
+                        reads(ctx, x, out);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `r` with every subscript reading one of `written` replaced by a fresh
+/// temporary assigned in `before`.
+fn freeze_ref(
+    ctx: &Ctx<'_>,
+    t: &mut Target<'_>,
+    r: &VarRef,
+    written: &[Storage],
+    before: &mut Vec<StmtId>,
+) -> Option<VarRef> {
+    let mut out = r.clone();
+    let mut changed = false;
+    for_each_variable_subscript(&mut out, |e| {
+        let mut read = Vec::new();
+        reads(ctx, e, &mut read);
+        if read.iter().any(|s| written.contains(s)) {
+            let temp = integer_temp(t.out, t.names, t.scope);
+            before.push(set_temp(t.out, t.names, "index", &temp, e.clone()));
+            *e = read_temp(&temp);
+            changed = true;
+        }
+    });
+    changed.then_some(out)
+}
+
+/// The sequence with its self-modified subscripts frozen, or `None` when
+/// it has none.
+pub fn freeze(ctx: &Ctx<'_>, t: &mut Target<'_>, seq: &Sequence) -> Option<Frozen> {
+    let lhs_storage = |item: &Item| match item {
+        Item::Active { lhs, .. } | Item::Zero { lhs, .. } => {
+            ctx.symbol_of(&lhs.graph).map(|s| ctx.storage(s))
+        }
+        Item::Plain(_) => None,
+    };
+    let mut out = seq.clone();
+    let mut before = vec![Vec::new(); seq.items.len()];
+    let mut any = false;
+    for k in 0..seq.items.len() {
+        let written: Vec<Storage> = seq.items[k..].iter().filter_map(lhs_storage).collect();
+        if written.is_empty() {
+            continue;
+        }
+        let Sequence {
+            items,
+            independents,
+            ..
+        } = &mut out;
+        match &mut items[k] {
+            Item::Plain(_) => {}
+            Item::Zero { lhs, .. } => {
+                if let Some(f) = freeze_ref(ctx, t, lhs, &written, &mut before[k]) {
+                    *lhs = f;
+                    any = true;
+                }
+            }
+            Item::Active {
+                lin, lhs, sources, ..
+            } => {
+                if let Some(f) = freeze_ref(ctx, t, lhs, &written, &mut before[k]) {
+                    *lhs = f;
+                    any = true;
+                }
+                for n in 0..lin.dag.nodes.len() {
+                    let Node::Var(r) = &lin.dag.nodes[n] else {
+                        continue;
+                    };
+                    let Some(f) = freeze_ref(ctx, t, r, &written, &mut before[k]) else {
+                        continue;
+                    };
+                    // The independent this use stands for reads the same
+                    // element.
+                    if let Some(Source::Independent(i)) = sources.get(&n) {
+                        let ind = &mut independents[*i];
+                        if ind.var.graph == r.graph {
+                            ind.var = f.with_attrs(ind.var.attrs.clone());
+                        }
+                    }
+                    lin.dag.nodes[n] = Node::Var(f);
+                    any = true;
+                }
+            }
+        }
+    }
+    any.then_some(Frozen { seq: out, before })
+}

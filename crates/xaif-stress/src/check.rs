@@ -1,0 +1,771 @@
+//! Every check of one program: the original's divided differences, the
+//! tangent, the split and joint adjoints, the elimination strategies and
+//! flag variants, determinism, tapes, panics and the step budget.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use xaif_cfrev::AdjointOptions;
+use xaif_elim::{Chain, Config, Extent, Filter, Method, Mode as Direction, Strategy};
+use xaif_interp::{compile, Harness, HarnessSpec, Jacobian, Mode};
+use xaif_linearize::{Catalogue, FlattenOptions, TangentOptions};
+use xaif_model::{NonInlinableCatalogue, Program};
+
+/// Tolerances and limits of the checks.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Interpreter steps one run may take.
+    pub step_budget: u64,
+    /// Divided-difference step.
+    pub h: f64,
+    /// Relative tolerance between two derivative codes (rounding only).
+    pub exact: f64,
+    /// Relative tolerance between the tangent and central differences.
+    pub dd: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            step_budget: 20_000_000,
+            h: 1e-6,
+            exact: 1e-9,
+            dd: 1e-5,
+        }
+    }
+}
+
+/// One disagreement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// The check that failed (one line, no numbers or names: findings of
+    /// one class share it).
+    pub check: String,
+    /// Where it was seen first (`tangent`, `split adjoint`, a variant's
+    /// flags); [`Checker::check_only`] repeats just that.
+    pub variant: String,
+    /// What was seen (and in which other variants).
+    pub detail: String,
+}
+
+/// Counters of one program's checks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Jacobian entries compared with divided differences.
+    pub dd_entries: usize,
+    /// Entries where the function is not smooth at the point (one-sided
+    /// differences disagree): compared with either side, or not at all
+    /// across a jump.
+    pub nonsmooth_entries: usize,
+    /// Non-zero entries of the tangent Jacobian.
+    pub nonzero_entries: usize,
+    /// Transformations done.
+    pub transformations: usize,
+    /// Derivative runs done.
+    pub runs: usize,
+}
+
+/// The outcome of checking one program.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Disagreements.
+    pub findings: Vec<Finding>,
+    /// Why the program was not checked (its function is not finite at the
+    /// point): a generator matter, counted, not a finding.
+    pub skipped: Option<String>,
+    /// Counters.
+    pub counts: Counts,
+    /// Outputs to validate against `xaif_output.xsd`: (name, text).
+    pub outputs: Vec<(String, String)>,
+}
+
+/// A transformation variant: flags and what they change.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    /// The flags as on the command line.
+    pub name: String,
+    tangent: Option<TangentOptions>,
+    adjoint: Option<AdjointOptions>,
+}
+
+fn strategy(method: Method, filters: &[Filter], mode: Direction, total: bool) -> Config {
+    let mut c = if total {
+        Config::operations(Default::default())
+    } else {
+        Config::default()
+    };
+    c.strategies = vec![Strategy {
+        method,
+        chain: Chain::new(filters.to_vec(), mode),
+        extent: if total {
+            Extent::Total
+        } else {
+            Extent::ScarcityPreserving {
+                allow_maintaining: false,
+            }
+        },
+    }];
+    c
+}
+
+/// The variants every program is checked under (besides the defaults):
+/// elimination strategies (`--heuristic`), `-S`, `-n`, `-H`, `-M 0`,
+/// `-A 0`, `-A 2`, `-m`, `-D`, `-p` in the tangent; `-S`, `-M 0`, `-A 2`,
+/// a heuristic, `-p`, `-I`, `-P`, `-D`, `--enumerate-blocks` and
+/// `--full-checkpoints` in the adjoint. (`-f`, restoring checkpoints in
+/// store order, needs a first-in first-out checkpoint runtime; the
+/// oracle's stacks, like OpenAD's, are last-in first-out.)
+pub fn variants(dead: &[String]) -> Vec<Variant> {
+    let t = |name: &str, f: &dyn Fn(&mut TangentOptions)| {
+        let mut o = TangentOptions::default();
+        f(&mut o);
+        Variant {
+            name: name.to_string(),
+            tangent: Some(o),
+            adjoint: None,
+        }
+    };
+    let a = |name: &str, f: &dyn Fn(&mut AdjointOptions)| {
+        let mut o = AdjointOptions::default();
+        f(&mut o);
+        Variant {
+            name: name.to_string(),
+            tangent: None,
+            adjoint: Some(o),
+        }
+    };
+    use Filter::*;
+    let dead = dead.to_vec();
+    vec![
+        t("tangent -S", &|o| {
+            o.flatten = FlattenOptions {
+                per_statement: true,
+                no_alias_split: false,
+            }
+        }),
+        t("tangent -n", &|o| o.nary = true),
+        t("tangent -H", &|o| o.inline_calls = true),
+        t("tangent -M 0", &|o| {
+            o.elimination = Config::from_flags(0, 1, false).unwrap()
+        }),
+        t("tangent -A 0", &|o| {
+            o.elimination = Config::from_flags(1, 0, false).unwrap()
+        }),
+        t("tangent -A 2", &|o| {
+            o.elimination = Config::from_flags(1, 2, false).unwrap()
+        }),
+        t("tangent -m", &|o| {
+            o.elimination = Config::from_flags(1, 1, true).unwrap()
+        }),
+        t("tangent -D", &|o| o.zero_locals = true),
+        t("tangent -p (never-read actives)", &|o| {
+            o.passive = dead.clone()
+        }),
+        t("tangent --heuristic vertex:forward -M 0", &|o| {
+            o.elimination = strategy(Method::Vertex, &[], Direction::Forward, true)
+        }),
+        t("tangent --heuristic vertex:LM,reverse -M 0", &|o| {
+            o.elimination = strategy(Method::Vertex, &[LowestMarkowitz], Direction::Reverse, true)
+        }),
+        t("tangent --heuristic edge:HS,LM,reverse", &|o| {
+            o.elimination = strategy(
+                Method::Edge,
+                &[HighestSiblingDegree, LowestMarkowitz],
+                Direction::Reverse,
+                false,
+            )
+        }),
+        t("tangent --heuristic edge:LF,forward -M 0", &|o| {
+            o.elimination = strategy(Method::Edge, &[LowestFillIn], Direction::Forward, true)
+        }),
+        t("tangent --heuristic face:LRM,forward -M 0", &|o| {
+            o.elimination = strategy(
+                Method::Face,
+                &[LowestRelativeMarkowitz],
+                Direction::Forward,
+                true,
+            )
+        }),
+        a("adjoint -S", &|o| {
+            o.flatten = FlattenOptions {
+                per_statement: true,
+                no_alias_split: false,
+            }
+        }),
+        a("adjoint -M 0", &|o| {
+            o.elimination = Config::from_flags(0, 1, false).unwrap()
+        }),
+        a("adjoint -A 2", &|o| {
+            o.elimination = Config::from_flags(1, 2, false).unwrap()
+        }),
+        a("adjoint --heuristic vertex:LM,forward -M 0", &|o| {
+            o.elimination = strategy(Method::Vertex, &[LowestMarkowitz], Direction::Forward, true)
+        }),
+        a("adjoint -p (never-read actives)", &|o| {
+            o.passive = dead.clone()
+        }),
+        a("adjoint -I -P -D", &|o| {
+            o.all_inout = true;
+            o.checkpoint_all_formals = true;
+            o.zero_locals = true;
+        }),
+        a("adjoint --enumerate-blocks", &|o| {
+            o.force_enumeration = true
+        }),
+        a("adjoint --full-checkpoints", &|o| o.full_checkpoints = true),
+    ]
+}
+
+/// What the checks need besides the program.
+pub struct Checker {
+    catalogue: Catalogue,
+    noninlinable: NonInlinableCatalogue,
+    /// Limits.
+    pub limits: Limits,
+    /// Whether to run the variants (the defaults are always checked).
+    pub with_variants: bool,
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic".into()
+    }
+}
+
+/// Runs `f`, turning a panic into an error.
+fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => Err(format!("panic: {}", panic_text(p))),
+    }
+}
+
+fn finding(check: impl Into<String>, variant: &str, detail: impl Into<String>) -> Finding {
+    Finding {
+        check: check.into(),
+        variant: variant.to_string(),
+        detail: detail.into(),
+    }
+}
+
+/// One finding per class: the first, with the other variants it was seen
+/// in.
+fn merge(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut out: Vec<(Finding, Vec<String>)> = Vec::new();
+    for f in findings {
+        match out.iter_mut().find(|(g, _)| g.check == f.check) {
+            Some((_, also)) => also.push(f.variant),
+            None => out.push((f, Vec::new())),
+        }
+    }
+    out.into_iter()
+        .map(|(mut f, also)| {
+            if !also.is_empty() {
+                f.detail = format!(
+                    "{}
+also in: {}",
+                    f.detail,
+                    also.join(", ")
+                );
+            }
+            f
+        })
+        .collect()
+}
+
+fn kind_of(mode: Mode) -> &'static str {
+    if mode == Mode::Tangent {
+        "tangent"
+    } else {
+        "adjoint"
+    }
+}
+
+/// The class of an error message: its text without numbers, quotes and
+/// line positions, so that findings of one mechanism group together.
+pub fn error_class(msg: &str) -> String {
+    let mut out = String::new();
+    let mut quoted = false;
+    for c in msg.chars() {
+        match c {
+            '`' | '\'' => {
+                quoted = !quoted;
+                out.push('_');
+            }
+            _ if quoted => {}
+            '0'..='9' => {
+                if !out.ends_with('#') {
+                    out.push('#');
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out.chars().take(120).collect()
+}
+
+/// Worst relative difference of two Jacobians, scaled by the larger of
+/// their largest entries (and 1).
+pub fn jacobian_difference(a: &Jacobian, b: &Jacobian) -> f64 {
+    let scale = a
+        .entries
+        .iter()
+        .chain(&b.entries)
+        .fold(1.0f64, |s, x| s.max(x.abs()));
+    a.entries
+        .iter()
+        .zip(&b.entries)
+        .map(|(x, y)| if x == y { 0.0 } else { (x - y).abs() / scale })
+        .fold(0.0, f64::max)
+}
+
+/// `<ȳ, J ẋ>` against `<Jᵀ ȳ, ẋ>` for a few deterministic vector pairs:
+/// the largest relative disagreement.
+pub fn dot_product_difference(tangent: &Jacobian, adjoint: &Jacobian, seed: u64) -> f64 {
+    let (n, m) = (tangent.n, tangent.m);
+    let mut s = seed | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s % 2001) as f64 / 1000.0 - 1.0
+    };
+    let mut worst: f64 = 0.0;
+    for _ in 0..3 {
+        let xd: Vec<f64> = (0..n).map(|_| next()).collect();
+        let yb: Vec<f64> = (0..m).map(|_| next()).collect();
+        let mut lhs = 0.0;
+        let mut rhs = 0.0;
+        let mut scale: f64 = 1.0;
+        for k in 1..=m {
+            for i in 1..=n {
+                let t = tangent.get(k, i) * xd[i - 1] * yb[k - 1];
+                let a = adjoint.get(k, i) * xd[i - 1] * yb[k - 1];
+                lhs += t;
+                rhs += a;
+                scale = scale.max(t.abs()).max(a.abs());
+            }
+        }
+        worst = worst.max((lhs - rhs).abs() / scale);
+    }
+    worst
+}
+
+struct Runs<'a> {
+    checker: &'a Checker,
+    n: usize,
+    m: usize,
+    outcome: Outcome,
+}
+
+impl Runs<'_> {
+    fn spec(&self) -> HarnessSpec {
+        HarnessSpec::generic(self.n, self.m)
+    }
+
+    /// Writes, re-reads and gates an output, then runs it in `mode`.
+    fn run_output(&mut self, what: &str, text: &str, mode: Mode) -> Option<Jacobian> {
+        self.outcome.counts.runs += 1;
+        let limits = self.checker.limits.clone();
+        let spec = self.spec();
+        let result = guarded(|| {
+            let (p, source) = xaif_model::read_program_str(text, None)
+                .map_err(|e| format!("output does not read back: {e}"))?;
+            xaif_model::validate_program(&p, &source)
+                .map_err(|e| format!("output fails the gate: {e}"))?;
+            let prog = compile(&p, &source);
+            let mut h = Harness::new(&prog, spec);
+            h.step_budget = limits.step_budget;
+            h.run(mode).map_err(|e| e.to_string())
+        });
+        match result {
+            Ok(o) => {
+                if !o.tapes_empty && mode != Mode::Tangent {
+                    self.outcome.findings.push(finding(
+                        "adjoint: tapes not empty at the end",
+                        what,
+                        "",
+                    ));
+                }
+                Some(o.jacobian)
+            }
+            Err(e) => {
+                self.outcome.findings.push(finding(
+                    format!("{} run: {}", kind_of(mode), error_class(&e)),
+                    what,
+                    e,
+                ));
+                None
+            }
+        }
+    }
+
+    fn compare(&mut self, what: &str, reference: &Jacobian, j: &Jacobian) {
+        let d = jacobian_difference(reference, j);
+        if d > self.checker.limits.exact || d.is_nan() {
+            self.outcome.findings.push(finding(
+                "tangent variant differs from the default tangent",
+                what,
+                format!(
+                    "worst relative difference {d:.3e}\ntangent:\n{}{what}:\n{}",
+                    reference.to_out("AD"),
+                    j.to_out("AD")
+                ),
+            ));
+        }
+    }
+
+    fn compare_adjoint(&mut self, what: &str, tangent: &Jacobian, j: &Jacobian, seed: u64) {
+        let d = dot_product_difference(tangent, j, seed);
+        if d > self.checker.limits.exact || d.is_nan() {
+            self.outcome.findings.push(finding(
+                "adjoint differs from the tangent (dot products)",
+                what,
+                format!(
+                    "worst relative difference {d:.3e} (entries {:.3e})\ntangent:\n{}{what}:\n{}",
+                    jacobian_difference(tangent, j),
+                    tangent.to_out("AD"),
+                    j.to_out("AD")
+                ),
+            ));
+        }
+    }
+}
+
+fn output_text(mut p: Program) -> String {
+    p.mark_as_output("");
+    xaif_model::write_program(&p)
+}
+
+impl Checker {
+    /// A checker with the inlinable catalogue `catalogue` (and the
+    /// non-inlinable catalogue's direct actions `transpose_arr`,
+    /// `reshape_arr`).
+    pub fn new(catalogue: Catalogue) -> Self {
+        let text = r#"<xaifnii:NonInlinableIntrinsicDefinitions xmlns:xaifnii="http://www.mcs.anl.gov/XAIFNonInlinableIntrinsics"><xaifnii:DirectAction name="transpose_arr" derivAction="transpose_arr"/><xaifnii:DirectAction name="reshape_arr" derivAction="reshape_arr"/></xaifnii:NonInlinableIntrinsicDefinitions>"#;
+        let parsed = xaif_model::read_str(text, None).expect("the built-in catalogue reads");
+        let xaif_model::Document::NonInlinable(noninlinable) = parsed.document else {
+            unreachable!("a non-inlinable catalogue")
+        };
+        Checker {
+            catalogue,
+            noninlinable,
+            limits: Limits::default(),
+            with_variants: true,
+        }
+    }
+
+    /// Checks one program given as front-end XAIF with `n` independents
+    /// and `m` dependents (driven as `head(x, y)`); `dead` names active
+    /// variables that are never read (safe to force passive); `seed` picks
+    /// the dot-product vectors.
+    pub fn check(&self, text: &str, n: usize, m: usize, dead: &[String], seed: u64) -> Outcome {
+        self.check_only(text, n, m, dead, seed, None)
+    }
+
+    /// [`Checker::check`], but with `only` the default tangent (the
+    /// reference) and the one variant a finding names
+    /// ([`Finding::variant`]): what shrinking repeats.
+    pub fn check_only(
+        &self,
+        text: &str,
+        n: usize,
+        m: usize,
+        dead: &[String],
+        seed: u64,
+        only: Option<&str>,
+    ) -> Outcome {
+        let mut outcome = self.check_all(text, n, m, dead, seed, only);
+        outcome.findings = merge(std::mem::take(&mut outcome.findings));
+        outcome
+    }
+
+    fn check_all(
+        &self,
+        text: &str,
+        n: usize,
+        m: usize,
+        dead: &[String],
+        seed: u64,
+        only: Option<&str>,
+    ) -> Outcome {
+        let full = only.is_none();
+        let wanted = |name: &str| only.is_none_or(|o| o.starts_with(name));
+        let mut runs = Runs {
+            checker: self,
+            n,
+            m,
+            outcome: Outcome::default(),
+        };
+        let read = guarded(|| {
+            let (p, source) =
+                xaif_model::read_program_str(text, None).map_err(|e| e.to_string())?;
+            xaif_model::validate_program(&p, &source).map_err(|e| e.to_string())?;
+            Ok((p, source))
+        });
+        let (program, source) = match read {
+            Ok(x) => x,
+            Err(e) => {
+                runs.outcome
+                    .findings
+                    .push(finding("generated program fails the gate", "input", e));
+                return runs.outcome;
+            }
+        };
+        // The function and its divided differences.
+        let dd = guarded(|| {
+            let prog = compile(&program, &source);
+            let mut h = Harness::new(&prog, HarnessSpec::generic(n, m));
+            h.step_budget = self.limits.step_budget;
+            let x0 = h.spec().x0.clone();
+            let eval = |x: &[f64]| h.evaluate(x).map(|r| r.0).map_err(|e| e.to_string());
+            let y0 = eval(&x0)?;
+            let mut plus = Vec::with_capacity(n);
+            let mut minus = Vec::with_capacity(n);
+            for i in 0..n {
+                let mut x = x0.clone();
+                x[i] += self.limits.h;
+                plus.push(eval(&x)?);
+                x[i] = x0[i] - self.limits.h;
+                minus.push(eval(&x)?);
+            }
+            Ok((y0, plus, minus))
+        });
+        let (y0, plus, minus) = match dd {
+            Ok(x) => x,
+            Err(e) => {
+                runs.outcome.findings.push(finding(
+                    format!("generated program does not run: {}", error_class(&e)),
+                    "input",
+                    e,
+                ));
+                return runs.outcome;
+            }
+        };
+        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite() && x.abs() < 1e12);
+        if !finite(&y0) || !plus.iter().chain(&minus).all(|v| finite(v)) {
+            runs.outcome.skipped = Some("the function is not finite near the point".into());
+            return runs.outcome;
+        }
+
+        // Tangent.
+        let tangent = self.tangent_text(
+            &mut runs,
+            "tangent",
+            &program,
+            &TangentOptions::default(),
+            full,
+        );
+        let Some(tangent_text) = tangent else {
+            return runs.outcome;
+        };
+        let Some(jt) = runs.run_output("tangent", &tangent_text, Mode::Tangent) else {
+            return runs.outcome;
+        };
+        if !finite(&jt.entries) {
+            runs.outcome.skipped = Some("the derivative is not finite at the point".into());
+            return runs.outcome;
+        }
+        runs.outcome.counts.nonzero_entries = jt.entries.iter().filter(|x| **x != 0.0).count();
+        self.compare_dd(&mut runs, &jt, &y0, &plus, &minus);
+        if full {
+            runs.outcome.outputs.push(("tangent".into(), tangent_text));
+        }
+
+        // Adjoint, split and joint.
+        let default_adjoint = wanted("split adjoint") || wanted("joint adjoint");
+        if default_adjoint {
+            if let Some(text) = self.adjoint_text(
+                &mut runs,
+                "adjoint",
+                &program,
+                &AdjointOptions::default(),
+                full,
+            ) {
+                for (mode, name) in [
+                    (Mode::Split, "split adjoint"),
+                    (Mode::Joint, "joint adjoint"),
+                ] {
+                    if !wanted(name) {
+                        continue;
+                    }
+                    if let Some(j) = runs.run_output(name, &text, mode) {
+                        runs.compare_adjoint(name, &jt, &j, seed);
+                    }
+                }
+                if full {
+                    runs.outcome.outputs.push(("adjoint".into(), text));
+                }
+            }
+        }
+        if !self.with_variants && full {
+            return runs.outcome;
+        }
+        for v in variants(dead) {
+            if !wanted(&v.name) {
+                continue;
+            }
+            if let Some(o) = &v.tangent {
+                if let Some(text) = self.tangent_text(&mut runs, &v.name, &program, o, false) {
+                    if let Some(j) = runs.run_output(&v.name, &text, Mode::Tangent) {
+                        runs.compare(&v.name, &jt, &j);
+                    }
+                    if full && v.name.ends_with("-H") {
+                        runs.outcome.outputs.push((v.name.clone(), text));
+                    }
+                }
+            }
+            if let Some(o) = &v.adjoint {
+                if let Some(text) = self.adjoint_text(&mut runs, &v.name, &program, o, false) {
+                    for (mode, m) in [(Mode::Split, "split"), (Mode::Joint, "joint")] {
+                        let what = format!("{} ({m})", v.name);
+                        if !wanted(&what) {
+                            continue;
+                        }
+                        if let Some(j) = runs.run_output(&what, &text, mode) {
+                            runs.compare_adjoint(&what, &jt, &j, seed);
+                        }
+                    }
+                }
+            }
+        }
+        runs.outcome
+    }
+
+    fn compare_dd(
+        &self,
+        runs: &mut Runs<'_>,
+        jt: &Jacobian,
+        y0: &[f64],
+        plus: &[Vec<f64>],
+        minus: &[Vec<f64>],
+    ) {
+        let h = self.limits.h;
+        let mut worst: Option<(f64, usize, usize, f64, f64)> = None;
+        for i in 1..=jt.n {
+            for k in 1..=jt.m {
+                let (yp, ym, y) = (plus[i - 1][k - 1], minus[i - 1][k - 1], y0[k - 1]);
+                let fwd = (yp - y) / h;
+                let bwd = (y - ym) / h;
+                let cen = (yp - ym) / (2.0 * h);
+                let t = jt.get(k, i);
+                runs.outcome.counts.dd_entries += 1;
+                let scale = 1.0 + t.abs().max(cen.abs());
+                let noise = 2e-15 * (1.0 + y.abs().max(yp.abs()).max(ym.abs())) / h;
+                // Rounding makes one-sided differences uncertain by about
+                // eps |y| / h.
+                let rounding = 2e-15 * (1.0 + y.abs().max(yp.abs()).max(ym.abs())) / h;
+                let smooth =
+                    (fwd - bwd).abs() <= 1e-3 * (1.0 + fwd.abs().max(bwd.abs())) + rounding;
+                if smooth {
+                    let err = (t - cen).abs();
+                    if err > self.limits.dd * scale + noise {
+                        let rel = err / scale;
+                        if worst.is_none_or(|w| rel > w.0) {
+                            worst = Some((rel, k, i, t, cen));
+                        }
+                    }
+                } else {
+                    runs.outcome.counts.nonsmooth_entries += 1;
+                    // At a kink the tangent takes one side (within the
+                    // curvature of that side); across a jump nothing can
+                    // be said.
+                    let near = |d: f64| (t - d).abs() <= 1e-3 * (1.0 + d.abs()) + noise;
+                    let jump = fwd.abs().max(bwd.abs()) > 1e3 * (1.0 + t.abs());
+                    if !jump && !near(fwd) && !near(bwd) {
+                        let rel = (t - fwd).abs().min((t - bwd).abs()) / scale;
+                        if worst.is_none_or(|w| rel > w.0) {
+                            worst = Some((rel, k, i, t, cen));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((rel, k, i, t, cen)) = worst {
+            runs.outcome.findings.push(finding(
+                "tangent differs from divided differences",
+                "tangent",
+                format!(
+                    "F({k},{i}): tangent {t:e}, central difference {cen:e} (relative {rel:.2e})"
+                ),
+            ));
+        }
+    }
+
+    fn tangent_text(
+        &self,
+        runs: &mut Runs<'_>,
+        what: &str,
+        p: &Program,
+        options: &TangentOptions,
+        twice: bool,
+    ) -> Option<String> {
+        runs.outcome.counts.transformations += 1;
+        let result = guarded(|| {
+            xaif_linearize::tangent(p, &self.catalogue, Some(&self.noninlinable), options)
+                .map(|r| r.program)
+                .map_err(|e| e.to_string())
+        });
+        let first = match result {
+            Ok(p) => output_text(p),
+            Err(e) => {
+                runs.outcome.findings.push(finding(
+                    format!("tangent transformation: {}", error_class(&e)),
+                    what,
+                    e,
+                ));
+                return None;
+            }
+        };
+        if twice {
+            // Same input, same bytes.
+            let again = guarded(|| {
+                xaif_linearize::tangent(p, &self.catalogue, Some(&self.noninlinable), options)
+                    .map(|r| output_text(r.program))
+                    .map_err(|e| e.to_string())
+            });
+            if again.as_deref() != Ok(first.as_str()) {
+                runs.outcome
+                    .findings
+                    .push(finding("output is not deterministic", what, ""));
+            }
+        }
+        Some(first)
+    }
+
+    fn adjoint_text(
+        &self,
+        runs: &mut Runs<'_>,
+        what: &str,
+        p: &Program,
+        options: &AdjointOptions,
+        twice: bool,
+    ) -> Option<String> {
+        runs.outcome.counts.transformations += 1;
+        let run = || {
+            xaif_cfrev::adjoint(p, &self.catalogue, Some(&self.noninlinable), options)
+                .map(|r| output_text(r.transformed.program))
+                .map_err(|e| e.to_string())
+        };
+        let first = match guarded(run) {
+            Ok(t) => t,
+            Err(e) => {
+                runs.outcome.findings.push(finding(
+                    format!("adjoint transformation: {}", error_class(&e)),
+                    what,
+                    e,
+                ));
+                return None;
+            }
+        };
+        if twice && guarded(run).as_deref() != Ok(first.as_str()) {
+            runs.outcome
+                .findings
+                .push(finding("output is not deterministic", what, ""));
+        }
+        Some(first)
+    }
+}

@@ -1,0 +1,94 @@
+//! One fixture per class of wrong results the generated programs found
+//! (`fixtures/stress/*.xaif`, each says in its header what it exercises):
+//! every check of the campaigns, with every variant, comes out clean on
+//! each.
+
+use xaif_stress::Checker;
+
+/// `n`, `m` and the never-read active names from a fixture's header (the
+/// listing the generator writes).
+fn header(text: &str) -> (usize, usize, Vec<String>) {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("head(x("))
+        .expect("a head(x(n), y(m)) line");
+    let num = |key: &str| -> usize {
+        let at = line.find(key).expect("n and m") + key.len();
+        line[at..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap()
+    };
+    let dead = text
+        .lines()
+        .filter(|l| l.ends_with(" Dead") && l.contains("::"))
+        .map(|l| {
+            let name = l.split("::").nth(1).unwrap().trim();
+            name.split(['(', ' ']).next().unwrap().to_string()
+        })
+        .collect();
+    (num("n = "), num("m = "), dead)
+}
+
+fn checker() -> Option<Checker> {
+    let shared = xaif_testkit::shared_dir()?;
+    let path = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+    let (catalogue, _) = xaif_linearize::catalogue::read_catalogues(&path, None).unwrap();
+    Some(Checker::new(catalogue))
+}
+
+fn check(name: &str) {
+    let Some(checker) = checker() else { return };
+    let path = xaif_testkit::repo_root().join("fixtures/stress").join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (n, m, dead) = header(&text);
+    let outcome = checker.check(&text, n, m, &dead, 1);
+    assert!(outcome.skipped.is_none(), "{name}: {:?}", outcome.skipped);
+    let findings: Vec<String> = outcome
+        .findings
+        .iter()
+        .map(|f| format!("{} [{}]\n{}", f.check, f.variant, f.detail))
+        .collect();
+    assert!(findings.is_empty(), "{name}:\n{}", findings.join("\n\n"));
+    assert!(
+        outcome.counts.nonzero_entries > 0,
+        "{name}: the Jacobian is zero"
+    );
+}
+
+#[test]
+fn runtime_shaped_propagation_temporaries_are_allocated() {
+    check("runtime_shape_temporaries.xaif");
+}
+
+#[test]
+fn converted_elements_use_the_index_values_before_the_call() {
+    check("call_index_changed.xaif");
+}
+
+#[test]
+fn adjoints_of_broadcast_scalars_sum() {
+    check("broadcast_adjoint.xaif");
+}
+
+#[test]
+fn subscripts_a_block_changes_are_taken_when_their_statement_runs() {
+    check("self_modified_subscripts.xaif");
+}
+
+#[test]
+fn zeroing_active_locals_leaves_allocatables_alone() {
+    check("zero_locals_allocatable.xaif");
+}
+
+#[test]
+fn every_fixture_has_a_test() {
+    let dir = xaif_testkit::repo_root().join("fixtures/stress");
+    let this = include_str!("fixtures.rs");
+    for f in xaif_testkit::xaif_files(&dir) {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        assert!(this.contains(&format!("check(\"{name}\")")), "{name} is not checked");
+    }
+}

@@ -1,0 +1,246 @@
+//! A generated program as Fortran-like text, for the comment at the top of
+//! its XAIF: a shrunk failing program is read there, not in the XML.
+
+use std::fmt::Write;
+
+use super::ast::*;
+
+fn real_text(x: f64) -> String {
+    let s = format!("{x:?}");
+    if s.contains('.') {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+struct L<'p> {
+    p: &'p Program,
+    r: usize,
+    out: String,
+}
+
+impl L<'_> {
+    fn name(&self, v: VarId) -> String {
+        self.p.var(self.r, v).name.clone()
+    }
+
+    fn r(&self, rf: &Ref) -> String {
+        let mut s = self.name(rf.var);
+        if !rf.subs.is_empty() {
+            let subs: Vec<String> = rf
+                .subs
+                .iter()
+                .map(|x| match x {
+                    Sub::Elem(e) => self.e(e),
+                    Sub::Range(a, b, None) => format!("{}:{}", self.e(a), self.e(b)),
+                    Sub::Range(a, b, Some(c)) => {
+                        format!("{}:{}:{}", self.e(a), self.e(b), self.e(c))
+                    }
+                })
+                .collect();
+            let _ = write!(s, "({})", subs.join(","));
+        }
+        s
+    }
+
+    fn e(&self, e: &Expr) -> String {
+        match e {
+            Expr::Real(x) => real_text(*x),
+            Expr::Int(i) => i.to_string(),
+            Expr::Str(s) => format!("'{s}'"),
+            Expr::Ref(r) => self.r(r),
+            Expr::Op(name, args) => {
+                let a: Vec<String> = args.iter().map(|x| self.e(x)).collect();
+                let infix = match *name {
+                    "add_scal_scal" => Some("+"),
+                    "sub_scal_scal" => Some("-"),
+                    "mul_scal_scal" => Some("*"),
+                    "div_scal_scal" => Some("/"),
+                    "pow_scal_scal" => Some("**"),
+                    "and" => Some(".and."),
+                    "or" => Some(".or."),
+                    "less_than" => Some("<"),
+                    "greater_than" => Some(">"),
+                    "less_or_equal" => Some("<="),
+                    "greater_or_equal" => Some(">="),
+                    "equal" => Some("=="),
+                    "not_equal" => Some("/="),
+                    _ => None,
+                };
+                match (infix, a.len()) {
+                    (Some(op), 2) => format!("({} {op} {})", a[0], a[1]),
+                    _ => format!("{name}({})", a.join(", ")),
+                }
+            }
+        }
+    }
+
+    fn line(&mut self, depth: usize, text: &str) {
+        let _ = writeln!(self.out, "{}{text}", "  ".repeat(depth + 1));
+    }
+
+    fn stmts(&mut self, stmts: &[Stmt], d: usize) {
+        for s in stmts {
+            match s {
+                Stmt::Assign(l, r) => {
+                    let t = format!("{} = {}", self.r(l), self.e(r));
+                    self.line(d, &t);
+                }
+                Stmt::Call { callee, args } => {
+                    let a: Vec<String> = args
+                        .iter()
+                        .map(|a| match a {
+                            Arg::Ref(r) => self.r(r),
+                            Arg::Const(e) => self.e(e),
+                        })
+                        .collect();
+                    let t = format!("call {}({})", self.p.routines[*callee].name, a.join(", "));
+                    self.line(d, &t);
+                }
+                Stmt::Do {
+                    var,
+                    lo,
+                    hi,
+                    step,
+                    body,
+                    explicit,
+                } => {
+                    let st = match step {
+                        Step::Up => String::new(),
+                        Step::Down => ", -1".into(),
+                        Step::Var(v) => format!(", {}", self.name(*v)),
+                    };
+                    let hint = if *explicit { "  ! simple loop" } else { "" };
+                    let t = format!(
+                        "do {} = {}, {}{st}{hint}",
+                        self.name(*var),
+                        self.e(lo),
+                        self.e(hi)
+                    );
+                    self.line(d, &t);
+                    self.stmts(body, d + 1);
+                    self.line(d, "end do");
+                }
+                Stmt::While { cond, body, post } => {
+                    if *post {
+                        self.line(d, "do  ! PostLoop");
+                        self.stmts(body, d + 1);
+                        let t = format!("end do while {}", self.e(cond));
+                        self.line(d, &t);
+                    } else {
+                        let t = format!("do while {}", self.e(cond));
+                        self.line(d, &t);
+                        self.stmts(body, d + 1);
+                        self.line(d, "end do");
+                    }
+                }
+                Stmt::If {
+                    cond,
+                    then,
+                    els,
+                    vertex,
+                } => {
+                    let t = format!(
+                        "if {} then{}",
+                        self.e(cond),
+                        if *vertex { "  ! If vertex" } else { "" }
+                    );
+                    self.line(d, &t);
+                    self.stmts(then, d + 1);
+                    if !els.is_empty() {
+                        self.line(d, "else");
+                        self.stmts(els, d + 1);
+                    }
+                    self.line(d, "end if");
+                }
+                Stmt::Select { on, cases, default } => {
+                    let t = format!("select case ({})", self.e(on));
+                    self.line(d, &t);
+                    for (v, b) in cases {
+                        let vs: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+                        let t = format!("case ({})", vs.join(", "));
+                        self.line(d, &t);
+                        self.stmts(b, d + 1);
+                    }
+                    self.line(d, "case default");
+                    self.stmts(default, d + 1);
+                    self.line(d, "end select");
+                }
+                Stmt::Exit(c) => {
+                    let t = format!("if {} exit", self.e(c));
+                    self.line(d, &t);
+                }
+                Stmt::Return(c) => {
+                    let t = format!("if {} return", self.e(c));
+                    self.line(d, &t);
+                }
+                Stmt::GotoLoop { body, cond } => {
+                    self.line(d, "10 continue");
+                    self.stmts(body, d + 1);
+                    let t = format!("if {} goto 10", self.e(cond));
+                    self.line(d, &t);
+                }
+                Stmt::GotoSkip { cond, body } => {
+                    let t = format!("if {} goto 20", self.e(cond));
+                    self.line(d, &t);
+                    self.stmts(body, d + 1);
+                    self.line(d, "20 continue");
+                }
+            }
+        }
+    }
+
+    fn decl(&mut self, v: &Var, what: &str) {
+        let ty = match v.role.ty() {
+            Ty::Real => "real(8)",
+            Ty::Int => "integer",
+        };
+        let dims = match &v.dims {
+            Dims::Scalar => String::new(),
+            Dims::Fixed(e) => format!(
+                "({})",
+                e.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            Dims::Assumed => format!("(:)  [{} at run time]", v.extents[0]),
+            Dims::Alloc => format!("(:) allocatable  [{} at run time]", v.extents[0]),
+        };
+        let t = format!("{ty} :: {}{dims}  ! {what} {:?}", v.name, v.role);
+        self.line(0, &t);
+    }
+}
+
+/// The program as Fortran-like text.
+pub fn listing(p: &Program) -> String {
+    let mut l = L {
+        p,
+        r: 0,
+        out: String::new(),
+    };
+    let _ = writeln!(
+        l.out,
+        "head(x({}), y({})): n = {}, m = {}",
+        p.n, p.m, p.n, p.m
+    );
+    for g in &p.globals {
+        l.decl(g, "global");
+    }
+    for (r, routine) in p.routines.iter().enumerate() {
+        l.r = r;
+        let formals: Vec<&str> = routine.formals.iter().map(|f| f.name.as_str()).collect();
+        let _ = writeln!(l.out, "subroutine {}({})", routine.name, formals.join(", "));
+        for (k, f) in routine.formals.iter().enumerate() {
+            let what = if routine.written[k] { "inout" } else { "in" };
+            l.decl(f, what);
+        }
+        for v in &routine.locals {
+            l.decl(v, "local");
+        }
+        l.stmts(&routine.body, 0);
+        let _ = writeln!(l.out, "end subroutine");
+    }
+    l.out
+}

@@ -1,0 +1,457 @@
+//! Random valid front-end XAIF programs, for differential testing of the
+//! whole pipeline on programs nobody wrote by hand.
+//!
+//! A program is drawn as a [`Recipe`] (proptest strategies: numbers that
+//! choose), built into a [`Program`] whose construction keeps it valid and
+//! well defined ([`ast`] says how), and written as XAIF that the model's gate
+//! and `xaif.xsd` accept. The same seed and size always give the same
+//! program. [`shrink`] reduces a program that makes a check fail to a small
+//! one that still does, through proptest's shrinking of its recipe.
+//!
+//! ```
+//! let text = xaif_testkit::gen::generate(7, 4);
+//! assert!(text.contains("<xaif:CallGraph"));
+//! ```
+
+pub mod ast;
+mod build;
+mod emit;
+mod listing;
+pub mod recipe;
+
+use std::collections::BTreeSet;
+
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+pub use ast::Program;
+pub use recipe::Recipe;
+
+use ast::*;
+
+fn runner(seed: u64) -> TestRunner {
+    let mut bytes = [0u8; 32];
+    for (k, chunk) in bytes.chunks_mut(8).enumerate() {
+        let v = seed
+            .wrapping_add(k as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(17)
+            ^ 0xD1B5_4A32_D192_ED03;
+        chunk.copy_from_slice(&v.to_le_bytes());
+    }
+    TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+    )
+}
+
+/// The recipe of program (`seed`, `size`).
+pub fn recipe_for(seed: u64, size: usize) -> Recipe {
+    let mut r = runner(seed);
+    recipe::recipe(size)
+        .new_tree(&mut r)
+        .expect("recipe strategies never reject")
+        .current()
+}
+
+/// Builds the program a recipe describes.
+pub fn build(recipe: &Recipe) -> Program {
+    build::build(recipe)
+}
+
+/// The program (`seed`, `size`): `size` scales routines and statements
+/// (1 to about 20).
+pub fn program(seed: u64, size: usize) -> Program {
+    build(&recipe_for(seed, size))
+}
+
+/// The XAIF text of program (`seed`, `size`).
+pub fn generate(seed: u64, size: usize) -> String {
+    to_xaif(
+        &program(seed, size),
+        &format!("generated program: seed {seed}, size {size}"),
+    )
+}
+
+/// The XAIF text of a program, `comment` and a Fortran-like listing at the
+/// top.
+pub fn to_xaif(p: &Program, comment: &str) -> String {
+    emit::xaif(p, comment)
+}
+
+/// A Fortran-like listing of a program.
+pub fn listing(p: &Program) -> String {
+    listing::listing(p)
+}
+
+/// Programs as a proptest strategy (shrinking simplifies the program).
+pub fn strategy(size: usize) -> impl Strategy<Value = Program> {
+    recipe::recipe(size).prop_map(|r| build(&r))
+}
+
+/// Shrinks program (`seed`, `size`), which makes `fails` true, to a small
+/// program that still does, trying at most `max_steps` candidates.
+pub fn shrink(
+    seed: u64,
+    size: usize,
+    max_steps: usize,
+    mut fails: impl FnMut(&Program) -> bool,
+) -> Program {
+    let mut r = runner(seed);
+    let mut tree = recipe::recipe(size)
+        .new_tree(&mut r)
+        .expect("recipe strategies never reject");
+    let mut best = build(&tree.current());
+    if !tree.simplify() {
+        return best;
+    }
+    for _ in 0..max_steps {
+        let candidate = build(&tree.current());
+        if fails(&candidate) {
+            best = candidate;
+            if !tree.simplify() {
+                break;
+            }
+        } else if !tree.complicate() {
+            break;
+        }
+    }
+    best
+}
+
+/// The constructs a program exercises, by name (`intrinsic:NAME` for every
+/// intrinsic it applies); what the coverage test counts.
+pub fn features(p: &Program) -> BTreeSet<String> {
+    let mut f = BTreeSet::new();
+    let mut add = |s: &str| {
+        f.insert(s.to_string());
+    };
+    if p.routines.len() >= 3 {
+        add("routines>=3");
+    }
+    if call_depth(p, 0) >= 3 {
+        add("call_depth>=3");
+    }
+    if !p.globals.is_empty() {
+        add("global");
+    }
+    if p.own_global_symbol.iter().flatten().any(|x| *x) {
+        add("global_under_several_symbols");
+    }
+    let vars = p
+        .globals
+        .iter()
+        .chain(p.routines.iter().flat_map(|r| r.locals.iter()))
+        .chain(p.routines.iter().flat_map(|r| r.formals.iter()));
+    for v in vars {
+        match v.role {
+            Role::Active => add("active"),
+            Role::Dead => add("active_never_read"),
+            Role::Clean => add("passive"),
+            Role::Sink => add("passive_holding_active_values"),
+            Role::Index => add("index_variable"),
+            Role::Count => add("integer_counter"),
+            Role::Loop => {}
+        }
+        match v.dims {
+            Dims::Fixed(ref e) if e.len() == 2 => add("matrix"),
+            Dims::Fixed(_) => add("fixed_shape_array"),
+            Dims::Assumed => add("assumed_shape_formal"),
+            Dims::Alloc => add("allocatable"),
+            Dims::Scalar => {}
+        }
+    }
+    for (r, routine) in p.routines.iter().enumerate() {
+        if r > 0 {
+            for (k, fm) in routine.formals.iter().enumerate() {
+                add(if fm.rank() == 0 {
+                    "scalar_formal"
+                } else {
+                    "array_formal"
+                });
+                if routine.written[k] && fm.role.ty() == Ty::Int {
+                    add("integer_formal_written");
+                }
+            }
+        }
+        let unstructured = has_jumps(&routine.body);
+        if unstructured && routine.mark_unstructured {
+            add("unstructured_marked");
+        }
+        if unstructured && !routine.mark_unstructured {
+            add("unstructured_unmarked");
+        }
+        emit::walk(&routine.body, &mut |s| stmt_features(p, r, s, &mut add));
+    }
+    f
+}
+
+fn has_jumps(stmts: &[Stmt]) -> bool {
+    let mut found = false;
+    emit::walk(stmts, &mut |s| {
+        if matches!(
+            s,
+            Stmt::Exit(_) | Stmt::Return(_) | Stmt::GotoLoop { .. } | Stmt::GotoSkip { .. }
+        ) {
+            found = true;
+        }
+    });
+    found
+}
+
+fn call_depth(p: &Program, r: usize) -> usize {
+    let mut depth = 0;
+    emit::walk(&p.routines[r].body, &mut |s| {
+        if let Stmt::Call { callee, .. } = s {
+            depth = depth.max(1 + call_depth(p, *callee));
+        }
+    });
+    depth
+}
+
+/// Globals routine `r` and its callees write.
+fn global_writes(p: &Program, r: usize, out: &mut BTreeSet<usize>) {
+    emit::walk(&p.routines[r].body, &mut |s| match s {
+        Stmt::Assign(l, _) => {
+            if let VarId::Global(g) = l.var {
+                out.insert(g);
+            }
+        }
+        Stmt::Call { callee, .. } => global_writes(p, *callee, out),
+        _ => {}
+    });
+}
+
+fn expr_features(e: &Expr, add: &mut dyn FnMut(&str)) {
+    match e {
+        Expr::Op(name, args) => {
+            add(&format!("intrinsic:{name}"));
+            for a in args {
+                expr_features(a, add);
+            }
+        }
+        Expr::Ref(r) => ref_features(r, add),
+        _ => {}
+    }
+}
+
+fn ref_features(r: &Ref, add: &mut dyn FnMut(&str)) {
+    for s in &r.subs {
+        match s {
+            Sub::Elem(e) => {
+                if matches!(e, Expr::Op(..)) {
+                    add("index_arithmetic");
+                }
+                expr_features(e, add);
+            }
+            Sub::Range(a, b, st) => {
+                add("section");
+                match st {
+                    Some(Expr::Int(-1)) => add("section_reversed"),
+                    Some(_) => add("section_strided"),
+                    None => {}
+                }
+                if !matches!(a, Expr::Int(_)) {
+                    add("section_with_runtime_bounds");
+                }
+                expr_features(a, add);
+                expr_features(b, add);
+            }
+        }
+    }
+}
+
+fn stmt_features(p: &Program, r: usize, s: &Stmt, add: &mut dyn FnMut(&str)) {
+    match s {
+        Stmt::Assign(l, rhs) => {
+            ref_features(l, add);
+            expr_features(rhs, add);
+            let var = p.var(r, l.var);
+            let vector = var.rank() > 0
+                && (l.subs.is_empty() || l.subs.iter().any(|x| matches!(x, Sub::Range(..))));
+            if vector {
+                add("vector_assignment");
+                let mut same = false;
+                rhs.visit_refs(&mut |x| same |= x.var == l.var);
+                if same {
+                    add("vector_assignment_overlapping");
+                }
+                if var.deferred() {
+                    add("vector_assignment_runtime_shape");
+                }
+            }
+            if let Expr::Op("transpose_arr", _) = rhs {
+                add("direct_action");
+            }
+        }
+        Stmt::Call { callee, args } => {
+            add("call");
+            let callee_r = &p.routines[*callee];
+            let mut writes = BTreeSet::new();
+            global_writes(p, *callee, &mut writes);
+            let written_ints: Vec<VarId> = args
+                .iter()
+                .zip(&callee_r.written)
+                .filter_map(|(a, w)| match a {
+                    Arg::Ref(x) if *w && x.subs.is_empty() => Some(x.var),
+                    _ => None,
+                })
+                .collect();
+            for (k, a) in args.iter().enumerate() {
+                let fm = &callee_r.formals[k];
+                match a {
+                    Arg::Const(_) => add("constant_argument"),
+                    Arg::Ref(x) => {
+                        ref_features(x, add);
+                        let actual = p.var(r, x.var);
+                        if actual.role == Role::Active && fm.role == Role::Sink {
+                            add("conversion_active_to_passive");
+                        }
+                        if actual.role == Role::Clean && fm.role == Role::Active {
+                            add("conversion_passive_to_active");
+                        }
+                        if actual.role == Role::Sink && fm.role == Role::Active {
+                            add("conversion_passive_to_active_and_back");
+                        }
+                        if fm.rank() > 0
+                            && x.subs.iter().all(|s| matches!(s, Sub::Elem(_)))
+                            && !x.subs.is_empty()
+                        {
+                            add("element_to_array_formal");
+                        }
+                        if fm.rank() > 0 && x.subs.is_empty() && actual.rank() != fm.rank() {
+                            add("array_rank_change");
+                        }
+                        // A subscript the callee changes.
+                        let mut changed = false;
+                        for sub in &x.subs {
+                            let e = match sub {
+                                Sub::Elem(e) => e.clone(),
+                                Sub::Range(a, _, _) => a.clone(),
+                            };
+                            e.visit_refs(&mut |v| {
+                                changed |= matches!(v.var, VarId::Global(g) if writes.contains(&g))
+                                    || written_ints.contains(&v.var);
+                            });
+                        }
+                        if changed {
+                            add("call_argument_index_changed_by_callee");
+                        }
+                    }
+                }
+            }
+        }
+        Stmt::Do {
+            lo,
+            hi,
+            step,
+            explicit,
+            ..
+        } => {
+            expr_features(lo, add);
+            expr_features(hi, add);
+            add(match step {
+                Step::Up => "do_up",
+                Step::Down => "do_down",
+                Step::Var(_) => "do_runtime_stride",
+            });
+            let zero_trip = matches!(hi, Expr::Op("sub_scal_scal", a) if a.first() == Some(lo) && a.get(1) == Some(&Expr::Int(1)))
+                || matches!(lo, Expr::Op("sub_scal_scal", a) if a.first() == Some(hi) && a.get(1) == Some(&Expr::Int(1)));
+            if zero_trip {
+                add("do_zero_trip");
+            }
+            if *explicit {
+                add("do_simple_loop_hint");
+            }
+        }
+        Stmt::While { cond, post, .. } => {
+            expr_features(cond, add);
+            add(if *post { "postloop" } else { "while" });
+        }
+        Stmt::If {
+            cond, els, vertex, ..
+        } => {
+            expr_features(cond, add);
+            add(if *vertex { "if_vertex" } else { "if" });
+            if !els.is_empty() {
+                add("if_else");
+            }
+        }
+        Stmt::Select { on, .. } => {
+            expr_features(on, add);
+            add("select_case");
+        }
+        Stmt::Exit(c) => {
+            expr_features(c, add);
+            add("early_exit");
+        }
+        Stmt::Return(c) => {
+            expr_features(c, add);
+            add("early_return");
+        }
+        Stmt::GotoLoop { cond, .. } => {
+            expr_features(cond, add);
+            add("goto_backward");
+        }
+        Stmt::GotoSkip { cond, .. } => {
+            expr_features(cond, add);
+            add("goto_forward");
+        }
+    }
+}
+
+/// The construct names every sample of programs should show (the
+/// intrinsics come from the catalogue the caller checks against).
+pub const CONSTRUCTS: &[&str] = &[
+    "routines>=3",
+    "call_depth>=3",
+    "global",
+    "global_under_several_symbols",
+    "active",
+    "active_never_read",
+    "passive",
+    "passive_holding_active_values",
+    "index_variable",
+    "integer_counter",
+    "matrix",
+    "fixed_shape_array",
+    "assumed_shape_formal",
+    "allocatable",
+    "scalar_formal",
+    "array_formal",
+    "integer_formal_written",
+    "unstructured_marked",
+    "unstructured_unmarked",
+    "index_arithmetic",
+    "section",
+    "section_reversed",
+    "section_strided",
+    "section_with_runtime_bounds",
+    "vector_assignment",
+    "vector_assignment_overlapping",
+    "vector_assignment_runtime_shape",
+    "direct_action",
+    "call",
+    "constant_argument",
+    "conversion_active_to_passive",
+    "conversion_passive_to_active",
+    "conversion_passive_to_active_and_back",
+    "element_to_array_formal",
+    "array_rank_change",
+    "call_argument_index_changed_by_callee",
+    "do_up",
+    "do_down",
+    "do_runtime_stride",
+    "do_zero_trip",
+    "do_simple_loop_hint",
+    "while",
+    "postloop",
+    "if",
+    "if_else",
+    "if_vertex",
+    "select_case",
+    "early_exit",
+    "early_return",
+    "goto_backward",
+    "goto_forward",
+];

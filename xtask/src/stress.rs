@@ -1,0 +1,91 @@
+//! `cargo xtask stress`: a campaign of generated programs under every
+//! differential check (`xaif-stress`), one line per disagreement with the
+//! shrunk program of its class; non-zero exit on any.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use xaif_stress::campaign::{summary, Campaign};
+use xaif_stress::Checker;
+
+/// Arguments of `cargo xtask stress`.
+#[derive(Args)]
+pub struct StressArgs {
+    /// Number of programs.
+    #[arg(long, default_value_t = 1000)]
+    programs: usize,
+    /// Campaign seed (any number).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Worker threads (default: available cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Largest program size; sizes cycle from 1 to it.
+    #[arg(long, default_value_t = 8)]
+    max_size: usize,
+    /// Directory for shrunk programs.
+    #[arg(long, default_value = "target/stress")]
+    out: PathBuf,
+    /// Skip the flag and strategy variants (defaults only).
+    #[arg(long)]
+    no_variants: bool,
+    /// Skip schema validation of programs and outputs.
+    #[arg(long)]
+    no_xsd: bool,
+    /// Candidates tried when shrinking a failing program.
+    #[arg(long, default_value_t = 2000)]
+    shrink_steps: usize,
+    /// The reference material (default: $XAIFB_SHARED or ../shared), for
+    /// the intrinsics catalogue and the schemas.
+    #[arg(long)]
+    shared: Option<PathBuf>,
+}
+
+/// Runs the campaign.
+pub fn run(args: StressArgs) -> Result<()> {
+    let shared = args.shared.unwrap_or_else(crate::shared_dir);
+    let catalogue_path = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+    let (catalogue, _) = xaif_linearize::catalogue::read_catalogues(&catalogue_path, None)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", catalogue_path.display()))?;
+    let mut checker = Checker::new(catalogue);
+    checker.with_variants = !args.no_variants;
+    let out = if args.out.is_absolute() {
+        args.out
+    } else {
+        crate::repo_root().join(args.out)
+    };
+    let campaign = Campaign {
+        programs: args.programs,
+        seed: args.seed,
+        jobs: args.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        }),
+        max_size: args.max_size,
+        out,
+        schema: (!args.no_xsd).then(|| shared.join("xaif/schema")),
+        shrink_steps: args.shrink_steps,
+    };
+    let report = campaign
+        .run(&checker, true)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    print!("{}", summary(&campaign, &report));
+    let mut constructs: Vec<_> = report.constructs.iter().collect();
+    constructs.sort_by_key(|(_, n)| std::cmp::Reverse(**n));
+    let line: Vec<String> = constructs
+        .iter()
+        .filter(|(k, _)| !k.starts_with("intrinsic:"))
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    println!("constructs (programs showing each): {}", line.join(", "));
+    if !report.failures.is_empty() {
+        bail!(
+            "{} disagreements in {} classes",
+            report.failures.len(),
+            report.classes().len()
+        );
+    }
+    Ok(())
+}
