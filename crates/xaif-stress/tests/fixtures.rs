@@ -89,6 +89,9 @@ fn every_fixture_has_a_test() {
     let this = include_str!("fixtures.rs");
     for f in xaif_testkit::xaif_files(&dir) {
         let name = f.file_name().unwrap().to_string_lossy().to_string();
-        assert!(this.contains(&format!("check(\"{name}\")")), "{name} is not checked");
+        assert!(
+            this.contains(&format!("check(\"{name}\")")),
+            "{name} is not checked"
+        );
     }
 }

@@ -1,0 +1,86 @@
+//! A short fixed-seed campaign, as CI runs it: generated programs under
+//! every check and variant (schemas included when `xmllint` is there), no
+//! disagreement; and the report does not depend on the number of worker
+//! threads.
+
+use xaif_stress::campaign::{summary, Campaign};
+use xaif_stress::Checker;
+
+fn checker() -> Option<Checker> {
+    let shared = xaif_testkit::shared_dir()?;
+    let path = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+    let (catalogue, _) = xaif_linearize::catalogue::read_catalogues(&path, None).unwrap();
+    Some(Checker::new(catalogue))
+}
+
+fn campaign(programs: usize, seed: u64, jobs: usize, xsd: bool) -> Campaign {
+    let schema = if xsd && xaif_testkit::have_xmllint() {
+        xaif_testkit::shared_dir().map(|s| s.join("xaif/schema"))
+    } else {
+        None
+    };
+    Campaign {
+        programs,
+        seed,
+        jobs,
+        max_size: 8,
+        out: std::env::temp_dir().join(format!(
+            "xaif-stress-test-{}-{seed}-{jobs}",
+            std::process::id()
+        )),
+        schema,
+        shrink_steps: 200,
+    }
+}
+
+#[test]
+fn a_short_fixed_seed_campaign_finds_nothing() {
+    let Some(checker) = checker() else { return };
+    let c = campaign(120, 20_261_124, 2, true);
+    let report = c.run(&checker, false).unwrap();
+    let _ = std::fs::remove_dir_all(&c.out);
+    let text = summary(&c, &report);
+    assert_eq!(report.programs, 120);
+    assert!(report.failures.is_empty(), "{text}");
+    // The generator's programs are mostly inside their domains and their
+    // Jacobians are mostly not trivial.
+    assert!(report.skipped * 10 <= report.programs, "{text}");
+    assert!(report.nonzero_entries * 4 >= report.dd_entries, "{text}");
+    if c.schema.is_some() {
+        assert!(report.validated >= 3 * report.programs, "{text}");
+    }
+}
+
+#[test]
+fn reports_do_not_depend_on_the_number_of_threads() {
+    let Some(mut checker) = checker() else { return };
+    checker.with_variants = false;
+    let one = campaign(24, 7, 1, false);
+    let two = campaign(24, 7, 2, false);
+    let (a, b) = (
+        one.run(&checker, false).unwrap(),
+        two.run(&checker, false).unwrap(),
+    );
+    let _ = std::fs::remove_dir_all(&one.out);
+    let _ = std::fs::remove_dir_all(&two.out);
+    assert_eq!(
+        (
+            a.programs,
+            a.skipped,
+            a.dd_entries,
+            a.nonsmooth_entries,
+            a.nonzero_entries,
+            a.runs
+        ),
+        (
+            b.programs,
+            b.skipped,
+            b.dd_entries,
+            b.nonsmooth_entries,
+            b.nonzero_entries,
+            b.runs
+        )
+    );
+    assert_eq!(a.constructs, b.constructs);
+    assert_eq!(a.failures.len(), b.failures.len());
+}
