@@ -327,7 +327,18 @@ fn resolve(ctx: &Ctx<'_>, cur: &Sequence, lin: &LinStmt) -> Option<Vec<(usize, R
                     .collect();
                 match (inside.len(), chain.len()) {
                     (0, _) => None,
-                    (1, 1) => Some(inside[0]),
+                    // The one definition that reaches the use: the use's
+                    // value is that definition's only if it reads the same
+                    // location (an element of a vector the definition
+                    // assigns is part of its value, not its value).
+                    (1, 1) => match &cur.items[inside[0]] {
+                        Item::Active { lhs, .. } | Item::Zero { lhs, .. }
+                            if overlap(ctx, lhs, r) != Overlap::Must =>
+                        {
+                            return None
+                        }
+                        _ => Some(inside[0]),
+                    },
                     _ => return None,
                 }
             }

@@ -84,6 +84,11 @@ fn zeroing_active_locals_leaves_allocatables_alone() {
 }
 
 #[test]
+fn an_element_of_a_vector_definition_is_not_its_value() {
+    check("chain_element_of_vector_definition.xaif");
+}
+
+#[test]
 fn every_fixture_has_a_test() {
     let dir = xaif_testkit::repo_root().join("fixtures/stress");
     let this = include_str!("fixtures.rs");

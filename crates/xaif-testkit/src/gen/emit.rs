@@ -54,6 +54,39 @@ struct Ctx<'p> {
     /// Options drawn for this program.
     pad_blocks: bool,
     goto_vertices: bool,
+    /// Whether references carry DU-UD chains (`du_ud` keys).
+    chains: bool,
+    /// Statement the references being written belong to (`""` for
+    /// conditions, which have no statement).
+    stmt_id: String,
+    /// Reads and writes since the last vertex, in execution order.
+    events: Vec<Event>,
+    /// Writes of the assignment being written (they follow its reads).
+    pending_defs: Vec<Event>,
+    /// Number of `du_ud` placeholders handed out.
+    serials: usize,
+    /// DU-UD sets and their keys.
+    duud_keys: BTreeMap<Vec<String>, usize>,
+}
+
+/// A read or a write of a storage, for the DU-UD chains.
+#[derive(Clone, Debug)]
+enum Event {
+    /// A read by statement `stmt` through reference `serial` (if the
+    /// reference is written with a `du_ud` placeholder).
+    Use {
+        serial: Option<usize>,
+        storage: String,
+        stmt: String,
+    },
+    /// A write by statement `stmt` (through reference `serial`); `kill`
+    /// when it certainly overwrites the whole storage.
+    Def {
+        serial: Option<usize>,
+        storage: String,
+        stmt: String,
+        kill: bool,
+    },
 }
 
 impl<'p> Ctx<'p> {
@@ -87,7 +120,40 @@ impl<'p> Ctx<'p> {
             var_range,
             pad_blocks: h % 2 == 0,
             goto_vertices: h % 3 == 0,
+            chains: h % 3 != 1,
+            stmt_id: String::new(),
+            events: Vec::new(),
+            pending_defs: Vec::new(),
+            serials: 0,
+            duud_keys: BTreeMap::new(),
         }
+    }
+
+    /// The storage key of variable `v` of routine `r` (globals by name).
+    fn storage(&self, v: VarId) -> String {
+        match v {
+            VarId::Global(g) => format!("g:{}", self.p.globals[g].name),
+            VarId::Formal(f) => format!("f:{f}"),
+            VarId::Local(l) => format!("l:{l}"),
+        }
+    }
+
+    /// A `du_ud` placeholder for reference `serial`.
+    fn placeholder(&mut self) -> (usize, String) {
+        self.serials += 1;
+        let serial = self.serials;
+        (serial, format!(" du_ud=\"\u{1}{serial}\u{1}\""))
+    }
+
+    /// The key of a DU-UD set (0 for the empty set: no information).
+    fn duud_key(&mut self, mut set: Vec<String>) -> usize {
+        set.sort();
+        set.dedup();
+        if set.is_empty() {
+            return 0;
+        }
+        let n = self.duud_keys.len() + 1;
+        *self.duud_keys.entry(set).or_insert(n)
     }
 
     fn next_stmt(&mut self) -> String {
@@ -255,7 +321,18 @@ pub fn xaif(p: &Program, comment: &str) -> String {
             partial as u8
         );
     }
-    out.push_str("  </xaif:AliasSetMap>\n  <xaif:DUUDSetMap>\n    <xaif:StmtIdSet key=\"0\"/>\n  </xaif:DUUDSetMap>\n  <xaif:DOSetMap>\n    <xaif:StmtIdSet key=\"0\"/>\n  </xaif:DOSetMap>\n");
+    out.push_str("  </xaif:AliasSetMap>\n  <xaif:DUUDSetMap>\n    <xaif:StmtIdSet key=\"0\"/>\n");
+    let mut duud: Vec<(usize, &Vec<String>)> =
+        c.duud_keys.iter().map(|(set, k)| (*k, set)).collect();
+    duud.sort();
+    for (key, set) in duud {
+        let _ = writeln!(out, "    <xaif:StmtIdSet key=\"{key}\">");
+        for id in set {
+            let _ = writeln!(out, "      <xaif:StatementId idRef=\"{id}\"/>");
+        }
+        let _ = writeln!(out, "    </xaif:StmtIdSet>");
+    }
+    out.push_str("  </xaif:DUUDSetMap>\n  <xaif:DOSetMap>\n    <xaif:StmtIdSet key=\"0\"/>\n  </xaif:DOSetMap>\n");
     out.push_str(&cfgs);
     out.push_str(&calls);
     out.push_str("</xaif:CallGraph>\n");
@@ -448,6 +525,8 @@ struct Cfg<'c, 'p> {
     /// Join vertices of the enclosing loops an `exit` leaves, with whether
     /// one was used.
     loop_exits: Vec<(usize, bool)>,
+    /// Reads and writes of each vertex, in execution order.
+    events: BTreeMap<usize, Vec<Event>>,
 }
 
 /// Predecessors waiting for the next vertex: (vertex, condition value).
@@ -464,6 +543,8 @@ impl Cfg<'_, '_> {
             self.edges.push((p, id, cv));
         }
         self.vertices.push((id, kind));
+        let events = std::mem::take(&mut self.c.events);
+        self.events.insert(id, events);
     }
 
     fn vertex(&mut self, kind: VKind, preds: Preds) -> usize {
@@ -556,7 +637,7 @@ impl Cfg<'_, '_> {
                         Expr::Op("add_scal_scal", vec![v.clone(), Expr::var(*s)]),
                     ),
                 };
-                let cond = expression(self.c, r, "Condition", &cond, "      ");
+                let cond = condition(self.c, r, &cond);
                 let update = assignment(self.c, r, "Update", &Ref::whole(*var), &update);
                 let l = self.vertex(
                     VKind::For {
@@ -570,7 +651,7 @@ impl Cfg<'_, '_> {
                 self.loop_with(l, body)
             }
             Stmt::While { cond, body, post } => {
-                let cond = expression(self.c, r, "Condition", cond, "      ");
+                let cond = condition(self.c, r, cond);
                 let kind = if *post {
                     VKind::Post(cond)
                 } else {
@@ -585,7 +666,7 @@ impl Cfg<'_, '_> {
                 els,
                 vertex,
             } => {
-                let cond = expression(self.c, r, "Condition", cond, "      ");
+                let cond = condition(self.c, r, cond);
                 let kind = if *vertex {
                     VKind::If(cond)
                 } else {
@@ -598,7 +679,7 @@ impl Cfg<'_, '_> {
                 vec![(e, None)]
             }
             Stmt::Select { on, cases, default } => {
-                let cond = expression(self.c, r, "Condition", on, "      ");
+                let cond = condition(self.c, r, on);
                 let b = self.vertex(VKind::Branch(cond), preds);
                 let mut ends = Vec::new();
                 for (values, body) in cases {
@@ -609,7 +690,7 @@ impl Cfg<'_, '_> {
                 vec![(e, None)]
             }
             Stmt::Exit(cond) => {
-                let cond = expression(self.c, r, "Condition", cond, "      ");
+                let cond = condition(self.c, r, cond);
                 let b = self.vertex(VKind::Branch(cond), preds);
                 let target = self
                     .loop_exits
@@ -624,7 +705,7 @@ impl Cfg<'_, '_> {
                 vec![(cont, None)]
             }
             Stmt::Return(cond) => {
-                let cond = expression(self.c, r, "Condition", cond, "      ");
+                let cond = condition(self.c, r, cond);
                 let b = self.vertex(VKind::Branch(cond), preds);
                 let exit = self.exit;
                 self.jump(b, Some(1), exit);
@@ -635,14 +716,14 @@ impl Cfg<'_, '_> {
                 let top = self.alloc();
                 let preds = self.join(top, preds);
                 let end = self.body(body, preds);
-                let cond = expression(self.c, r, "Condition", cond, "      ");
+                let cond = condition(self.c, r, cond);
                 let b = self.vertex(VKind::Branch(cond), end);
                 self.jump(b, Some(1), top);
                 let cont = self.vertex(VKind::Block(Vec::new()), vec![(b, Some(0))]);
                 vec![(cont, None)]
             }
             Stmt::GotoSkip { cond, body } => {
-                let cond = expression(self.c, r, "Condition", cond, "      ");
+                let cond = condition(self.c, r, cond);
                 let b = self.vertex(VKind::Branch(cond), preds);
                 let target = self.alloc();
                 self.jump(b, Some(1), target);
@@ -675,7 +756,9 @@ impl Cfg<'_, '_> {
             Stmt::Assign(lhs, rhs) => assignment(self.c, r, "Assignment", lhs, rhs),
             Stmt::Call { callee, args } => {
                 let id = self.c.next_stmt();
-                let name = &self.c.p.routines[*callee].name;
+                self.c.stmt_id = id.clone();
+                let p = self.c.p;
+                let name = &p.routines[*callee].name;
                 let mut out = format!(
                     "      <xaif:SubroutineCall statement_id=\"{id}\" scope_id=\"1\" symbol_id=\"{name}\" formalArgCount=\"{}\">\n",
                     args.len()
@@ -690,12 +773,43 @@ impl Cfg<'_, '_> {
                             "VariableReference",
                             " vertex_id=\"1\"",
                             "          ",
+                            Access::Use,
                         )),
                         Arg::Const(e) => out.push_str(&constant(e, 1, "          ")),
                     }
                     out.push_str("        </xaif:Argument>\n");
                 }
                 out.push_str("      </xaif:SubroutineCall>\n");
+                // What the callee reads and may write.
+                let mut memo = BTreeMap::new();
+                let (reads, writes) = global_effects(p, *callee, &mut memo);
+                for g in reads {
+                    let storage = self.c.storage(VarId::Global(g));
+                    self.c.events.push(Event::Use {
+                        serial: None,
+                        storage,
+                        stmt: id.clone(),
+                    });
+                }
+                let mut written: Vec<String> = writes
+                    .iter()
+                    .map(|&g| self.c.storage(VarId::Global(g)))
+                    .collect();
+                for (k, a) in args.iter().enumerate() {
+                    if let Arg::Ref(rf) = a {
+                        if p.routines[*callee].written.get(k).copied().unwrap_or(true) {
+                            written.push(self.c.storage(rf.var));
+                        }
+                    }
+                }
+                for storage in written {
+                    self.c.events.push(Event::Def {
+                        serial: None,
+                        storage,
+                        stmt: id.clone(),
+                        kill: false,
+                    });
+                }
                 out
             }
             _ => unreachable!("compound statements"),
@@ -720,12 +834,54 @@ fn constant(e: &Expr, id: usize, indent: &str) -> String {
     }
 }
 
+/// How a reference takes part in the DU-UD chains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    /// It reads its storage.
+    Use,
+    /// It writes its storage (wholly when `kill`).
+    Def {
+        /// Whether it certainly overwrites the whole storage.
+        kill: bool,
+    },
+}
+
 /// A variable reference element (`tag` is `VariableReference`, or the
 /// `AssignmentLHS` whose children the reference graph is).
-fn var_ref(c: &mut Ctx<'_>, r: usize, rf: &Ref, tag: &str, attrs: &str, indent: &str) -> String {
+#[allow(clippy::too_many_arguments)]
+fn var_ref(
+    c: &mut Ctx<'_>,
+    r: usize,
+    rf: &Ref,
+    tag: &str,
+    attrs: &str,
+    indent: &str,
+    access: Access,
+) -> String {
     let (scope, symbol) = c.symbol(r, rf.var);
     let alias = c.alias(r, rf);
-    let mut out = format!("{indent}<xaif:{tag}{attrs} alias=\"{alias}\">\n");
+    let storage = c.storage(rf.var);
+    let (serial, duud) = if c.chains {
+        let (serial, text) = c.placeholder();
+        (Some(serial), text)
+    } else {
+        (None, String::new())
+    };
+    let stmt = c.stmt_id.clone();
+    match access {
+        Access::Use => c.events.push(Event::Use {
+            serial,
+            storage,
+            stmt,
+        }),
+        Access::Def { kill } => c.pending_defs.push(Event::Def {
+            serial,
+            storage,
+            stmt,
+            kill,
+        }),
+    }
+    let mut out = format!("{indent}<xaif:{tag}{attrs}{duud} alias=\"{alias}\">\n");
     let _ = writeln!(
         out,
         "{indent}  <xaif:SymbolReference vertex_id=\"1\" scope_id=\"{scope}\" symbol_id=\"{symbol}\"/>"
@@ -791,6 +947,7 @@ fn expression(c: &mut Ctx<'_>, r: usize, tag: &str, e: &Expr, indent: &str) -> S
                 "VariableReference",
                 &format!(" vertex_id=\"{id}\""),
                 indent,
+                Access::Use,
             )),
             Expr::Op(name, args) => {
                 let tag = if BOOLEAN_OPS.contains(name) {
@@ -828,11 +985,31 @@ fn expression(c: &mut Ctx<'_>, r: usize, tag: &str, e: &Expr, indent: &str) -> S
 /// `Update`).
 fn assignment(c: &mut Ctx<'_>, r: usize, tag: &str, lhs: &Ref, rhs: &Expr) -> String {
     let id = c.next_stmt();
+    c.stmt_id = id.clone();
     let mut out = format!("      <xaif:{tag} statement_id=\"{id}\">\n");
-    out.push_str(&var_ref(c, r, lhs, "AssignmentLHS", "", "        "));
+    // A whole variable is overwritten; an element or section, or a DO
+    // loop's update (which runs only on some entries), is not.
+    let kill = lhs.subs.is_empty() && tag != "Update";
+    out.push_str(&var_ref(
+        c,
+        r,
+        lhs,
+        "AssignmentLHS",
+        "",
+        "        ",
+        Access::Def { kill },
+    ));
     out.push_str(&expression(c, r, "AssignmentRHS", rhs, "        "));
+    let defs = std::mem::take(&mut c.pending_defs);
+    c.events.extend(defs);
     let _ = writeln!(out, "      </xaif:{tag}>");
     out
+}
+
+/// A condition (its reads belong to no statement).
+fn condition(c: &mut Ctx<'_>, r: usize, e: &Expr) -> String {
+    c.stmt_id.clear();
+    expression(c, r, "Condition", e, "      ")
 }
 
 fn routine(c: &mut Ctx<'_>, r: usize) -> String {
@@ -849,6 +1026,7 @@ fn routine(c: &mut Ctx<'_>, r: usize) -> String {
         next: 2,
         exit: 2,
         loop_exits: Vec::new(),
+        events: BTreeMap::new(),
     };
     let preds = cfg.seq(&routine.body, vec![(1, None)]);
     let mut vertices = vec![(1, VKind::Entry)];
@@ -858,7 +1036,13 @@ fn routine(c: &mut Ctx<'_>, r: usize) -> String {
     for (p, cv) in preds {
         edges.push((p, 2, cv));
     }
+    let events = cfg.events;
     let c = cfg.c;
+    let keys = if c.chains {
+        du_ud(c, &edges, &events)
+    } else {
+        BTreeMap::new()
+    };
     let structured = if routine.mark_unstructured {
         " structured=\"0\""
     } else {
@@ -987,5 +1171,157 @@ fn routine(c: &mut Ctx<'_>, r: usize) -> String {
         );
     }
     out.push_str("  </xaif:ControlFlowGraph>\n");
-    out
+    if keys.is_empty() {
+        return out;
+    }
+    // Placeholders to keys.
+    let mut done = String::with_capacity(out.len());
+    let mut parts = out.split('\u{1}');
+    done.push_str(parts.next().unwrap_or(""));
+    while let (Some(serial), Some(rest)) = (parts.next(), parts.next()) {
+        let serial: usize = serial.parse().expect("placeholders hold serials");
+        let _ = write!(done, "{}", keys.get(&serial).copied().unwrap_or(0));
+        done.push_str(rest);
+    }
+    done
+}
+
+/// Reaching definitions over a routine's CFG: for every read through a
+/// reference, the statements whose writes may reach it (`""`: the routine's
+/// entry); for every write through a reference, the statements that may
+/// read it (`""`: a condition, or code after the routine for formals and
+/// globals). Returns the DU-UD key of every reference serial.
+fn du_ud(
+    c: &mut Ctx<'_>,
+    edges: &[(usize, usize, Option<i64>)],
+    events: &BTreeMap<usize, Vec<Event>>,
+) -> BTreeMap<usize, usize> {
+    // Every write, and one entry write per storage.
+    let mut defs: Vec<(String, String)> = Vec::new();
+    let mut def_of: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    let mut storages: BTreeSet<String> = BTreeSet::new();
+    for (&v, list) in events {
+        for (k, e) in list.iter().enumerate() {
+            match e {
+                Event::Def { storage, stmt, .. } => {
+                    def_of.insert((v, k), defs.len());
+                    defs.push((storage.clone(), stmt.clone()));
+                    storages.insert(storage.clone());
+                }
+                Event::Use { storage, .. } => {
+                    storages.insert(storage.clone());
+                }
+            }
+        }
+    }
+    let entry_defs: BTreeMap<String, usize> = storages
+        .iter()
+        .map(|st| {
+            defs.push((st.clone(), String::new()));
+            (st.clone(), defs.len() - 1)
+        })
+        .collect();
+    let transfer =
+        |v: usize,
+         set: &mut BTreeSet<usize>,
+         mut on_use: Option<&mut dyn FnMut(&Event, &BTreeSet<usize>)>| {
+            if v == 1 {
+                set.extend(entry_defs.values().copied());
+            }
+            let Some(list) = events.get(&v) else { return };
+            for (k, e) in list.iter().enumerate() {
+                match e {
+                    Event::Use { .. } => {
+                        if let Some(f) = on_use.as_mut() {
+                            f(e, set);
+                        }
+                    }
+                    Event::Def { storage, kill, .. } => {
+                        if *kill {
+                            set.retain(|&d| defs[d].0 != *storage);
+                        }
+                        set.insert(def_of[&(v, k)]);
+                    }
+                }
+            }
+        };
+    let mut vertices: BTreeSet<usize> = edges.iter().flat_map(|(a, b, _)| [*a, *b]).collect();
+    vertices.insert(1);
+    let mut out_sets: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &v in &vertices {
+            let mut set: BTreeSet<usize> = edges
+                .iter()
+                .filter(|(_, b, _)| *b == v)
+                .flat_map(|(a, _, _)| out_sets.get(a).cloned().unwrap_or_default())
+                .collect();
+            transfer(v, &mut set, None);
+            if out_sets.get(&v) != Some(&set) {
+                out_sets.insert(v, set);
+                changed = true;
+            }
+        }
+    }
+    // Reads see what reaches them; writes learn who reads them.
+    let mut ud: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let mut du: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+    for &v in &vertices {
+        let mut set: BTreeSet<usize> = edges
+            .iter()
+            .filter(|(_, b, _)| *b == v)
+            .flat_map(|(a, _, _)| out_sets.get(a).cloned().unwrap_or_default())
+            .collect();
+        let mut on_use = |e: &Event, set: &BTreeSet<usize>| {
+            let Event::Use {
+                serial,
+                storage,
+                stmt,
+            } = e
+            else {
+                return;
+            };
+            let reaching: Vec<usize> = set
+                .iter()
+                .copied()
+                .filter(|&d| defs[d].0 == *storage)
+                .collect();
+            if let Some(serial) = serial {
+                ud.insert(
+                    *serial,
+                    reaching.iter().map(|&d| defs[d].1.clone()).collect(),
+                );
+            }
+            for d in reaching {
+                du.entry(d).or_default().insert(stmt.clone());
+            }
+        };
+        transfer(v, &mut set, Some(&mut on_use));
+        if v == 2 {
+            for d in set {
+                if !defs[d].0.starts_with("l:") {
+                    du.entry(d).or_default().insert(String::new());
+                }
+            }
+        }
+    }
+    let mut keys = BTreeMap::new();
+    for (serial, set) in ud {
+        keys.insert(serial, c.duud_key(set));
+    }
+    for (&(v, k), &d) in &def_of {
+        if let Event::Def {
+            serial: Some(serial),
+            ..
+        } = &events[&v][k]
+        {
+            let set: Vec<String> = du
+                .get(&d)
+                .map(|s| s.iter().cloned().collect())
+                .unwrap_or_default();
+            keys.insert(*serial, c.duud_key(set));
+        }
+    }
+    keys
 }
