@@ -21,6 +21,8 @@ pub enum Ty {
     Real,
     /// `integer`.
     Int,
+    /// `logical`.
+    Bool,
 }
 
 /// The declared shape of a variable.
@@ -56,8 +58,11 @@ pub enum Role {
     Index,
     /// An integer in `-COUNT..=COUNT`.
     Count,
-    /// A DO-loop variable, read only inside its loops.
+    /// A DO-loop variable, read only inside its loops (and after them in
+    /// the same statement list).
     Loop,
+    /// A logical.
+    Flag,
 }
 
 impl Role {
@@ -66,6 +71,7 @@ impl Role {
         match self {
             Role::Active | Role::Dead | Role::Clean | Role::Sink => Ty::Real,
             Role::Index | Role::Count | Role::Loop => Ty::Int,
+            Role::Flag => Ty::Bool,
         }
     }
 
@@ -291,6 +297,9 @@ pub enum Stmt {
         /// Jump back while this holds (bounded by a counter).
         cond: Expr,
     },
+    /// A statement the front end did not translate but that changes no
+    /// value (a pragma): an inert `Marker`.
+    Marker,
     /// `if (cond) goto 20; body; 20 continue`.
     GotoSkip {
         /// Condition of the jump.

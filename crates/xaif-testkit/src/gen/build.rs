@@ -87,7 +87,13 @@ fn var_from(r: &VarRecipe, name: String, roles: &[Role], allow: &[u32]) -> Var {
     let role = roles[ch.pick(roles.len())];
     let shape = allow[ch.pick(allow.len())];
     let ext = |ch: &mut Ch<'_>| [3, 4, 5, 2][ch.pick(4)];
-    let (dims, extents) = if role.ty() == Ty::Int {
+    let (dims, extents) = if role == Role::Flag {
+        (Dims::Scalar, Vec::new())
+    } else if role == Role::Index && shape == 1 {
+        // An integer vector of indices (indirect addressing).
+        let e = ext(&mut ch);
+        (Dims::Fixed(vec![e]), vec![e])
+    } else if role.ty() == Ty::Int {
         (Dims::Scalar, Vec::new())
     } else {
         match shape {
@@ -133,6 +139,7 @@ pub fn build(recipe: &Recipe) -> Program {
         Role::Count,
         Role::Sink,
         Role::Dead,
+        Role::Flag,
     ];
     let globals: Vec<Var> = recipe
         .globals
@@ -187,6 +194,8 @@ pub fn build(recipe: &Recipe) -> Program {
             Role::Sink,
             Role::Count,
             Role::Dead,
+            Role::Active,
+            Role::Flag,
         ];
         let locals = rr
             .locals
@@ -250,6 +259,7 @@ pub fn build(recipe: &Recipe) -> Program {
             },
             read_only: Vec::new(),
             prefer: Vec::new(),
+            after_loops: Vec::new(),
         };
         let nformals = b.p.routines[r].formals.len();
         b.sum.written = vec![false; nformals];
@@ -357,7 +367,7 @@ impl Flavor {
             Role::Clean | Role::Index | Role::Count => true,
             Role::Active => self != Flavor::Clean,
             Role::Sink => self == Flavor::Sink,
-            Role::Dead | Role::Loop => false,
+            Role::Dead | Role::Loop | Role::Flag => false,
         }
     }
 }
@@ -378,6 +388,9 @@ struct Rb<'a> {
     /// Index variables subscripts should favour (those the callee of the
     /// call being built changes).
     prefer: Vec<VarId>,
+    /// DO variables of loops that ended earlier in the statement lists
+    /// being built, with the ranges of their final values.
+    after_loops: Vec<LoopInfo>,
 }
 
 /// Statement kinds, weighted; the first is what a shrunk recipe gives.
@@ -398,9 +411,11 @@ enum Kind {
     GotoLoop,
     GotoSkip,
     Direct,
+    Marker,
+    Flag,
 }
 
-const KINDS: [(u32, Kind); 15] = [
+const KINDS: [(u32, Kind); 17] = [
     (30, Kind::Assign),
     (9, Kind::Vector),
     (5, Kind::Index),
@@ -416,6 +431,8 @@ const KINDS: [(u32, Kind); 15] = [
     (2, Kind::GotoLoop),
     (2, Kind::GotoSkip),
     (1, Kind::Direct),
+    (2, Kind::Marker),
+    (2, Kind::Flag),
 ];
 
 impl Rb<'_> {
@@ -492,8 +509,25 @@ impl Rb<'_> {
         self.loops
             .iter()
             .rev()
+            .chain(self.after_loops.iter().rev())
             .find(|l| l.var == v)
             .map(|l| l.range)
+    }
+
+    /// Logical variables.
+    fn flags(&self) -> Vec<VarId> {
+        self.all_vars()
+            .into_iter()
+            .filter(|&v| self.var(v).role == Role::Flag)
+            .collect()
+    }
+
+    /// Integer vectors of indices.
+    fn index_arrays(&self) -> Vec<VarId> {
+        self.all_vars()
+            .into_iter()
+            .filter(|&v| self.var(v).role == Role::Index && self.var(v).rank() == 1)
+            .collect()
     }
 
     /// Integer scalars readable here with their ranges.
@@ -523,7 +557,7 @@ impl Rb<'_> {
     /// An integer expression with the range of values it may take.
     fn int_expr(&mut self, ch: &mut Ch<'_>, depth: u32) -> (Expr, (i64, i64)) {
         let vars = self.int_vars();
-        let choice = if depth == 0 { ch.pick(3) } else { ch.pick(16) };
+        let choice = if depth == 0 { ch.pick(3) } else { ch.pick(17) };
         match choice {
             0 => {
                 let c = ch.pick(5) as i64 + 1;
@@ -718,6 +752,15 @@ impl Rb<'_> {
             14 => {
                 let (a, ra) = self.int_expr(ch, depth - 1);
                 (Expr::Op("transfer", vec![a, Expr::Int(0)]), ra)
+            }
+            15 if !self.index_arrays().is_empty() => {
+                // An element of an index vector (indirect addressing).
+                let arrays = self.index_arrays();
+                let v = arrays[ch.pick(arrays.len())];
+                let r = self.element(ch, v);
+                self.note_read(v);
+                self.note_ref_subs(&r);
+                (Expr::r(r), (1, K))
             }
             _ if !vars.is_empty() => {
                 let (v, r) = vars[ch.pick(vars.len())];
@@ -1184,6 +1227,16 @@ impl Rb<'_> {
     /// A logical condition (may read any readable value: control may
     /// depend on the independents).
     fn cond(&mut self, ch: &mut Ch<'_>, depth: u32) -> Expr {
+        let flags = self.flags();
+        if !flags.is_empty() && ch.flag(15) {
+            let v = flags[ch.pick(flags.len())];
+            self.note_read(v);
+            return if ch.flag(50) {
+                Expr::Op("not", vec![Expr::var(v)])
+            } else {
+                Expr::var(v)
+            };
+        }
         match ch.pick(if depth == 0 { 3 } else { 7 }) {
             0 | 1 => {
                 let (a, _) = self.int_expr(ch, 1);
@@ -1193,7 +1246,7 @@ impl Rb<'_> {
             2 => {
                 let a = self.real_expr(ch, Flavor::Sink, None, 1);
                 let b = self.real_expr(ch, Flavor::Sink, None, 1);
-                Expr::Op(cmp(ch), vec![a, b])
+                Expr::Op(real_cmp(ch), vec![a, b])
             }
             3 => {
                 let a = self.cond(ch, depth - 1);
@@ -1219,7 +1272,7 @@ impl Rb<'_> {
             }
             _ => {
                 let a = self.real_expr(ch, Flavor::Sink, None, 2);
-                Expr::Op(cmp(ch), vec![a, Expr::Real(REALS[ch.pick(4)])])
+                Expr::Op(real_cmp(ch), vec![a, Expr::Real(REALS[ch.pick(4)])])
             }
         }
     }
@@ -1228,9 +1281,11 @@ impl Rb<'_> {
 
     fn body(&mut self, recipes: &[StmtRecipe], nesting: usize) -> Vec<Stmt> {
         let mut out = Vec::new();
+        let mark = self.after_loops.len();
         for s in recipes {
             self.stmt(s, nesting, &mut out);
         }
+        self.after_loops.truncate(mark);
         out
     }
 
@@ -1414,6 +1469,19 @@ impl Rb<'_> {
                 out.push(Stmt::GotoSkip { cond, body });
             }
             Kind::Direct => self.direct(&mut ch, out),
+            Kind::Marker => out.push(Stmt::Marker),
+            Kind::Flag => {
+                let flags = self.flags();
+                let Some(&v) = flags.get(ch.pick(flags.len().max(1))) else {
+                    return self.assign(&mut ch, out);
+                };
+                if !self.writable(v) {
+                    return self.assign(&mut ch, out);
+                }
+                let rhs = self.cond(&mut ch, 2);
+                self.note_write(v);
+                out.push(Stmt::Assign(Ref::whole(v), rhs));
+            }
             Kind::Exit => self.assign(&mut ch, out),
         }
     }
@@ -1588,6 +1656,16 @@ impl Rb<'_> {
         self.exits -= 1;
         self.loops.pop();
         let explicit = ch.flag(30);
+        // Its variable stays readable after it (Fortran defines its final
+        // value), within the same statement list.
+        let after = match step {
+            Step::Up => Some((range.0, range.1 + 1)),
+            Step::Down => Some((range.0 - 1, range.1)),
+            Step::Var(_) => None,
+        };
+        if let Some(range) = after {
+            self.after_loops.push(LoopInfo { var, range });
+        }
         out.push(Stmt::Do {
             var,
             lo: first,
@@ -1694,7 +1772,8 @@ impl Rb<'_> {
             return Arg::Const(match f.role.ty() {
                 Ty::Real => real_const(ch),
                 Ty::Int if f.role == Role::Index => Expr::Int(1 + ch.pick(K as usize) as i64),
-                Ty::Int => Expr::Int(ch.pick(5) as i64 - 2),
+                // (Formals are never logicals.)
+                Ty::Int | Ty::Bool => Expr::Int(ch.pick(5) as i64 - 2),
             });
         }
         // Favour actuals of the other activity where that is allowed.
@@ -1824,6 +1903,24 @@ impl Rb<'_> {
             let var = self.var(v).clone();
             match var.role {
                 Role::Loop => continue,
+                Role::Flag => out.push(Stmt::Assign(
+                    Ref::whole(v),
+                    Expr::Op(
+                        ["less_than", "greater_than"][ch.pick(2)],
+                        vec![Expr::Int(1), Expr::Int(2)],
+                    ),
+                )),
+                Role::Index if var.rank() == 1 => {
+                    for i in 1..=var.extents[0] {
+                        out.push(Stmt::Assign(
+                            Ref {
+                                var: v,
+                                subs: vec![Sub::Elem(Expr::Int(i))],
+                            },
+                            Expr::Int(1 + ch.pick(K as usize) as i64),
+                        ));
+                    }
+                }
                 Role::Index => out.push(Stmt::Assign(
                     Ref::whole(v),
                     Expr::Int(1 + ch.pick(K as usize) as i64),
@@ -1948,6 +2045,13 @@ fn cmp(ch: &mut Ch<'_>) -> &'static str {
         "equal",
         "not_equal",
     ][ch.pick(6)]
+}
+
+/// An ordering of reals: equality of values that depend on the
+/// independents holds at isolated points, where divided differences see
+/// one branch and the derivative code the other.
+fn real_cmp(ch: &mut Ch<'_>) -> &'static str {
+    ["less_than", "greater_than", "less_or_equal", "greater_or_equal"][ch.pick(4)]
 }
 
 /// `e + c` (just `e` for 0).

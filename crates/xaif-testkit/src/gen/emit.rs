@@ -215,6 +215,7 @@ fn symbol_xml(out: &mut String, indent: &str, id: &str, v: &Var) {
     let ty = match v.role.ty() {
         Ty::Real => ("real", "F8"),
         Ty::Int => ("integer", "I4"),
+        Ty::Bool => ("bool", "L4"),
     };
     let active = if v.role.active() { 1 } else { 0 };
     let bounds = match &v.dims {
@@ -431,6 +432,7 @@ fn effects(
             | Stmt::GotoLoop { cond, .. }
             | Stmt::GotoSkip { cond, .. } => exprs.push(cond.clone()),
             Stmt::Select { on, .. } => exprs.push(on.clone()),
+            Stmt::Marker => {}
         }
         for e in exprs {
             e.visit_refs(&mut |rf| reads.push(rf.var));
@@ -580,7 +582,7 @@ impl Cfg<'_, '_> {
         let mut first = true;
         for s in stmts {
             match s {
-                Stmt::Assign(..) | Stmt::Call { .. } => {
+                Stmt::Assign(..) | Stmt::Call { .. } | Stmt::Marker => {
                     block.push(self.simple(s));
                 }
                 _ => {
@@ -602,7 +604,9 @@ impl Cfg<'_, '_> {
 
     fn body(&mut self, stmts: &[Stmt], preds: Preds) -> Preds {
         // Every body starts with a block, empty or not.
-        if stmts.is_empty() || !matches!(stmts[0], Stmt::Assign(..) | Stmt::Call { .. }) {
+        if stmts.is_empty()
+            || !matches!(stmts[0], Stmt::Assign(..) | Stmt::Call { .. } | Stmt::Marker)
+        {
             let b = self.vertex(VKind::Block(Vec::new()), preds);
             self.seq(stmts, vec![(b, None)])
         } else {
@@ -730,7 +734,9 @@ impl Cfg<'_, '_> {
                 let end = self.body(body, vec![(b, Some(0))]);
                 self.join(target, end)
             }
-            Stmt::Assign(..) | Stmt::Call { .. } => unreachable!("simple statements"),
+            Stmt::Assign(..) | Stmt::Call { .. } | Stmt::Marker => {
+                unreachable!("simple statements")
+            }
         }
     }
 
@@ -754,6 +760,10 @@ impl Cfg<'_, '_> {
         let r = self.r;
         match s {
             Stmt::Assign(lhs, rhs) => assignment(self.c, r, "Assignment", lhs, rhs),
+            Stmt::Marker => {
+                let id = self.c.next_stmt();
+                format!("      <xaif:Marker statement_id=\"{id}\" annotation=\"{{WHIRL_Id#{id}}} [passive: OPR_PRAGMA]\"/>\n")
+            }
             Stmt::Call { callee, args } => {
                 let id = self.c.next_stmt();
                 self.c.stmt_id = id.clone();

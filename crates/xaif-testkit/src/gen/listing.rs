@@ -167,6 +167,7 @@ impl L<'_> {
                     self.stmts(default, d + 1);
                     self.line(d, "end select");
                 }
+                Stmt::Marker => self.line(d, "!$openad xxx (a pragma: an inert marker)"),
                 Stmt::Exit(c) => {
                     let t = format!("if {} exit", self.e(c));
                     self.line(d, &t);
@@ -195,6 +196,7 @@ impl L<'_> {
         let ty = match v.role.ty() {
             Ty::Real => "real(8)",
             Ty::Int => "integer",
+            Ty::Bool => "logical",
         };
         let dims = match &v.dims {
             Dims::Scalar => String::new(),

@@ -149,9 +149,11 @@ pub fn features(p: &Program) -> BTreeSet<String> {
             Role::Dead => add("active_never_read"),
             Role::Clean => add("passive"),
             Role::Sink => add("passive_holding_active_values"),
+            Role::Index if v.rank() > 0 => add("index_vector"),
             Role::Index => add("index_variable"),
             Role::Count => add("integer_counter"),
             Role::Loop => {}
+            Role::Flag => add("logical_variable"),
         }
         match v.dims {
             Dims::Fixed(ref e) if e.len() == 2 => add("matrix"),
@@ -182,8 +184,64 @@ pub fn features(p: &Program) -> BTreeSet<String> {
             add("unstructured_unmarked");
         }
         emit::walk(&routine.body, &mut |s| stmt_features(p, r, s, &mut add));
+        if reads_do_variable_after_loop(&routine.body) {
+            add("do_variable_after_loop");
+        }
     }
     f
+}
+
+/// Whether some statement list reads a DO variable after its loop.
+fn reads_do_variable_after_loop(stmts: &[Stmt]) -> bool {
+    let reads = |s: &Stmt, v: VarId| -> bool {
+        let mut found = false;
+        emit::walk(std::slice::from_ref(s), &mut |x| {
+            let mut exprs: Vec<&Expr> = Vec::new();
+            match x {
+                Stmt::Assign(l, rhs) => {
+                    exprs.push(rhs);
+                    for sub in &l.subs {
+                        if let Sub::Elem(e) = sub {
+                            exprs.push(e);
+                        }
+                    }
+                }
+                Stmt::If { cond, .. } | Stmt::While { cond, .. } => exprs.push(cond),
+                _ => {}
+            }
+            for e in exprs {
+                e.visit_refs(&mut |r| found |= r.var == v);
+            }
+        });
+        found
+    };
+    for (k, s) in stmts.iter().enumerate() {
+        if let Stmt::Do { var, .. } = s {
+            if stmts[k + 1..].iter().any(|t| reads(t, *var)) {
+                return true;
+            }
+        }
+    }
+    let mut nested = false;
+    for s in stmts {
+        match s {
+            Stmt::Do { body, .. }
+            | Stmt::While { body, .. }
+            | Stmt::GotoLoop { body, .. }
+            | Stmt::GotoSkip { body, .. } => nested |= reads_do_variable_after_loop(body),
+            Stmt::If { then, els, .. } => {
+                nested |= reads_do_variable_after_loop(then) || reads_do_variable_after_loop(els)
+            }
+            Stmt::Select { cases, default, .. } => {
+                for (_, b) in cases {
+                    nested |= reads_do_variable_after_loop(b);
+                }
+                nested |= reads_do_variable_after_loop(default);
+            }
+            _ => {}
+        }
+    }
+    nested
 }
 
 fn has_jumps(stmts: &[Stmt]) -> bool {
@@ -397,6 +455,7 @@ fn stmt_features(p: &Program, r: usize, s: &Stmt, add: &mut dyn FnMut(&str)) {
             expr_features(cond, add);
             add("goto_forward");
         }
+        Stmt::Marker => add("marker"),
     }
 }
 
@@ -454,4 +513,8 @@ pub const CONSTRUCTS: &[&str] = &[
     "early_return",
     "goto_backward",
     "goto_forward",
+    "marker",
+    "logical_variable",
+    "do_variable_after_loop",
+    "index_vector",
 ];
