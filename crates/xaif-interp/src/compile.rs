@@ -470,6 +470,10 @@ impl Prog {
     }
 }
 
+/// The largest argument position a formal may have (Fortran allows 255
+/// arguments; positions come from the input and size a table).
+const MAX_POSITION: usize = 1 << 16;
+
 /// Choices that change how much the oracle trusts the XAIF.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CompileOptions {
@@ -605,6 +609,11 @@ impl<'a> Compiler<'a> {
                     };
                     let slot = self.local_slot(index, sym);
                     let pos = pos.max(1) as usize;
+                    if pos > MAX_POSITION {
+                        // No routine has that many arguments; a call that
+                        // passes one there finds no formal and is refused.
+                        continue;
+                    }
                     let formals = &mut self.routines[index].formals;
                     if formals.len() < pos {
                         formals.resize(pos, None);
@@ -1458,6 +1467,20 @@ mod tests {
             c(&[("type", "bool"), ("value", ".true.")]),
             Scalar::Bool(true)
         );
+    }
+
+    #[test]
+    fn integer_constants_are_never_saturated() {
+        let c = |v: &str| constant(&Attrs::from_pairs([("type", "integer"), ("value", v)]));
+        assert_eq!(c("-9223372036854775808").unwrap(), Scalar::Int(i64::MIN));
+        assert_eq!(c("3.0").unwrap(), Scalar::Int(3));
+        for beyond in ["9223372036854775808", "-9223372036854775809", "1e30"] {
+            assert!(
+                matches!(c(beyond), Err(ErrorKind::IntegerOverflow(_))),
+                "{beyond}"
+            );
+        }
+        assert!(matches!(c("x"), Err(ErrorKind::Type(_))));
     }
 
     #[test]

@@ -228,7 +228,7 @@ pub fn powi(x: f64, n: i64) -> f64 {
 }
 
 fn int_pow(b: i64, e: i64) -> Option<i64> {
-    if e < 0 || matches!(b, 0 | 1 | -1) {
+    if e < 0 || (-1..=1).contains(&b) {
         return Some(match b {
             1 => 1,
             -1 => {

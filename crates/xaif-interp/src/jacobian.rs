@@ -285,5 +285,36 @@ mod tests {
         assert_eq!(c.mismatches[0].1, 3);
         assert!(!c.matches());
         assert!(compare(&a, &Jacobian::zeros(2, 3), 1e-10, 1e-13).is_err());
+        // An infinity never agrees with a finite number (the relative
+        // difference inf/inf is NaN, which must not count as agreement).
+        let inf = Jacobian {
+            n: 1,
+            m: 1,
+            entries: vec![f64::INFINITY],
+        };
+        let one = Jacobian {
+            n: 1,
+            m: 1,
+            entries: vec![1.0],
+        };
+        assert!(!compare(&inf, &one, 1e-10, 1e-13).unwrap().matches());
+        assert!(compare(&inf, &inf, 1e-10, 1e-13).unwrap().matches());
+    }
+
+    #[test]
+    fn parsing_wants_every_entry_once() {
+        let e = |text: &str| Jacobian::parse(text).unwrap_err();
+        assert!(e(" AD\n").contains("no Jacobian entries"));
+        // F(10^12, 1) names a huge Jacobian but holds one entry: refused
+        // without allocating it.
+        assert!(e(" AD\nF(1000000000000,1)=1.0\n").starts_with("line 2: "));
+        assert!(e("F(1,1)=1.0\nF(2,2)=1.0\n").contains("2 of its 4 entries"));
+        assert!(e("F(1,1)=1.0\nF(1,1)=2.0\n").contains("given twice (first at line 1)"));
+        assert!(e("F(0,1)=1.0\n").starts_with("line 1: cannot read"));
+        let j = Jacobian::parse("F(2,1)=2.0\nF(1,1)=1.0\nF(1,2)=NaN\nF(2,2)=4.0\n").unwrap();
+        assert_eq!(j.get(2, 1), 2.0);
+        let (k, i, x) = j.first_non_finite().unwrap();
+        assert_eq!((k, i), (1, 2));
+        assert!(x.is_nan());
     }
 }

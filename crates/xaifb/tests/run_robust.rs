@@ -741,35 +741,15 @@ fn deep_and_shared_expressions_run_without_recursion() {
 
 #[test]
 fn a_runaway_program_stops_by_default() {
-    let dir = scratch("runaway");
-    // do while (.true.): y(1) = y(1) + 1
-    let body = copy(&elem("Y", 1), |e| {
-        let y = e.elem("Y", 1);
-        let one = e.real("1.0");
-        e.op("add_scal_scal", &[y, one])
-    });
-    let mut cond = E::default();
-    cond.boolean(true);
-    let cfg = format!(
-        r#"<xaif:Entry vertex_id="1"/>
-<xaif:PreLoop vertex_id="3"><xaif:Condition>{}</xaif:Condition></xaif:PreLoop>
-<xaif:BasicBlock vertex_id="4" scope_id="2">{body}</xaif:BasicBlock>
-<xaif:EndLoop vertex_id="5"/>
-<xaif:Exit vertex_id="7"/>
-<xaif:ControlFlowEdge edge_id="1" source="1" target="3"/>
-<xaif:ControlFlowEdge edge_id="3" source="3" target="4" has_condition_value="true" condition_value="1"/>
-<xaif:ControlFlowEdge edge_id="4" source="4" target="5"/>
-<xaif:ControlFlowEdge edge_id="5" source="5" target="3"/>
-<xaif:ControlFlowEdge edge_id="6" source="3" target="7"/>"#,
-        cond.xml()
-    );
-    let file = write(&dir, "runaway.xaif", &program(&[head(1, 1, "", cfg)]));
+    // do while (.true.): y(1) = y(1) + x(1)
+    let file = xaif_testkit::repo_root().join("fixtures/interp/runaway.xaif");
     // The harness times out after 20 s; the default limits stop the run
-    // well before (docs/limits.md; measured by `cargo xtask runaway`).
+    // well before (docs/limits.md; measured by `cargo xtask speed`).
     let o = run_plain(&file, &[]);
     let err = o.refused(1);
     assert!(
-        err.contains("--step-budget") || err.contains("--time-limit"),
+        err.contains("step budget of 20000000 exhausted in one run (runaway program?); raise it with --step-budget")
+            || err.contains("time limit of 4 s exceeded in one run (runaway program?); raise it with --time-limit"),
         "{err}"
     );
     located(err, &file, "head");
@@ -1065,6 +1045,21 @@ fn call_errors_name_file_line_and_routine() {
     let err = run_plain(&one, &[]).refused(1).to_string();
     assert!(err.contains("position 2"), "{err}");
     located(&err, &one, "head");
+    // A formal at a position no routine has does not size a table.
+    let far = write(
+        &dir,
+        "far.xaif",
+        &program(&[head(
+            1,
+            1,
+            "",
+            straight(&[copy(&elem("Y", 1), |e| e.real("1.0"))]),
+        )])
+        .replace(r#"position="2""#, r#"position="99999999999""#),
+    );
+    let err = run_plain(&far, &[]).refused(1).to_string();
+    assert!(err.contains("position 2"), "{err}");
+    located(&err, &far, "head");
 }
 
 #[test]
