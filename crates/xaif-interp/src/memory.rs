@@ -204,8 +204,9 @@ impl Iterator for Offsets<'_> {
 pub struct Memory {
     bufs: Vec<Option<Buffer>>,
     free: Vec<BufId>,
-    /// Elements of all live buffers (the machine checks its element limit
-    /// against this before allocating).
+    /// Elements of all live buffers, an empty buffer counting as one (the
+    /// machine checks its element limit against this before allocating, so
+    /// not even empty buffers pile up without bound).
     elements: usize,
 }
 
@@ -213,7 +214,7 @@ impl Memory {
     /// Allocates a zero-initialised buffer. The caller has checked `len`
     /// against its limits.
     pub fn alloc(&mut self, ty: Ty, len: usize, single: bool) -> BufId {
-        self.elements += len;
+        self.elements += len.max(1);
         let buffer = Buffer {
             cells: Cells::new(ty, len),
             single,
@@ -231,7 +232,7 @@ impl Memory {
     pub fn release(&mut self, id: BufId) {
         if let Some(slot) = self.bufs.get_mut(id as usize) {
             if let Some(b) = slot.take() {
-                self.elements -= b.cells.len();
+                self.elements -= b.cells.len().max(1);
                 self.free.push(id);
             }
         }
@@ -300,7 +301,7 @@ impl Memory {
     /// Grows a rank-one buffer to `len` elements, keeping its contents.
     /// The caller has checked `len` against its limits.
     pub fn grow(&mut self, id: BufId, len: usize) {
-        let before = self.buf(id).cells.len();
+        let before = self.buf(id).cells.len().max(1);
         if len > before {
             self.elements += len - before;
         }
@@ -335,7 +336,7 @@ impl Memory {
         self.bufs.len() - self.free.len()
     }
 
-    /// Number of elements of all live buffers.
+    /// Number of elements of all live buffers (an empty one counts as one).
     pub fn elements(&self) -> usize {
         self.elements
     }
@@ -377,6 +378,22 @@ mod tests {
         assert_eq!(row.offsets().collect::<Vec<_>>(), [1, 3, 5]);
         assert!(!row.is_contiguous());
         assert_eq!(row.offset_of(2), 5);
+    }
+
+    #[test]
+    fn live_elements_are_counted() {
+        let mut m = Memory::default();
+        let a = m.alloc(Ty::Real, 10, false);
+        let empty = m.alloc(Ty::Int, 0, false);
+        assert_eq!(m.elements(), 11);
+        m.grow(empty, 4);
+        m.grow(a, 5);
+        assert_eq!(m.elements(), 14);
+        m.release(a);
+        m.release(a);
+        assert_eq!(m.elements(), 4);
+        m.release(empty);
+        assert_eq!(m.elements(), 0);
     }
 
     #[test]
