@@ -19,9 +19,12 @@
 //!   `xaif_testkit::scale`), for the figures at scale.
 //! - `cargo xtask versus --reference PATH`: xaifb and the reference engine
 //!   side by side, whole process, alternating runs (`docs/performance.md`).
+//! - `cargo xtask same-bytes --baseline BIN`: outputs byte for byte those of
+//!   an earlier build, and the same with `--jobs 1` and `--jobs N`.
 
 mod corpus;
 mod engine;
+mod same_bytes;
 mod speed;
 mod versus;
 
@@ -67,6 +70,9 @@ enum Task {
     /// alternating runs) on the corpus, its largest inputs and generated
     /// programs; prints markdown.
     Versus(versus::Args),
+    /// Check that outputs are byte for byte those of a baseline xaifb, and
+    /// the same with --jobs 1 and --jobs N.
+    SameBytes(same_bytes::Args),
     /// Run a command and print its peak resident set size in KiB (used by
     /// `bench`, in a process of its own so that no other child counts).
     #[command(hide = true)]
@@ -149,6 +155,7 @@ fn main() -> Result<()> {
                 .with_context(|| format!("writing {}", args.out.display()))
         }
         Task::Versus(args) => versus::run(args),
+        Task::SameBytes(args) => same_bytes::run(args),
         Task::PeakRss { command } => {
             let kib = peak_rss_kib(&command)?;
             println!("{kib}");
