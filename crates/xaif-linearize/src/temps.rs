@@ -163,7 +163,7 @@ fn reference_attrs(r: &VarRef, with_vertex_id: bool, deriv: bool) -> Attrs {
         Attrs::new()
     };
     for a in r.attrs.iter() {
-        if REFERENCE_ATTRIBUTES.contains(&a.key.as_str()) {
+        if REFERENCE_ATTRIBUTES.contains(&a.key) {
             attrs.push(&a.key, &a.value);
         }
     }
