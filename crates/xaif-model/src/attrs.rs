@@ -108,7 +108,10 @@ const OTHER: u8 = u8::MAX;
 
 /// The one-byte code of a known attribute name.
 fn known(key: &str) -> Option<u8> {
-    KNOWN.iter().position(|k| *k == key).map(|i| i as u8)
+    KNOWN
+        .iter()
+        .position(|k| k.len() == key.len() && *k == key)
+        .map(|i| i as u8)
 }
 
 /// The attributes of one element, in document order, plus where it started.
@@ -268,17 +271,30 @@ impl Attrs {
         self.find(key).map(|(a, _, _)| a.value)
     }
 
-    /// Attribute `key` with where it starts and ends in the buffer.
+    /// Attribute `key` with where it starts and ends in the buffer. Only
+    /// names are compared on the way; values are skipped by their length.
     fn find(&self, key: &str) -> Option<(Attr<'_>, usize, usize)> {
-        let mut it = AttrIter {
-            data: &self.data,
-            at: 0,
-        };
-        while let Some((a, start, end)) = it.decode() {
-            if a.key == key {
-                return Some((a, start, end));
+        let data = self.data.as_slice();
+        let code = known(key);
+        let mut at = 0;
+        while at < data.len() {
+            let start = at;
+            at += 1;
+            let hit = match data[start] {
+                OTHER => {
+                    let n = get_len(data, &mut at);
+                    let hit = code.is_none() && &data[at..at + n] == key.as_bytes();
+                    at += n;
+                    hit
+                }
+                c => Some(c) == code,
+            };
+            let n = get_len(data, &mut at);
+            at += n;
+            if hit {
+                let it = AttrIter { data, at: start };
+                return it.decode();
             }
-            it.at = end;
         }
         None
     }
@@ -321,6 +337,28 @@ impl Attrs {
         AttrIter {
             data: &self.data,
             at: 0,
+        }
+    }
+
+    /// Each attribute's name and value as bytes, without the UTF-8 checks
+    /// of [`Attrs::iter`] (for the writer, which copies them as they are).
+    pub(crate) fn for_each_raw(&self, mut f: impl FnMut(&[u8], &[u8])) {
+        let data = self.data.as_slice();
+        let mut at = 0;
+        while at < data.len() {
+            let code = data[at];
+            at += 1;
+            let key = match code {
+                OTHER => {
+                    let n = get_len(data, &mut at);
+                    at += n;
+                    &data[at - n..at]
+                }
+                c => KNOWN[usize::from(c)].as_bytes(),
+            };
+            let n = get_len(data, &mut at);
+            at += n;
+            f(key, &data[at - n..at]);
         }
     }
 

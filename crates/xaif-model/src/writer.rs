@@ -204,13 +204,14 @@ impl Writer<'_> {
     }
 
     fn attrs(&mut self, attrs: &Attrs) {
-        for a in attrs.iter() {
-            self.push(b' ');
-            self.push_str(&a.key);
-            self.push_str("=\"");
-            escape_into(&mut self.out, &a.value);
-            self.push(b'"');
-        }
+        let out = &mut self.out;
+        attrs.for_each_raw(|key, value| {
+            out.push(b' ');
+            out.extend_from_slice(key);
+            out.extend_from_slice(b"=\"");
+            escape_into(out, value);
+            out.push(b'"');
+        });
     }
 
     /// The root element, declaring `required` namespace prefixes that the
@@ -581,8 +582,7 @@ impl Writer<'_> {
 }
 
 /// Escapes an attribute value so that it reads back unchanged.
-fn escape_into(out: &mut Vec<u8>, value: &str) {
-    let bytes = value.as_bytes();
+fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let rep = match b {
@@ -649,7 +649,7 @@ mod tests {
     #[test]
     fn escaping_covers_markup_and_whitespace() {
         let mut s = Vec::new();
-        escape_into(&mut s, "a<b>&\"c\"\n\td");
+        escape_into(&mut s, b"a<b>&\"c\"\n\td");
         assert_eq!(s, b"a&lt;b&gt;&amp;&quot;c&quot;&#10;&#9;d");
     }
 }
