@@ -164,7 +164,7 @@ fn reference_attrs(r: &VarRef, with_vertex_id: bool, deriv: bool) -> Attrs {
     };
     for a in r.attrs.iter() {
         if REFERENCE_ATTRIBUTES.contains(&a.key) {
-            attrs.push(&a.key, &a.value);
+            attrs.push(a.key, a.value);
         }
     }
     attrs.set("deriv", if deriv { "1" } else { "0" });
