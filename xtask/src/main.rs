@@ -12,9 +12,10 @@
 //! - `cargo xtask corpus`: the numerical oracle over the whole regression
 //!   corpus, on the reference outputs and on ours, as the table
 //!   `docs/corpus-status.md`.
-//! - `cargo xtask speed`: oracle throughput on the heaviest corpus runs and
+//! - `cargo xtask speed`: oracle throughput on the heaviest corpus runs,
 //!   transformation time per input and per batch (for
-//!   `docs/performance.md`).
+//!   `docs/performance.md`), and how long a runaway program runs under the
+//!   default limits of `xaifb run` (for `docs/limits.md`).
 //! - `cargo xtask gen`: a generated front-end program of any size (see
 //!   `xaif_testkit::scale`), for the figures at scale.
 //! - `cargo xtask versus --reference PATH`: xaifb and the reference engine
@@ -143,6 +144,11 @@ fn main() -> Result<()> {
             let xaifb = target_dir().join("release").join("xaifb");
             let report = speed::run(&shared, &xaifb).map_err(|e| anyhow::anyhow!(e))?;
             print!("{report}");
+            let runaway = repo_root().join("fixtures/interp/runaway.xaif");
+            print!(
+                "{}",
+                speed::runaway(&xaifb, &runaway).map_err(|e| anyhow::anyhow!(e))?
+            );
             Ok(())
         }
         Task::Gen(args) => {
