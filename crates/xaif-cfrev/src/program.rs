@@ -64,6 +64,16 @@ pub struct AdjointOptions {
     /// reference engine does, instead of only those the routine or the
     /// code after it may overwrite (to-be-recorded analysis).
     pub full_checkpoints: bool,
+    /// `-F`: how the front end decorated names (for `-p` and `-w`).
+    pub decoration: xaif_model::Decoration,
+    /// `-w`: routines without a body that have hand-written wrappers.
+    pub wrappers: Vec<String>,
+    /// `-C`: `countmult(n)`/`countadd(n)` at the end of every basic
+    /// block's taping code.
+    pub counters: bool,
+    /// `-b`: pessimistic assumptions for routines without a body in the
+    /// to-be-recorded analysis that narrows argument checkpoints.
+    pub pessimistic_black_boxes: bool,
 }
 
 /// Per-routine taping statistics (`--stats-json` of the adjoint).
@@ -128,7 +138,13 @@ pub fn adjoint(
         mut names,
         routines,
         direct,
-    } = Start::new(p, noninlinable, &options.passive)?;
+    } = Start::with_names(
+        p,
+        noninlinable,
+        &options.passive,
+        options.decoration,
+        &options.wrappers,
+    )?;
     let is_direct = |name: &str| direct.contains(name);
     let env = BlockEnv {
         catalogue,
@@ -141,7 +157,7 @@ pub fn adjoint(
     let changes = if options.full_checkpoints {
         None
     } else {
-        Changes::new(p)
+        Changes::new(p, options.pessimistic_black_boxes)
     };
     let mut stats = TransformStats::default();
     let mut tapes = Vec::new();
@@ -215,8 +231,17 @@ pub fn adjoint(
                     } else {
                         None
                     };
-                    let block = adjoint_block(&ctx, &mut target, &env, stmts, stable.as_ref())
+                    let mut block = adjoint_block(&ctx, &mut target, &env, stmts, stable.as_ref())
                         .map_err(|e| TransformError::Input(format!("routine `{name}`: {e}")))?;
+                    if options.counters {
+                        let mut total = xaif_linearize::flatten::GraphStats::default();
+                        for g in &block.graphs {
+                            total.add(g);
+                        }
+                        block
+                            .taping
+                            .extend(xaif_linearize::tangent::counter_calls(&mut out, &total));
+                    }
                     if with_plan {
                         plan.add_reads(v, &block.stable_reads);
                         let mut bstats = BlockStats {
@@ -464,7 +489,7 @@ struct Changes<'p> {
 impl<'p> Changes<'p> {
     /// `None` when the analysis cannot answer for the whole program: it
     /// fails, or a marker may stand for a store the XAIF does not carry.
-    fn new(p: &'p Program) -> Option<Self> {
+    fn new(p: &'p Program, pessimistic_black_boxes: bool) -> Option<Self> {
         let opaque = p.stmts.iter().any(|(_, s)| {
             matches!(s.kind, StmtKind::Marker)
                 && crate::explicit::marker_may_store(s.attrs.get("annotation").unwrap_or(""))
@@ -474,6 +499,7 @@ impl<'p> Changes<'p> {
         }
         let config = xaif_dataflow::Config {
             tbr: true,
+            pessimistic_black_boxes,
             ..Default::default()
         };
         let analysis = xaif_dataflow::analyze(p, &config).ok()?;

@@ -66,6 +66,9 @@ pub struct Config {
     pub solver: Solver,
     /// Also run TBR analysis.
     pub tbr: bool,
+    /// Pessimistic assumption for routines without a body (`-b`): see
+    /// [`ProgramFacts::with_black_boxes`].
+    pub pessimistic_black_boxes: bool,
 }
 
 /// Everything computed for one program.
@@ -80,7 +83,7 @@ pub struct Analysis<'p> {
 
 /// Analyses a program that passed [`xaif_model::validate_program`].
 pub fn analyze<'p>(p: &'p Program, config: &Config) -> Result<Analysis<'p>, DataflowError> {
-    let facts = ProgramFacts::new(p);
+    let facts = ProgramFacts::with_black_boxes(p, config.pessimistic_black_boxes);
     let activity = analyze_activity(&facts, &config.activity, config.solver)?;
     let tbr = config
         .tbr

@@ -170,7 +170,10 @@ const TABLE: &[Entry] = &[
             "div_scal_scal",
             &[
                 I("1"),
-                Op("add_scal_scal", &[I("1"), Op("mul_scal_scal", &[x(1), x(1)])]),
+                Op(
+                    "add_scal_scal",
+                    &[I("1"), Op("mul_scal_scal", &[x(1), x(1)])],
+                ),
             ],
         ))],
     ),
@@ -204,7 +207,10 @@ const TABLE: &[Entry] = &[
                 "mul_scal_scal",
                 &[
                     x(2),
-                    Op("pow_scal_scal", &[x(1), Op("sub_scal_scal", &[x(2), I("1")])]),
+                    Op(
+                        "pow_scal_scal",
+                        &[x(1), Op("sub_scal_scal", &[x(2), I("1")])],
+                    ),
                 ],
             )),
             Nonlinear(Op(

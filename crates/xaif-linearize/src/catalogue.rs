@@ -55,7 +55,13 @@ impl Template {
     /// by type and value. Two templates with the same canonical form
     /// produce the same code.
     pub fn canonical(&self) -> String {
-        fn walk(t: &Template, n: usize, seen: &mut Vec<Option<usize>>, k: &mut usize, out: &mut String) {
+        fn walk(
+            t: &Template,
+            n: usize,
+            seen: &mut Vec<Option<usize>>,
+            k: &mut usize,
+            out: &mut String,
+        ) {
             if let Some(i) = seen[n] {
                 out.push_str(&format!("#{i}"));
                 return;
@@ -351,11 +357,21 @@ mod tests {
         };
         let file = Catalogue::new(&c).unwrap();
         let ours = crate::builtin();
-        let names = |c: &Catalogue| c.intrinsics().iter().map(|i| i.name.clone()).collect::<Vec<_>>();
+        let names = |c: &Catalogue| {
+            c.intrinsics()
+                .iter()
+                .map(|i| i.name.clone())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(names(&file), names(ours));
         for f in file.intrinsics() {
             let b = ours.get(&f.name).unwrap();
-            assert_eq!((f.arity, f.non_smooth), (b.arity, b.non_smooth), "{}", f.name);
+            assert_eq!(
+                (f.arity, f.non_smooth),
+                (b.arity, b.non_smooth),
+                "{}",
+                f.name
+            );
             for (j, (pf, pb)) in f.partials.iter().zip(&b.partials).enumerate() {
                 assert_eq!(pf.kind, pb.kind, "{} partial {}", f.name, j + 1);
                 if matches!(pf.kind, PartialKind::Linear | PartialKind::Nonlinear) {

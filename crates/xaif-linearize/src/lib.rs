@@ -24,8 +24,10 @@ pub mod preaccumulate;
 pub mod rename;
 pub mod tangent;
 pub mod temps;
+pub mod typechange;
 
 pub use builtin::builtin;
 pub use catalogue::Catalogue;
 pub use flatten::FlattenOptions;
 pub use tangent::{tangent, TangentOptions, TransformError, TransformStats, Transformed};
+pub use typechange::{typechange, TypeChangeOptions};

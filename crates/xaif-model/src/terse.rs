@@ -198,8 +198,14 @@ mod tests {
         p.make_terse();
         let out = crate::write_program(&p);
         assert!(!out.contains("alias=") && !out.contains("du_ud="), "{out}");
-        assert!(!out.contains("do_chain") && !out.contains("xaif:Mod"), "{out}");
+        assert!(
+            !out.contains("do_chain") && !out.contains("xaif:Mod"),
+            "{out}"
+        );
         assert!(!out.contains("AliasSet key=\"1\"") && out.contains("AliasSet key=\"0\""));
-        assert!(out.contains("<xaif:StatementId idRef=\"s\"/>"), "the DO map stays");
+        assert!(
+            out.contains("<xaif:StatementId idRef=\"s\"/>"),
+            "the DO map stays"
+        );
     }
 }

@@ -15,6 +15,10 @@ use xaif_dataflow::{
 /// Arguments of `xaifb analyze`.
 #[derive(Args)]
 pub struct AnalyzeArgs {
+    /// Pessimistic assumptions for routines without a body (the
+    /// reference's -b): a call may also read and overwrite every global.
+    #[arg(short = 'b', long)]
+    pub pessimistic: bool,
     /// The XAIF program (a front-end input).
     pub file: PathBuf,
     /// Report activity (varied, useful, active). With neither --activity
@@ -83,6 +87,7 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             Solver::Auto
         },
         tbr: args.tbr || both,
+        pessimistic_black_boxes: args.pessimistic,
     };
     let (text, plan) = {
         let analysis = match xaif_dataflow::analyze(&program, &config) {
