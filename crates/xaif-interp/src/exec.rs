@@ -71,6 +71,9 @@ pub enum Template {
     Split,
     /// Joint reversal: the five-test state machine.
     Joint,
+    /// Trace output (`tracing_subroutine_template`): every routine runs
+    /// its placeholder 2, the copy that writes trace records.
+    Trace,
 }
 
 /// Counters of one run.
@@ -101,6 +104,10 @@ pub struct Stats {
     pub steps: u64,
     /// Routine calls.
     pub calls: u64,
+    /// Multiplications counted by `countmult` calls (`-C` output).
+    pub counted_multiplications: u64,
+    /// Additions counted by `countadd` calls (`-C` output).
+    pub counted_additions: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -172,6 +179,8 @@ pub struct Machine<'p> {
     budget: u64,
     remembered: FxHashMap<(usize, u32), Shape>,
     derivative_code: bool,
+    /// Trace records written so far (trace output), one per line.
+    pub trace: Vec<String>,
 }
 
 fn err(kind: ErrorKind) -> InterpError {
@@ -195,6 +204,7 @@ impl<'p> Machine<'p> {
             budget: step_budget,
             remembered: FxHashMap::default(),
             derivative_code: false,
+            trace: Vec::new(),
         }
     }
 
@@ -507,6 +517,7 @@ impl<'p> Machine<'p> {
             Body::Empty => Err(err(ErrorKind::NoBody(routine.name.clone()))),
             Body::Plain(g) => self.run_cfg(g),
             Body::Template(_) => match self.template {
+                Template::Trace => self.run_placeholder(r, 2),
                 Template::Split => {
                     let f = self.flags;
                     if f.plain {
@@ -852,6 +863,19 @@ impl<'p> Machine<'p> {
                 let per = intrinsics::flops(*op);
                 if per > 0 && !v.is_empty() && matches!(v.elem(0), Scalar::Real(_)) {
                     self.count(per * v.len() as u64);
+                }
+                Ok(v)
+            }
+            CExpr::Traced(op, args) => {
+                let v = self.eval(&CExpr::Op(*op, args.clone()))?;
+                if *op == crate::compile::Op::Tan {
+                    if let Some(Value::Scalar(Scalar::Real(x))) =
+                        args.first().map(|a| self.eval(a)).transpose()?
+                    {
+                        let half = std::f64::consts::FRAC_PI_2;
+                        let sd = ((x + half) / std::f64::consts::PI).trunc() as i64;
+                        self.trace.push(format!("<Tan sd=\"{sd}\"/>"));
+                    }
                 }
                 Ok(v)
             }
@@ -1644,6 +1668,54 @@ impl<'p> Machine<'p> {
                 self.allocate(target, &shape)
             }
             InlineOp::ShapeTest => Ok(()),
+            InlineOp::Count(mult) => {
+                let n = self
+                    .arg_value(args, 0, op)?
+                    .elem(0)
+                    .as_int()
+                    .unwrap_or(0)
+                    .max(0) as u64;
+                if mult {
+                    self.stats.counted_multiplications += n;
+                } else {
+                    self.stats.counted_additions += n;
+                }
+                Ok(())
+            }
+            InlineOp::Trace(record) => {
+                let text = |m: &mut Self, k: usize| -> Result<String> {
+                    Ok(match m.arg_value(args, k, op)?.elem(0) {
+                        Scalar::Str(s) => s.trim_end().to_string(),
+                        Scalar::Int(i) => i.to_string(),
+                        other => format!("{other:?}"),
+                    })
+                };
+                use crate::compile::TraceRecord as T;
+                let line = match record {
+                    T::Call => format!(
+                        "<Call name=\"{}\" line=\"{}\">",
+                        text(self, 0)?,
+                        text(self, 1)?
+                    ),
+                    T::ECall => "</Call>".into(),
+                    T::Arg => format!("<Arg name=\"{}\">", text(self, 0)?),
+                    T::EArg => "</Arg>".into(),
+                    T::Index => format!("<Index val=\"{}\"/>", text(self, 0)?),
+                    T::Loop => format!("<Loop line=\"{}\">", text(self, 0)?),
+                    T::ELoop => "</Loop>".into(),
+                    T::Branch => format!("<Branch line=\"{}\">", text(self, 0)?),
+                    T::EBranch => "</Branch>".into(),
+                    T::Initialization => "<Initialization>".into(),
+                    T::EInitialization => "</Initialization>".into(),
+                    T::Condition => "<Condition>".into(),
+                    T::ECondition => "</Condition>".into(),
+                    T::Update => "<Update>".into(),
+                    T::EUpdate => "</Update>".into(),
+                    T::CfVal => format!("<Cfval val=\"{}\"/>", text(self, 0)?),
+                };
+                self.trace.push(line);
+                Ok(())
+            }
         }
     }
 

@@ -180,6 +180,9 @@ pub enum Mode {
     Split,
     /// Adjoint output under the joint template, one run per dependent.
     Joint,
+    /// Trace output: one evaluation under the tracing template, which
+    /// writes the trace records (the "Jacobian" is the dependents).
+    Trace,
 }
 
 /// The result of running a derivative mode.
@@ -193,6 +196,8 @@ pub struct Outcome {
     pub tapes_empty: bool,
     /// Floating-point operations of one plain evaluation.
     pub plain_flops: u64,
+    /// The trace records of a trace run (empty otherwise).
+    pub trace: Vec<String>,
 }
 
 /// Drives a compiled program.
@@ -398,17 +403,17 @@ impl<'p> Harness<'p> {
     /// Runs a derivative mode and returns the Jacobian.
     pub fn run(&self, mode: Mode) -> Result<Outcome> {
         let top = self.routine(&self.spec.top)?;
-        let template = if mode == Mode::Joint {
-            Template::Joint
-        } else {
-            Template::Split
+        let template = match mode {
+            Mode::Joint => Template::Joint,
+            Mode::Trace => Template::Trace,
+            _ => Template::Split,
         };
         let mut m = Machine::new(self.prog, template, self.step_budget);
         let b = self.bind(&mut m)?;
         let (n, mm) = (self.spec.n, self.spec.m);
         let mut j = Jacobian::zeros(mm, n);
         match mode {
-            Mode::Plain => {
+            Mode::Plain | Mode::Trace => {
                 let y = self.eval_in(&mut m, &b, top, &self.spec.x0)?;
                 let mut jy = Jacobian::zeros(mm, 1);
                 for (k, v) in y.iter().enumerate() {
@@ -473,11 +478,12 @@ impl<'p> Harness<'p> {
             jacobian: j,
             stats,
             tapes_empty,
-            plain_flops: if mode == Mode::Plain {
+            plain_flops: if matches!(mode, Mode::Plain | Mode::Trace) {
                 0
             } else {
                 self.plain_flops()
             },
+            trace: std::mem::take(&mut m.trace),
         })
     }
 }
