@@ -202,6 +202,11 @@ fn validate(args: ValidateArgs) -> Result<ExitCode> {
             .output()
             .context("xmllint is needed for --schema (install libxml2-utils)")?;
     }
+    if schema_dir.is_none() {
+        eprintln!(
+            "xaifb: schema validation skipped: no schema directory (--schema or XAIF_SCHEMA_DIR); model checks only"
+        );
+    }
     let outcomes = batch::run(&inputs, jobs(&args.batch), |input, _| {
         let parsed = load(input)?;
         if let Some(dir) = &schema_dir {
@@ -209,7 +214,9 @@ fn validate(args: ValidateArgs) -> Result<ExitCode> {
             schema::xmllint(input, dir, xsd).map_err(|e| format!("{e:#}"))?;
             return Ok(Some(format!("valid ({xsd})")));
         }
-        Ok(Some("valid".into()))
+        Ok(Some(
+            "valid (model checks; schema validation skipped)".into(),
+        ))
     });
     let failed = batch::report(&outcomes, "validate", args.batch.verbose);
     Ok(exit_for(failed))

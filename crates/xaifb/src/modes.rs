@@ -225,6 +225,16 @@ pub fn render_graphs(
     Ok(())
 }
 
+/// `-u`: asks the question on standard error and reads the answer from
+/// standard input; `y` or `yes` agrees, anything else (or the end of the
+/// input) does not.
+pub fn ask_user(question: &str) -> bool {
+    eprint!("xaifb: {question} [y/N] ");
+    let mut answer = String::new();
+    let _ = std::io::stdin().read_line(&mut answer);
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
 fn fail(msg: String) -> Result<ExitCode> {
     eprintln!("{msg}");
     Ok(ExitCode::from(1))

@@ -478,6 +478,11 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         wrappers: r.wrapper_names(),
         counters: r.counters,
         pessimistic_black_boxes: r.pessimistic,
+        ignore_simple_loop_violations: r.ignore_simple_loops,
+        ask_simple_loop_violations: r
+            .ask_simple_loops
+            .then_some(crate::modes::ask_user as fn(&str) -> bool),
+        top: r.top.clone(),
     };
     if common.is_batch() {
         return batch(common, "adjoint", |p| {
