@@ -515,10 +515,10 @@ impl<'p> Changes<'p> {
         }
         let config = xaif_dataflow::Config {
             tbr: true,
-            pessimistic_black_boxes,
             ..Default::default()
         };
-        let analysis = xaif_dataflow::analyze(p, &config).ok()?;
+        let analysis =
+            xaif_dataflow::analyze_with_black_boxes(p, &config, pessimistic_black_boxes).ok()?;
         analysis.tbr.as_ref()?;
         Some(Changes { analysis })
     }

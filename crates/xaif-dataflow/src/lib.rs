@@ -66,9 +66,6 @@ pub struct Config {
     pub solver: Solver,
     /// Also run TBR analysis.
     pub tbr: bool,
-    /// Pessimistic assumption for routines without a body (`-b`): see
-    /// [`ProgramFacts::with_black_boxes`].
-    pub pessimistic_black_boxes: bool,
 }
 
 /// Everything computed for one program.
@@ -83,7 +80,18 @@ pub struct Analysis<'p> {
 
 /// Analyses a program that passed [`xaif_model::validate_program`].
 pub fn analyze<'p>(p: &'p Program, config: &Config) -> Result<Analysis<'p>, DataflowError> {
-    let facts = ProgramFacts::with_black_boxes(p, config.pessimistic_black_boxes);
+    analyze_with_black_boxes(p, config, false)
+}
+
+/// [`analyze`] with the pessimistic assumption for routines without a
+/// body when `pessimistic` (the reference driver's `-b`): see
+/// [`ProgramFacts::with_black_boxes`].
+pub fn analyze_with_black_boxes<'p>(
+    p: &'p Program,
+    config: &Config,
+    pessimistic: bool,
+) -> Result<Analysis<'p>, DataflowError> {
+    let facts = ProgramFacts::with_black_boxes(p, pessimistic);
     let activity = analyze_activity(&facts, &config.activity, config.solver)?;
     let tbr = config
         .tbr

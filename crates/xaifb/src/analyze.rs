@@ -87,16 +87,16 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             Solver::Auto
         },
         tbr: args.tbr || both,
-        pessimistic_black_boxes: args.pessimistic,
     };
     let (text, plan) = {
-        let analysis = match xaif_dataflow::analyze(&program, &config) {
-            Ok(a) => a,
-            Err(e) => {
-                eprintln!("xaifb: {}: {e}", args.file.display());
-                return Ok(ExitCode::from(2));
-            }
-        };
+        let analysis =
+            match xaif_dataflow::analyze_with_black_boxes(&program, &config, args.pessimistic) {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("xaifb: {}: {e}", args.file.display());
+                    return Ok(ExitCode::from(2));
+                }
+            };
         let opts = report::ReportOptions {
             activity: args.activity || both,
             tbr: args.tbr || both,
