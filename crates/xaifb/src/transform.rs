@@ -238,9 +238,9 @@ impl TransformArgs {
         crate::modes::read_input(self, path)
     }
 
-    /// The text of an output program (without -V in the reference's short
-    /// form).
-    pub(crate) fn output_text(&self, mut p: Program) -> String {
+    /// Marks `p` as a transformation result (its schema location) and,
+    /// without -V, gives it the reference's short form.
+    fn mark_output(&self, p: &mut Program) {
         let dir = self
             .schema
             .as_ref()
@@ -250,20 +250,31 @@ impl TransformArgs {
         if !self.reference.verbose_xaif {
             p.make_terse();
         }
-        xaif_model::write_program(&p)
+    }
+
+    /// Writes an output program to `path`, streaming its text into the
+    /// temporary file.
+    pub(crate) fn write_to(&self, mut p: Program, path: &Path) -> Result<()> {
+        self.mark_output(&mut p);
+        let result =
+            crate::output::write_atomic_with(path, |w| xaif_model::write_program_to(&p, w));
+        release(p);
+        result
     }
 
     /// Writes the output program (to standard output without -o or with
     /// `-o -`).
-    pub fn write(&self, p: Program) -> Result<()> {
-        let text = self.output_text(p);
+    pub fn write(&self, mut p: Program) -> Result<()> {
         match &self.output {
-            Some(path) if path.as_os_str() != "-" => {
-                crate::output::write_atomic(path, text.as_bytes())
-            }
+            Some(path) if path.as_os_str() != "-" => self.write_to(p, path),
             _ => {
                 use std::io::Write;
-                std::io::stdout().write_all(text.as_bytes())?;
+                self.mark_output(&mut p);
+                let stdout = std::io::stdout();
+                let mut lock = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+                xaif_model::write_program_to(&p, &mut lock)?;
+                lock.flush()?;
+                release(p);
                 Ok(())
             }
         }
@@ -294,6 +305,19 @@ impl TransformArgs {
         }
     }
 }
+
+/// Hands a program that is no longer needed back. A one-file call ends
+/// right after writing its result, and freeing a large model piece by
+/// piece costs a tenth of the run, so a one-file call leaves that to the
+/// process's exit; batch workers free as usual.
+fn release(p: Program) {
+    if ONE_FILE.load(std::sync::atomic::Ordering::Relaxed) {
+        std::mem::forget(p);
+    }
+}
+
+/// Whether this process transforms one file (see [`release`]).
+static ONE_FILE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn write_dots(dir: &Path, dots: &[xaif_linearize::tangent::DotGraph]) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -347,7 +371,8 @@ where
         let program = common.read_input(input)?;
         let result = transform(&program).map_err(|e| format!("{}: {e}", input.display()))?;
         let dest = out_dir.join(rel);
-        crate::output::write_atomic(&dest, common.output_text(result).as_bytes())
+        common
+            .write_to(result, &dest)
             .map_err(|e| format!("{}: {e:#}", input.display()))?;
         Ok(Some(format!("written to {}", dest.display())))
     });
@@ -381,6 +406,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
                 .map_err(|e| e.to_string())
         });
     }
+    ONE_FILE.store(true, std::sync::atomic::Ordering::Relaxed);
     let program = match args.input() {
         Ok(p) => p,
         Err(e) => return fail(e),
@@ -437,6 +463,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
         crate::output::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
     args.write(result.program)?;
+    release(program);
     if args.debug_mask & 16 != 0 {
         args.debug(&format!(
             "timing: tangent transformation {:.3} ms\n",
@@ -491,6 +518,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
                 .map_err(|e| e.to_string())
         });
     }
+    ONE_FILE.store(true, std::sync::atomic::Ordering::Relaxed);
     let program = match common.input() {
         Ok(p) => p,
         Err(e) => return fail(e),
@@ -537,6 +565,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         crate::output::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
     common.write(result.transformed.program)?;
+    release(program);
     if common.debug_mask & 16 != 0 {
         common.debug(&format!(
             "timing: adjoint transformation {:.3} ms\n",
