@@ -37,18 +37,25 @@ pub struct StressArgs {
     #[arg(long, default_value_t = 2000)]
     shrink_steps: usize,
     /// The reference material (default: $XAIFB_SHARED or ../shared), for
-    /// the intrinsics catalogue and the schemas.
+    /// the XAIF schemas.
     #[arg(long)]
     shared: Option<PathBuf>,
+    /// Inlinable intrinsics catalogue (default: xaifb's built-in one).
+    #[arg(short = 'c', long)]
+    catalogue: Option<PathBuf>,
 }
 
 /// Runs the campaign.
 pub fn run(args: StressArgs) -> Result<()> {
     let shared = args.shared.unwrap_or_else(crate::shared_dir);
-    let catalogue_path = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
-    let (catalogue, _) = xaif_linearize::catalogue::read_catalogues(&catalogue_path, None)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", catalogue_path.display()))?;
-    let mut checker = Checker::new(catalogue);
+    let mut checker = match &args.catalogue {
+        Some(path) => {
+            let (catalogue, _) = xaif_linearize::catalogue::read_catalogues(path, None)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Checker::new(catalogue)
+        }
+        None => Checker::builtin(),
+    };
     checker.with_variants = !args.no_variants;
     let out = if args.out.is_absolute() {
         args.out
@@ -65,7 +72,16 @@ pub fn run(args: StressArgs) -> Result<()> {
         }),
         max_size: args.max_size,
         out,
-        schema: (!args.no_xsd).then(|| shared.join("xaif/schema")),
+        schema: if args.no_xsd {
+            None
+        } else if shared.join("xaif/schema/xaif.xsd").is_file() {
+            Some(shared.join("xaif/schema"))
+        } else {
+            bail!(
+                "no XAIF schemas at {} (give --shared or --no-xsd)",
+                shared.join("xaif/schema").display()
+            )
+        },
         shrink_steps: args.shrink_steps,
     };
     let report = campaign

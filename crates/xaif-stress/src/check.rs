@@ -378,7 +378,9 @@ impl Runs<'_> {
                 .map_err(|e| format!("output fails the gate: {e}"))?;
             let prog = compile(&p, &source);
             let mut h = Harness::new(&prog, spec);
-            h.step_budget = limits.step_budget;
+            h.limits.steps = limits.step_budget;
+            // No wall-clock limit: a report must not depend on the machine.
+            h.limits.time = None;
             h.run(mode).map_err(|e| e.to_string())
         });
         match result {
@@ -441,6 +443,11 @@ fn output_text(mut p: Program) -> String {
 }
 
 impl Checker {
+    /// A checker with xaifb's built-in intrinsics catalogue.
+    pub fn builtin() -> Self {
+        Self::new(xaif_linearize::builtin().clone())
+    }
+
     /// A checker with the inlinable catalogue `catalogue` (and the
     /// non-inlinable catalogue's direct actions `transpose_arr`,
     /// `reshape_arr`).
@@ -519,7 +526,8 @@ impl Checker {
         let dd = guarded(|| {
             let prog = compile(&program, &source);
             let mut h = Harness::new(&prog, HarnessSpec::generic(n, m));
-            h.step_budget = self.limits.step_budget;
+            h.limits.steps = self.limits.step_budget;
+            h.limits.time = None;
             let x0 = h.spec().x0.clone();
             let eval = |x: &[f64]| h.evaluate(x).map(|r| r.0).map_err(|e| e.to_string());
             let y0 = eval(&x0)?;

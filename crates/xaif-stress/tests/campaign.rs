@@ -7,10 +7,7 @@ use xaif_stress::campaign::{summary, Campaign};
 use xaif_stress::Checker;
 
 fn checker() -> Option<Checker> {
-    let shared = xaif_testkit::shared_dir()?;
-    let path = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
-    let (catalogue, _) = xaif_linearize::catalogue::read_catalogues(&path, None).unwrap();
-    Some(Checker::new(catalogue))
+    Some(Checker::builtin())
 }
 
 fn campaign(programs: usize, seed: u64, jobs: usize, xsd: bool) -> Campaign {

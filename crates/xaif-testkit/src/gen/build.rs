@@ -2051,7 +2051,12 @@ fn cmp(ch: &mut Ch<'_>) -> &'static str {
 /// independents holds at isolated points, where divided differences see
 /// one branch and the derivative code the other.
 fn real_cmp(ch: &mut Ch<'_>) -> &'static str {
-    ["less_than", "greater_than", "less_or_equal", "greater_or_equal"][ch.pick(4)]
+    [
+        "less_than",
+        "greater_than",
+        "less_or_equal",
+        "greater_or_equal",
+    ][ch.pick(4)]
 }
 
 /// `e + c` (just `e` for 0).

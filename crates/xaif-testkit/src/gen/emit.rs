@@ -605,7 +605,10 @@ impl Cfg<'_, '_> {
     fn body(&mut self, stmts: &[Stmt], preds: Preds) -> Preds {
         // Every body starts with a block, empty or not.
         if stmts.is_empty()
-            || !matches!(stmts[0], Stmt::Assign(..) | Stmt::Call { .. } | Stmt::Marker)
+            || !matches!(
+                stmts[0],
+                Stmt::Assign(..) | Stmt::Call { .. } | Stmt::Marker
+            )
         {
             let b = self.vertex(VKind::Block(Vec::new()), preds);
             self.seq(stmts, vec![(b, None)])
