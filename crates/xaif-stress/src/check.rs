@@ -359,6 +359,8 @@ struct Runs<'a> {
     n: usize,
     m: usize,
     outcome: Outcome,
+    /// The original's values at the point.
+    y0: Vec<f64>,
 }
 
 impl Runs<'_> {
@@ -381,10 +383,30 @@ impl Runs<'_> {
             h.limits.steps = limits.step_budget;
             // No wall-clock limit: a report must not depend on the machine.
             h.limits.time = None;
-            h.run(mode).map_err(|e| e.to_string())
+            let outcome = h.run(mode).map_err(|e| e.to_string())?;
+            // The derivative code computes the original's values too.
+            let values = if mode == Mode::Tangent {
+                let x0 = h.spec().x0.clone();
+                Some(h.evaluate(&x0).map_err(|e| e.to_string())?.0)
+            } else {
+                None
+            };
+            Ok((outcome, values))
         });
         match result {
-            Ok(o) => {
+            Ok((o, values)) => {
+                if let Some(y) = values {
+                    let same = y.iter().zip(&self.y0).all(|(a, b)| {
+                        a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1.0)
+                    });
+                    if !same {
+                        self.outcome.findings.push(finding(
+                            "derivative code computes other values than the original",
+                            what,
+                            format!("original y = {:?}, derivative code y = {y:?}", self.y0),
+                        ));
+                    }
+                }
                 if !o.tapes_empty && mode != Mode::Tangent {
                     self.outcome.findings.push(finding(
                         "adjoint: tapes not empty at the end",
@@ -506,6 +528,7 @@ impl Checker {
             n,
             m,
             outcome: Outcome::default(),
+            y0: Vec::new(),
         };
         let read = guarded(|| {
             let (p, source) =
@@ -553,6 +576,7 @@ impl Checker {
                 return runs.outcome;
             }
         };
+        runs.y0 = y0.clone();
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite() && x.abs() < 1e12);
         if !finite(&y0) || !plus.iter().chain(&minus).all(|v| finite(v)) {
             runs.outcome.skipped = Some("the function is not finite near the point".into());

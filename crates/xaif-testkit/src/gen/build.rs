@@ -103,8 +103,15 @@ fn var_from(r: &VarRecipe, name: String, roles: &[Role], allow: &[u32]) -> Var {
                 (Dims::Fixed(vec![e]), vec![e])
             }
             2 => {
-                let (a, b) = [(3, 3), (2, 3), (3, 4), (2, 2)][ch.pick(4)];
-                (Dims::Fixed(vec![a, b]), vec![a, b])
+                let extents = [
+                    vec![3, 3],
+                    vec![2, 3],
+                    vec![3, 4],
+                    vec![2, 2],
+                    vec![2, 3, 2],
+                ][ch.pick(5)]
+                .clone();
+                (Dims::Fixed(extents.clone()), extents)
             }
             3 => (Dims::Assumed, vec![ext(&mut ch)]),
             _ => (Dims::Alloc, vec![ext(&mut ch)]),
@@ -602,6 +609,14 @@ impl Rb<'_> {
                 } else {
                     (1 - c, c - 1)
                 };
+                if ch.flag(30) {
+                    // Integer division truncates toward zero.
+                    let ends = [ra.0 / c, ra.1 / c];
+                    return (
+                        Expr::Op("div_scal_scal", vec![a, Expr::Int(c)]),
+                        (ends[0].min(ends[1]), ends[0].max(ends[1])),
+                    );
+                }
                 (Expr::Op("mod_scal_scal", vec![a, Expr::Int(c)]), range)
             }
             7 => {

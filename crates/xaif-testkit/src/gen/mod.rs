@@ -157,6 +157,7 @@ pub fn features(p: &Program) -> BTreeSet<String> {
         }
         match v.dims {
             Dims::Fixed(ref e) if e.len() == 2 => add("matrix"),
+            Dims::Fixed(ref e) if e.len() > 2 => add("rank_three_array"),
             Dims::Fixed(_) => add("fixed_shape_array"),
             Dims::Assumed => add("assumed_shape_formal"),
             Dims::Alloc => add("allocatable"),
@@ -514,6 +515,7 @@ pub const CONSTRUCTS: &[&str] = &[
     "goto_backward",
     "goto_forward",
     "marker",
+    "rank_three_array",
     "logical_variable",
     "do_variable_after_loop",
     "index_vector",
