@@ -1308,8 +1308,14 @@ impl<'a> Compiler<'a> {
 
 /// The constant an XAIF `Constant` element denotes.
 pub fn constant(attrs: &Attrs) -> Result<Scalar, ErrorKind> {
-    let value = attrs.get("value").unwrap_or("").trim();
     let ty = attrs.get("type").unwrap_or("real");
+    let raw = attrs.get("value").unwrap_or("");
+    // Blanks are part of a character constant (`len('ab  ')` is 4).
+    let value = if matches!(ty, "string" | "char") {
+        raw
+    } else {
+        raw.trim()
+    };
     let fe = attrs.get("feType").unwrap_or("");
     let bad = || ErrorKind::Type(format!("constant `{value}` of type {ty}"));
     Ok(match ty {

@@ -519,14 +519,49 @@ fn like_ref(dag: &crate::dag::Dag, n: usize, types: &[(ValueType, Shape)]) -> Op
     if want == 0 {
         return None;
     }
-    for m in dag.postorder(n) {
-        if let Node::Var(r) = &dag.nodes[m] {
-            if types[m].1.rank == want {
-                return Some(r.clone());
+    // Only through elementwise operations, whose array operands have the
+    // result's shape: an inquiry's or a reduction's argument does not.
+    let mut stack = vec![n];
+    while let Some(m) = stack.pop() {
+        if types[m].1.rank != want {
+            continue;
+        }
+        match &dag.nodes[m] {
+            Node::Var(r) => return Some(r.clone()),
+            Node::Op { attrs, args, .. } if elementwise(attrs.get("name").unwrap_or("")) => {
+                stack.extend(args.iter().rev().copied());
             }
+            _ => {}
         }
     }
     None
+}
+
+/// Whether an intrinsic applies elementwise (its array operands have the
+/// result's shape).
+fn elementwise(name: &str) -> bool {
+    !matches!(
+        name,
+        "size"
+            | "lbound"
+            | "ubound"
+            | "len"
+            | "present"
+            | "allocated"
+            | "sum_arr"
+            | "nc_maxval"
+            | "nc_minval"
+            | "maxval"
+            | "minval"
+            | "maxloc_arr"
+            | "minloc_arr"
+            | "shape_arr"
+            | "transpose_arr"
+            | "reshape_arr"
+            | "transfer"
+            | "trim"
+            | "scan"
+    )
 }
 
 fn partial_shape(

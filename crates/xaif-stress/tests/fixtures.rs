@@ -86,6 +86,11 @@ fn an_element_of_a_vector_definition_is_not_its_value() {
 }
 
 #[test]
+fn runtime_shaped_temporaries_are_allocated_like_an_elementwise_operand() {
+    check("runtime_shape_like_reference.xaif");
+}
+
+#[test]
 fn every_fixture_has_a_test() {
     let dir = xaif_testkit::repo_root().join("fixtures/stress");
     let this = include_str!("fixtures.rs");

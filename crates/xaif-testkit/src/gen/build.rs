@@ -1739,7 +1739,7 @@ impl Rb<'_> {
                 self.note_read(r.var);
                 if written {
                     self.note_write(r.var);
-                    if f.role == Role::Index && r.subs.is_empty() {
+                    if f.role == Role::Index && f.rank() == 0 && r.subs.is_empty() {
                         prefer.push(r.var);
                     }
                 }
@@ -1865,6 +1865,9 @@ impl Rb<'_> {
         match (&f.dims, a.rank()) {
             (Dims::Scalar, 0) => Some(Ref::whole(v)),
             (Dims::Scalar, _) => Some(self.element(ch, v)),
+            // An assumed-shape formal may be a strided view: it goes to
+            // assumed-shape formals only (no sequence association).
+            (Dims::Fixed(_), _) if a.dims == Dims::Assumed => None,
             (Dims::Fixed(fe), _) if a.rank() > 0 => {
                 let need: i64 = fe.iter().product();
                 if a.extents == *fe && ch.flag(50) {
