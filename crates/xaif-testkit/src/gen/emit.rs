@@ -1199,6 +1199,9 @@ fn routine(c: &mut Ctx<'_>, r: usize) -> String {
     done
 }
 
+/// What the final pass of reaching definitions does at a read.
+type OnUse<'a> = dyn FnMut(&Event, &BTreeSet<usize>) + 'a;
+
 /// Reaching definitions over a routine's CFG: for every read through a
 /// reference, the statements whose writes may reach it (`""`: the routine's
 /// entry); for every write through a reference, the statements that may
@@ -1237,7 +1240,7 @@ fn du_ud(
     let transfer =
         |v: usize,
          set: &mut BTreeSet<usize>,
-         mut on_use: Option<&mut dyn FnMut(&Event, &BTreeSet<usize>)>| {
+         mut on_use: Option<&mut OnUse<'_>>| {
             if v == 1 {
                 set.extend(entry_defs.values().copied());
             }
