@@ -15,6 +15,10 @@ pub struct StressArgs {
     /// Number of programs.
     #[arg(long, default_value_t = 1000)]
     programs: usize,
+    /// Index of the first program: checks programs FIRST..FIRST+PROGRAMS
+    /// of the seed's sequence (a long campaign run as slices).
+    #[arg(long, default_value_t = 0)]
+    first: usize,
     /// Campaign seed (any number).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -63,6 +67,7 @@ pub fn run(args: StressArgs) -> Result<()> {
         crate::repo_root().join(args.out)
     };
     let campaign = Campaign {
+        first: args.first,
         programs: args.programs,
         seed: args.seed,
         jobs: args.jobs.unwrap_or_else(|| {

@@ -20,6 +20,10 @@ use crate::check::{Checker, Finding};
 /// How to run a campaign.
 #[derive(Clone, Debug)]
 pub struct Campaign {
+    /// Index of the first program: a campaign is programs
+    /// `first..first + programs` of its seed's sequence, so a long one runs
+    /// as slices that together check exactly what one run would.
+    pub first: usize,
     /// Number of programs.
     pub programs: usize,
     /// Campaign seed.
@@ -73,6 +77,9 @@ pub struct Report {
     pub transformations: usize,
     /// See `transformations`.
     pub runs: usize,
+    /// Runs whose output's bytes an earlier run of the same program had
+    /// (read and run once, checked under every variant's name).
+    pub reused_runs: usize,
     /// Files validated against the schemas.
     pub validated: usize,
     /// Programs showing each construct of the generator.
@@ -182,10 +189,11 @@ impl Campaign {
         std::thread::scope(|s| {
             for _ in 0..self.jobs.max(1) {
                 s.spawn(|| loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    if k >= self.programs {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= self.programs {
                         break;
                     }
+                    let k = self.first + i;
                     let seed = program_seed(self.seed, k);
                     let size = program_size(k, self.max_size);
                     let p = gen::program(seed, size);
@@ -215,6 +223,7 @@ impl Campaign {
                     r.nonzero_entries += outcome.counts.nonzero_entries;
                     r.transformations += outcome.counts.transformations;
                     r.runs += outcome.counts.runs;
+                    r.reused_runs += outcome.counts.reused_runs;
                     for f in features {
                         *r.constructs.entry(f).or_default() += 1;
                     }
@@ -419,8 +428,10 @@ pub fn summary(c: &Campaign, r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} programs (seed {}, sizes 1..={}, {} jobs) in {:.1} s: {} failures in {} classes; {} skipped (not finite); {} transformations, {} derivative runs, {} files schema-validated; {} Jacobian entries against divided differences ({} non-smooth), {} non-zero",
+        "{} programs ({}..{} of seed {}, sizes 1..={}, {} jobs) in {:.1} s: {} failures in {} classes; {} skipped (not finite); {} transformations, {} derivative runs ({} of outputs identical to an earlier one), {} files schema-validated; {} Jacobian entries against divided differences ({} non-smooth), {} non-zero",
         r.programs,
+        c.first,
+        c.first + c.programs,
         c.seed,
         c.max_size,
         c.jobs,
@@ -430,6 +441,7 @@ pub fn summary(c: &Campaign, r: &Report) -> String {
         r.skipped,
         r.transformations,
         r.runs,
+        r.reused_runs,
         r.validated,
         r.dd_entries,
         r.nonsmooth_entries,

@@ -2,11 +2,13 @@
 //! tangent, the split and joint adjoints, the elimination strategies and
 //! flag variants, determinism, tapes, panics and the step budget.
 
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
 
 use xaif_cfrev::AdjointOptions;
 use xaif_elim::{Chain, Config, Extent, Filter, Method, Mode as Direction, Strategy};
-use xaif_interp::{compile, Harness, HarnessSpec, Jacobian, Mode};
+use xaif_interp::{compile, Harness, HarnessSpec, Jacobian, Mode, Prog};
 use xaif_linearize::{Catalogue, FlattenOptions, TangentOptions};
 use xaif_model::{NonInlinableCatalogue, Program};
 
@@ -60,8 +62,11 @@ pub struct Counts {
     pub nonzero_entries: usize,
     /// Transformations done.
     pub transformations: usize,
-    /// Derivative runs done.
+    /// Derivative runs checked.
     pub runs: usize,
+    /// Among them, runs of an output whose bytes an earlier run of this
+    /// program had in the same mode (its results reused).
+    pub reused_runs: usize,
 }
 
 /// The outcome of checking one program.
@@ -361,25 +366,44 @@ struct Runs<'a> {
     outcome: Outcome,
     /// The original's values at the point.
     y0: Vec<f64>,
+    /// Outputs read back, gated and compiled, by text.
+    loaded: HashMap<String, Rc<Result<Prog, String>>>,
+    /// Results of runs, by output text and mode.
+    results: HashMap<(String, u8), RunResult>,
 }
+
+/// A run's Jacobian, whether its tapes ended empty, and (tangent mode)
+/// the function's values; or the error.
+type RunResult = Result<(Jacobian, bool, Option<Vec<f64>>), String>;
 
 impl Runs<'_> {
     fn spec(&self) -> HarnessSpec {
         HarnessSpec::generic(self.n, self.m)
     }
 
-    /// Writes, re-reads and gates an output, then runs it in `mode`.
-    fn run_output(&mut self, what: &str, text: &str, mode: Mode) -> Option<Jacobian> {
-        self.outcome.counts.runs += 1;
-        let limits = self.checker.limits.clone();
-        let spec = self.spec();
-        let result = guarded(|| {
+    /// Re-reads, gates and compiles an output (once per distinct text).
+    fn load(&mut self, text: &str) -> Rc<Result<Prog, String>> {
+        if let Some(p) = self.loaded.get(text) {
+            return p.clone();
+        }
+        let loaded = Rc::new(guarded(|| {
             let (p, source) = xaif_model::read_program_str(text, None)
                 .map_err(|e| format!("output does not read back: {e}"))?;
             xaif_model::validate_program(&p, &source)
                 .map_err(|e| format!("output fails the gate: {e}"))?;
-            let prog = compile(&p, &source);
-            let mut h = Harness::new(&prog, spec);
+            Ok(compile(&p, &source))
+        }));
+        self.loaded.insert(text.to_string(), loaded.clone());
+        loaded
+    }
+
+    /// Runs a compiled output in `mode` (and, in tangent mode, the plain
+    /// function it computes too).
+    fn execute(&self, prog: &Prog, mode: Mode) -> RunResult {
+        let limits = self.checker.limits.clone();
+        let spec = self.spec();
+        guarded(|| {
+            let mut h = Harness::new(prog, spec);
             h.limits.steps = limits.step_budget;
             // No wall-clock limit: a report must not depend on the machine.
             h.limits.time = None;
@@ -391,10 +415,34 @@ impl Runs<'_> {
             } else {
                 None
             };
-            Ok((outcome, values))
-        });
+            Ok((outcome.jacobian, outcome.tapes_empty, values))
+        })
+    }
+
+    /// Re-reads and gates an output, then runs it in `mode`. The
+    /// interpreter is deterministic (a step budget, no clock), so an
+    /// output whose bytes another variant already produced is read and
+    /// run once: its results are those of the first, and every check on
+    /// them is repeated under this variant's name.
+    fn run_output(&mut self, what: &str, text: &str, mode: Mode) -> Option<Jacobian> {
+        self.outcome.counts.runs += 1;
+        let key = (text.to_string(), mode as u8);
+        let result = match self.results.get(&key) {
+            Some(r) => {
+                self.outcome.counts.reused_runs += 1;
+                r.clone()
+            }
+            None => {
+                let r = match &*self.load(text) {
+                    Ok(prog) => self.execute(prog, mode),
+                    Err(e) => Err(e.clone()),
+                };
+                self.results.insert(key, r.clone());
+                r
+            }
+        };
         match result {
-            Ok((o, values)) => {
+            Ok((jacobian, tapes_empty, values)) => {
                 if let Some(y) = values {
                     let same = y.iter().zip(&self.y0).all(|(a, b)| {
                         a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1.0)
@@ -407,14 +455,14 @@ impl Runs<'_> {
                         ));
                     }
                 }
-                if !o.tapes_empty && mode != Mode::Tangent {
+                if !tapes_empty && mode != Mode::Tangent {
                     self.outcome.findings.push(finding(
                         "adjoint: tapes not empty at the end",
                         what,
                         "",
                     ));
                 }
-                Some(o.jacobian)
+                Some(jacobian)
             }
             Err(e) => {
                 self.outcome.findings.push(finding(
@@ -529,6 +577,8 @@ impl Checker {
             m,
             outcome: Outcome::default(),
             y0: Vec::new(),
+            loaded: HashMap::new(),
+            results: HashMap::new(),
         };
         let read = guarded(|| {
             let (p, source) =

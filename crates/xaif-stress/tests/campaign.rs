@@ -17,6 +17,7 @@ fn campaign(programs: usize, seed: u64, jobs: usize, xsd: bool) -> Campaign {
         None
     };
     Campaign {
+        first: 0,
         programs,
         seed,
         jobs,
@@ -80,4 +81,46 @@ fn reports_do_not_depend_on_the_number_of_threads() {
     );
     assert_eq!(a.constructs, b.constructs);
     assert_eq!(a.failures.len(), b.failures.len());
+}
+
+#[test]
+fn slices_of_a_campaign_check_what_the_whole_checks() {
+    let Some(mut checker) = checker() else { return };
+    checker.with_variants = false;
+    let whole = campaign(24, 11, 1, false);
+    let mut head = campaign(10, 11, 1, false);
+    let mut tail = campaign(14, 11, 1, false);
+    head.out.set_extension("head");
+    tail.out.set_extension("tail");
+    tail.first = 10;
+    let w = whole.run(&checker, false).unwrap();
+    let (h, t) = (
+        head.run(&checker, false).unwrap(),
+        tail.run(&checker, false).unwrap(),
+    );
+    for c in [&whole, &head, &tail] {
+        let _ = std::fs::remove_dir_all(&c.out);
+    }
+    assert_eq!(
+        (
+            w.programs,
+            w.skipped,
+            w.dd_entries,
+            w.nonzero_entries,
+            w.runs
+        ),
+        (
+            h.programs + t.programs,
+            h.skipped + t.skipped,
+            h.dd_entries + t.dd_entries,
+            h.nonzero_entries + t.nonzero_entries,
+            h.runs + t.runs
+        )
+    );
+    let mut constructs = h.constructs.clone();
+    for (k, n) in &t.constructs {
+        *constructs.entry(k.clone()).or_default() += n;
+    }
+    assert_eq!(w.constructs, constructs);
+    assert!(summary(&tail, &t).starts_with("14 programs (10..24 of seed 11"));
 }

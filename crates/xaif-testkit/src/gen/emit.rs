@@ -1237,30 +1237,27 @@ fn du_ud(
             (st.clone(), defs.len() - 1)
         })
         .collect();
-    let transfer =
-        |v: usize,
-         set: &mut BTreeSet<usize>,
-         mut on_use: Option<&mut OnUse<'_>>| {
-            if v == 1 {
-                set.extend(entry_defs.values().copied());
-            }
-            let Some(list) = events.get(&v) else { return };
-            for (k, e) in list.iter().enumerate() {
-                match e {
-                    Event::Use { .. } => {
-                        if let Some(f) = on_use.as_mut() {
-                            f(e, set);
-                        }
-                    }
-                    Event::Def { storage, kill, .. } => {
-                        if *kill {
-                            set.retain(|&d| defs[d].0 != *storage);
-                        }
-                        set.insert(def_of[&(v, k)]);
+    let transfer = |v: usize, set: &mut BTreeSet<usize>, mut on_use: Option<&mut OnUse<'_>>| {
+        if v == 1 {
+            set.extend(entry_defs.values().copied());
+        }
+        let Some(list) = events.get(&v) else { return };
+        for (k, e) in list.iter().enumerate() {
+            match e {
+                Event::Use { .. } => {
+                    if let Some(f) = on_use.as_mut() {
+                        f(e, set);
                     }
                 }
+                Event::Def { storage, kill, .. } => {
+                    if *kill {
+                        set.retain(|&d| defs[d].0 != *storage);
+                    }
+                    set.insert(def_of[&(v, k)]);
+                }
             }
-        };
+        }
+    };
     let mut vertices: BTreeSet<usize> = edges.iter().flat_map(|(a, b, _)| [*a, *b]).collect();
     vertices.insert(1);
     let mut out_sets: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
