@@ -69,6 +69,8 @@ impl Template {
 /// One partial of an intrinsic.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Partial {
+    /// The argument it is the partial with respect to (1-based).
+    pub argument: usize,
     /// Its kind.
     pub kind: PartialKind,
     /// Its expression (absent for passive partials).
@@ -80,10 +82,23 @@ pub struct Partial {
 pub struct Intrinsic {
     /// Name (`sin_scal`, …).
     pub name: String,
-    /// Number of arguments.
+    /// Number of arguments (`nr_arguments`).
     pub arity: usize,
-    /// Partial with respect to argument `j` at index `j - 1`.
+    /// The partials the catalogue gives, by increasing argument; arguments
+    /// without one are passive. Stored sparsely, so `nr_arguments` (input
+    /// text) never sizes an allocation.
     pub partials: Vec<Partial>,
+}
+
+impl Intrinsic {
+    /// The partial with respect to argument `argument` (1-based), `None`
+    /// when it is passive.
+    pub fn partial(&self, argument: usize) -> Option<&Partial> {
+        self.partials
+            .binary_search_by_key(&argument, |p| p.argument)
+            .ok()
+            .map(|i| &self.partials[i])
+    }
 }
 
 /// The catalogue, indexed by intrinsic name.
@@ -120,6 +135,22 @@ pub enum CatalogueFileError {
     Entry(String, CatalogueError),
 }
 
+impl Catalogue {
+    /// Checks a program against the catalogue before it is transformed:
+    /// the model's gate ([`xaif_model::validate_program`]) and, for every
+    /// `Intrinsic` the catalogue defines, no more than `nr_arguments`
+    /// arguments, with errors naming the file, line and element.
+    pub fn validate_program(
+        &self,
+        p: &xaif_model::Program,
+        source: &xaif_model::SourceMap,
+    ) -> Result<(), xaif_model::ModelErrors> {
+        xaif_model::validate_program_with_arities(p, source, &|name| {
+            self.get(name).map(|i| i.arity)
+        })
+    }
+}
+
 /// Reads and gates the inlinable catalogue (`-c`) and, when given, the
 /// non-inlinable one (`-N`): every transformation needs the first, the
 /// direct-action rules need the second.
@@ -151,7 +182,9 @@ pub fn read_catalogues(
 }
 
 impl Catalogue {
-    /// Builds the templates of a validated catalogue.
+    /// Builds the templates of a validated catalogue
+    /// ([`xaif_model::validate_inlinable`]); an entry the gate would reject
+    /// is an error here too, never a panic.
     pub fn new(c: &InlinableCatalogue) -> Result<Self, CatalogueError> {
         let mut entries = FxHashMap::default();
         for i in &c.intrinsics {
@@ -160,25 +193,23 @@ impl Catalogue {
                 name: name.clone(),
                 reason,
             };
-            let arity = i
-                .attrs
-                .int("nr_arguments")
-                .filter(|n| *n > 0)
-                .ok_or_else(|| err("no nr_arguments".into()))? as usize;
-            let mut partials = vec![
-                Partial {
-                    kind: PartialKind::Passive,
-                    template: None,
-                };
-                arity
-            ];
+            let arity = match i.attrs.get("nr_arguments") {
+                None => return Err(err("no nr_arguments".into())),
+                Some(v) => v
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| err(format!("nr_arguments `{v}` is not a positive integer")))?,
+            };
+            let mut partials: Vec<Partial> = Vec::with_capacity(i.partials.len());
             for p in &i.partials {
                 let id = p
                     .attrs
                     .int("partial_id")
-                    .filter(|k| *k >= 1 && (*k as usize) <= arity)
-                    .ok_or_else(|| err("a partial without a valid partial_id".into()))?
-                    as usize;
+                    .and_then(|k| usize::try_from(k).ok())
+                    .filter(|k| (1..=arity).contains(k))
+                    .ok_or_else(|| err("a partial without a valid partial_id".into()))?;
                 let kind = match p.attrs.get("partial_type").unwrap_or("nonlinear") {
                     "passive" => PartialKind::Passive,
                     "linear_one" => PartialKind::LinearOne,
@@ -186,21 +217,29 @@ impl Catalogue {
                     "linear" => PartialKind::Linear,
                     _ => PartialKind::Nonlinear,
                 };
-                let template =
-                    if p.vertices.is_empty() {
-                        None
-                    } else {
-                        Some(template(p).ok_or_else(|| {
-                            err(format!("partial {id} is not a tree over arguments"))
-                        })?)
-                    };
+                let template = if p.vertices.is_empty() {
+                    None
+                } else {
+                    Some(template(p, arity).ok_or_else(|| {
+                        err(format!("partial {id} is not a tree over its arguments"))
+                    })?)
+                };
                 if template.is_none()
                     && matches!(kind, PartialKind::Linear | PartialKind::Nonlinear)
                 {
                     return Err(err(format!("partial {id} has no expression")));
                 }
-                partials[id - 1] = Partial { kind, template };
+                partials.push(Partial {
+                    argument: id,
+                    kind,
+                    template,
+                });
             }
+            // A later partial for the same argument wins, as before the
+            // gate rejected duplicates.
+            partials.reverse();
+            partials.sort_by_key(|p| p.argument);
+            partials.dedup_by_key(|p| p.argument);
             entries.insert(
                 name.clone(),
                 Intrinsic {
@@ -219,7 +258,9 @@ impl Catalogue {
     }
 }
 
-fn template(e: &Expr) -> Option<Template> {
+/// The template of a partial; `None` when it is not an expression over
+/// argument references `0..=arity`, constants and intrinsics.
+fn template(e: &Expr, arity: usize) -> Option<Template> {
     let g = ExprGraph::new(e)?;
     let nodes = e
         .vertices
@@ -227,7 +268,11 @@ fn template(e: &Expr) -> Option<Template> {
         .enumerate()
         .map(|(i, v)| {
             Some(match &v.kind {
-                ExprVertexKind::ArgumentReference => TNode::Arg(v.attrs.int("argument")? as usize),
+                ExprVertexKind::ArgumentReference => TNode::Arg(
+                    usize::try_from(v.attrs.int("argument")?)
+                        .ok()
+                        .filter(|k| *k <= arity)?,
+                ),
                 ExprVertexKind::Constant => TNode::Const(v.attrs.clone()),
                 ExprVertexKind::Intrinsic => TNode::Op {
                     name: v.attrs.get("name")?.to_string(),
@@ -260,17 +305,38 @@ mod tests {
         };
         let cat = Catalogue::new(&c).unwrap();
         let add = cat.get("add_scal_scal").unwrap();
-        assert_eq!(add.partials[0].kind, PartialKind::LinearOne);
+        assert_eq!(add.partial(1).unwrap().kind, PartialKind::LinearOne);
         let sub = cat.get("sub_scal_scal").unwrap();
-        assert_eq!(sub.partials[1].kind, PartialKind::LinearMinusOne);
+        assert_eq!(sub.partial(2).unwrap().kind, PartialKind::LinearMinusOne);
         let mul = cat.get("mul_scal_scal").unwrap();
-        assert_eq!(mul.partials[0].template.as_ref().unwrap().arguments(), [2]);
+        assert_eq!(
+            mul.partial(1)
+                .unwrap()
+                .template
+                .as_ref()
+                .unwrap()
+                .arguments(),
+            [2]
+        );
         let tan = cat.get("tan_scal").unwrap();
         // 1 + tan^2 reads the result (argument 0).
-        assert_eq!(tan.partials[0].template.as_ref().unwrap().arguments(), [0]);
+        assert_eq!(
+            tan.partial(1)
+                .unwrap()
+                .template
+                .as_ref()
+                .unwrap()
+                .arguments(),
+            [0]
+        );
         let pow = cat.get("pow_scal_scal").unwrap();
         assert_eq!(
-            pow.partials[1].template.as_ref().unwrap().arguments(),
+            pow.partial(2)
+                .unwrap()
+                .template
+                .as_ref()
+                .unwrap()
+                .arguments(),
             [1, 2]
         );
     }

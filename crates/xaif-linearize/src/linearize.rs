@@ -110,16 +110,22 @@ pub fn linearize(
                 let intrinsic = catalogue
                     .get(name)
                     .ok_or_else(|| LinearizeError::NotInCatalogue(name.to_string()))?;
+                // The gate checks every use against the catalogue
+                // (`Catalogue::validate_program`); this keeps a program that
+                // skipped it from reaching past the operand list.
+                if args.len() > intrinsic.arity {
+                    return Err(LinearizeError::Unsupported(format!(
+                        "`{name}` with {} arguments (the catalogue has nr_arguments={})",
+                        args.len(),
+                        intrinsic.arity
+                    )));
+                }
                 for (j, &a) in args.iter().enumerate() {
                     if !active[a] {
                         continue;
                     }
-                    let Some(p) = intrinsic.partials.get(j) else {
-                        return Err(LinearizeError::Unsupported(format!(
-                            "`{name}` with {} arguments (the catalogue has {})",
-                            args.len(),
-                            intrinsic.arity
-                        )));
+                    let Some(p) = intrinsic.partial(j + 1) else {
+                        continue;
                     };
                     let partial = match (p.kind, &p.template) {
                         (PartialKind::Passive, _) => continue,
@@ -137,6 +143,16 @@ pub fn linearize(
                                 }
                             }
                             None => {
+                                // Optional trailing arguments may be absent;
+                                // a partial reading one cannot be formed.
+                                if let Some(k) = t.arguments().into_iter().find(|&k| k > args.len())
+                                {
+                                    return Err(LinearizeError::Unsupported(format!(
+                                        "`{name}` with {} arguments: its partial with respect to argument {} reads argument {k}",
+                                        args.len(),
+                                        j + 1
+                                    )));
+                                }
                                 for k in t.arguments() {
                                     let node = if k == 0 { n } else { args[k - 1] };
                                     if matches!(dag.nodes[node], Node::Op { .. }) {

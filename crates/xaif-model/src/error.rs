@@ -41,6 +41,8 @@ pub enum IdKind {
     RoutineSymbol,
     /// `InlinableIntrinsic@name` or a non-inlinable intrinsic name.
     Intrinsic,
+    /// `Partial@partial_id` within one intrinsic.
+    Partial,
 }
 
 impl fmt::Display for IdKind {
@@ -60,6 +62,7 @@ impl fmt::Display for IdKind {
             IdKind::DoKey => "DO set key",
             IdKind::RoutineSymbol => "routine",
             IdKind::Intrinsic => "intrinsic",
+            IdKind::Partial => "partial",
         })
     }
 }
@@ -116,8 +119,24 @@ pub enum ErrorKind {
     #[error("malformed XML: {0}")]
     Xml(String),
     /// The declared encoding is not one we read.
-    #[error("unsupported encoding `{0}` (UTF-8 and ISO-8859-1 are read)")]
+    #[error("unsupported encoding `{0}` (UTF-8, UTF-16 and ISO-8859-1 are read)")]
     Encoding(String),
+    /// The XML declaration names an encoding the bytes are not in.
+    #[error("the XML declaration says encoding `{declared}`, but the text is {found}")]
+    EncodingMismatch {
+        /// The declared encoding.
+        declared: String,
+        /// What the bytes are.
+        found: &'static str,
+    },
+    /// A character XML 1.0 does not allow in a document (a control
+    /// character, NUL, U+FFFE or U+FFFF), raw or as a character reference.
+    #[error("character U+{0:04X} is not allowed in XML 1.0")]
+    ForbiddenCharacter(u32),
+    /// A document type declaration: XAIF has no DTD, and entities are never
+    /// declared or resolved.
+    #[error("a DOCTYPE is not allowed: XAIF has no DTD, and entities are never resolved")]
+    DocType,
     /// The root element is not an XAIF document.
     #[error("the root element `{0}` is not an XAIF CallGraph or intrinsics catalogue")]
     UnknownRoot(String),
@@ -199,6 +218,30 @@ pub enum ErrorKind {
     ExpressionRoots {
         /// How many vertices have no outgoing edge.
         roots: usize,
+    },
+    /// A catalogue number that names an argument the intrinsic does not
+    /// have (`partial_id`, `ArgumentReference@argument`).
+    #[error("attribute `{attr}` is {value}, outside {low}..={arguments} (the intrinsic's nr_arguments is {arguments})")]
+    ArgumentOutOfRange {
+        /// The attribute.
+        attr: &'static str,
+        /// Its value.
+        value: i64,
+        /// The smallest value allowed.
+        low: i64,
+        /// The intrinsic's `nr_arguments`.
+        arguments: i64,
+    },
+    /// A use of a catalogue intrinsic with more arguments than its
+    /// catalogue entry has.
+    #[error("intrinsic `{name}` is applied to {found} arguments, but the inlinable catalogue defines it with nr_arguments={expected}")]
+    IntrinsicArity {
+        /// The intrinsic.
+        name: CompactString,
+        /// Arguments at this use.
+        found: usize,
+        /// `nr_arguments` of the catalogue entry (the most it takes).
+        expected: usize,
     },
     /// A CFG without exactly one entry and one exit.
     #[error("control flow graph has {entries} Entry and {exits} Exit vertices; exactly one of each is required")]

@@ -46,12 +46,47 @@ pub fn validate_program(p: &Program, source: &SourceMap) -> Result<(), ModelErro
     gate.finish()
 }
 
-/// Validates an inlinable intrinsics catalogue. Repeated edge ids inside one
-/// partial are tolerated (the reference catalogue has them); edges are
-/// identified by source, target and position there.
+/// Validates a program that is to be transformed with an inlinable
+/// intrinsics catalogue: everything [`validate_program`] checks and, for
+/// every `Intrinsic` whose name the catalogue defines (`arity` gives its
+/// `nr_arguments`), at most that many arguments (fewer are Fortran's
+/// optional trailing arguments, as in `size(a)`). Linearization instantiates
+/// the catalogue's partials with the arguments of each use, so a use and
+/// its entry must agree before any transformation starts.
+pub fn validate_program_with_arities(
+    p: &Program,
+    source: &SourceMap,
+    arity: &dyn Fn(&str) -> Option<usize>,
+) -> Result<(), ModelErrors> {
+    let mut gate = Gate::new(source);
+    gate.arity = Some(arity);
+    gate.program(p);
+    gate.finish()
+}
+
+/// Validates an inlinable intrinsics catalogue: names unique,
+/// `nr_arguments` a positive integer, every `Partial` numbered within
+/// `1..=nr_arguments` once, its `ArgumentReference`s within
+/// `0..=nr_arguments` (0 is the result), a linear or nonlinear partial with
+/// an expression built only of argument references, constants and
+/// intrinsics, and every intrinsic a partial applies that the catalogue
+/// itself defines applied to no more arguments than its entry says. Repeated
+/// edge ids inside one partial are tolerated (the reference catalogue has
+/// them); edges are identified by source, target and position there.
 pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<(), ModelErrors> {
     let mut gate = Gate::new(source);
     let mut names = FxHashMap::default();
+    // Arities first: partials apply intrinsics defined later in the file.
+    let mut arities: FxHashMap<&str, usize> = FxHashMap::default();
+    for i in &c.intrinsics {
+        if let (Some(name), Some(n)) = (i.attrs.get("name"), i.attrs.int("nr_arguments")) {
+            if let Ok(n) = usize::try_from(n) {
+                arities.entry(name).or_insert(n);
+            }
+        }
+    }
+    let lookup = |name: &str| arities.get(name).copied();
+    gate.arity = Some(&lookup);
     for i in &c.intrinsics {
         match i.attrs.get("name") {
             Some(name) => gate.unique(
@@ -67,7 +102,8 @@ pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<
                 ErrorKind::MissingAttribute("name"),
             ),
         }
-        gate.integer(&i.attrs, "InlinableIntrinsic", "nr_arguments", true);
+        let arity = gate.positive(&i.attrs, "InlinableIntrinsic", "nr_arguments");
+        let mut partial_ids = FxHashMap::default();
         gate.expr(
             &i.function,
             "Function",
@@ -77,7 +113,46 @@ pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<
             },
         );
         for partial in &i.partials {
-            gate.integer(&partial.attrs, "Partial", "partial_id", true);
+            if let Some(id) = gate.positive(&partial.attrs, "Partial", "partial_id") {
+                gate.in_range(&partial.attrs, "Partial", "partial_id", id, 1, arity);
+                let id = partial.attrs.get("partial_id").unwrap_or_default().trim();
+                gate.unique(
+                    &mut partial_ids,
+                    id,
+                    &partial.attrs,
+                    "Partial",
+                    IdKind::Partial,
+                );
+            }
+            for v in &partial.vertices {
+                match v.kind {
+                    ExprVertexKind::ArgumentReference => {
+                        if let Some(k) = v.attrs.int("argument") {
+                            gate.in_range(&v.attrs, "ArgumentReference", "argument", k, 0, arity);
+                        }
+                    }
+                    ExprVertexKind::Constant | ExprVertexKind::Intrinsic => {}
+                    _ => gate.push(
+                        &v.attrs,
+                        v.kind.element(),
+                        ErrorKind::UnknownElement {
+                            name: v.kind.element().into(),
+                            parent: "Partial".into(),
+                            old_format: false,
+                        },
+                    ),
+                }
+            }
+            let kind = partial.attrs.get("partial_type").unwrap_or("nonlinear");
+            if partial.vertices.is_empty() && matches!(kind, "linear" | "nonlinear") {
+                gate.push(
+                    &partial.attrs,
+                    "Partial",
+                    ErrorKind::MissingChild(
+                        "ArgumentReference (a linear or nonlinear partial needs an expression)",
+                    ),
+                );
+            }
             if let Some(t) = partial.attrs.get("partial_type") {
                 if !matches!(
                     t,
@@ -149,6 +224,9 @@ const PROGRAM_EXPR: ExprRules = ExprRules {
 
 struct Gate<'a> {
     source: &'a SourceMap,
+    /// `nr_arguments` of the catalogue's intrinsics, when uses are checked
+    /// against a catalogue.
+    arity: Option<&'a dyn Fn(&str) -> Option<usize>>,
     errors: Vec<ModelError>,
     /// Symbol ids per scope id.
     symbols: FxHashMap<&'a str, FxHashSet<&'a str>>,
@@ -162,6 +240,7 @@ impl<'a> Gate<'a> {
     fn new(source: &'a SourceMap) -> Self {
         Gate {
             source,
+            arity: None,
             errors: Vec::new(),
             symbols: FxHashMap::default(),
             alias_keys: None,
@@ -268,6 +347,51 @@ impl<'a> Gate<'a> {
                     None
                 }
             },
+        }
+    }
+
+    /// A required positive integer attribute (an `xsd:positiveInteger`
+    /// that fits in 63 bits).
+    fn positive(&mut self, attrs: &Attrs, element: &str, attr: &'static str) -> Option<i64> {
+        match attrs.get(attr) {
+            None => {
+                self.push(attrs, element, ErrorKind::MissingAttribute(attr));
+                None
+            }
+            Some(v) => match v.trim().parse::<i64>() {
+                Ok(i) if i > 0 => Some(i),
+                _ => {
+                    self.bad(attrs, element, attr, v, "a positive integer");
+                    None
+                }
+            },
+        }
+    }
+
+    /// Reports `value` of `attr` outside `low..=high`; `high` is the
+    /// intrinsic's `nr_arguments` (unknown when it did not parse).
+    fn in_range(
+        &mut self,
+        attrs: &Attrs,
+        element: &str,
+        attr: &'static str,
+        value: i64,
+        low: i64,
+        high: Option<i64>,
+    ) {
+        if let Some(high) = high {
+            if value < low || value > high {
+                self.push(
+                    attrs,
+                    element,
+                    ErrorKind::ArgumentOutOfRange {
+                        attr,
+                        value,
+                        low,
+                        arguments: high,
+                    },
+                );
+            }
         }
     }
 
@@ -910,6 +1034,32 @@ impl<'a> Gate<'a> {
                     .map(|v| v.attrs.span)
                     .unwrap_or(e.attrs.span);
                 self.push_at(span, element, ErrorKind::ExpressionRoots { roots });
+            }
+        }
+        // Intrinsics the catalogue defines: no more arguments than it says.
+        if let Some(arity) = self.arity {
+            for (t, v) in e.vertices.iter().enumerate() {
+                if !matches!(v.kind, ExprVertexKind::Intrinsic) {
+                    continue;
+                }
+                let Some(name) = v.attrs.get("name") else {
+                    continue;
+                };
+                if let Some(expected) = arity(name) {
+                    // Fewer is Fortran's optional trailing arguments
+                    // (`size(a)` of `size(a, dim)`).
+                    if incoming[t].len() > expected {
+                        self.push(
+                            &v.attrs,
+                            "Intrinsic",
+                            ErrorKind::IntrinsicArity {
+                                name: name.into(),
+                                found: incoming[t].len(),
+                                expected,
+                            },
+                        );
+                    }
+                }
             }
         }
         // Positions: exactly 1..k, once each.

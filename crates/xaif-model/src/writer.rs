@@ -139,7 +139,15 @@ impl Writer {
             self.out.push(' ');
             self.out.push_str(&a.key);
             self.out.push_str("=\"");
-            escape_into(&mut self.out, &a.value);
+            // The writer's own prefixes always name its namespaces, whatever
+            // prefixes the input used.
+            let value = match a.key.as_str() {
+                "xmlns:xaif" => XAIF_NS,
+                "xmlns:xaifii" => INLINABLE_NS,
+                "xmlns:xaifnii" => NONINLINABLE_NS,
+                _ => &a.value,
+            };
+            escape_into(&mut self.out, value);
             self.out.push('"');
         }
     }
@@ -511,6 +519,10 @@ impl Writer {
 }
 
 /// Escapes an attribute value so that it reads back unchanged.
+/// Appends `value` escaped for an attribute value. Characters XML 1.0 does
+/// not allow at all (control characters, NUL, U+FFFE, U+FFFF: the reader
+/// rejects them, so only a model built in memory can hold them) are written
+/// as U+FFFD, so the output is always well-formed.
 fn escape_into(out: &mut String, value: &str) {
     let bytes = value.as_bytes();
     let mut start = 0;
@@ -523,6 +535,14 @@ fn escape_into(out: &mut String, value: &str) {
             b'\n' => "&#10;",
             b'\r' => "&#13;",
             b'\t' => "&#9;",
+            0..=0x1F => "\u{FFFD}",
+            0xEF if matches!(bytes.get(i + 1..i + 3), Some([0xBF, 0xBE | 0xBF])) => {
+                // U+FFFE or U+FFFF: replace all three bytes.
+                out.push_str(&value[start..i]);
+                out.push('\u{FFFD}');
+                start = i + 3;
+                continue;
+            }
             _ => continue,
         };
         out.push_str(&value[start..i]);

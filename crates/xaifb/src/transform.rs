@@ -225,14 +225,17 @@ impl TransformArgs {
     }
 
     /// Reads and gates the single input (and validates it with -v -s).
-    pub fn input(&self) -> Result<Program, String> {
-        self.read_input(self.single_input())
+    pub fn input(&self, catalogue: &Catalogue) -> Result<Program, String> {
+        self.read_input(self.single_input(), catalogue)
     }
 
-    /// Reads and gates an input (and validates it with -v -s).
-    pub fn read_input(&self, path: &Path) -> Result<Program, String> {
+    /// Reads and gates an input, its intrinsics checked against the
+    /// catalogue (and validates it with -v -s).
+    pub fn read_input(&self, path: &Path, catalogue: &Catalogue) -> Result<Program, String> {
         let (p, source) = xaif_model::read_program_file(path).map_err(|e| e.to_string())?;
-        xaif_model::validate_program(&p, &source).map_err(|e| e.to_string())?;
+        catalogue
+            .validate_program(&p, &source)
+            .map_err(|e| e.to_string())?;
         if self.validate {
             let dir = crate::schema::schema_dir(self.schema.as_deref())
                 .ok_or_else(|| "-v needs a schema directory (-s or XAIF_SCHEMA_DIR)".to_string())?;
@@ -306,7 +309,12 @@ fn write_dots(dir: &Path, dots: &[xaif_linearize::tangent::DotGraph]) -> Result<
 /// threads; outputs go to the `-o` directory under the inputs' relative
 /// paths. Per-file reports (statistics, Graphviz, debug output) belong to
 /// one-file calls.
-fn batch<F>(common: &TransformArgs, verb: &str, transform: F) -> Result<ExitCode>
+fn batch<F>(
+    common: &TransformArgs,
+    catalogue: &Catalogue,
+    verb: &str,
+    transform: F,
+) -> Result<ExitCode>
 where
     F: Fn(&Program) -> Result<Program, String> + Sync,
 {
@@ -334,7 +342,7 @@ where
             .unwrap_or(1)
     });
     let outcomes = crate::batch::run(&inputs, jobs, |input, rel| {
-        let program = common.read_input(input)?;
+        let program = common.read_input(input, catalogue)?;
         let result = transform(&program).map_err(|e| format!("{}: {e}", input.display()))?;
         let dest = out_dir.join(rel);
         crate::output::write_atomic(&dest, common.output_text(result).as_bytes())
@@ -362,13 +370,13 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
     };
     let options = args.tangent_options()?;
     if args.is_batch() {
-        return batch(&args, "tangent", |p| {
+        return batch(&args, &catalogue, "tangent", |p| {
             xaif_linearize::tangent(p, &catalogue, noninlinable.as_ref(), &options)
                 .map(|r| r.program)
                 .map_err(|e| e.to_string())
         });
     }
-    let program = match args.input() {
+    let program = match args.input(&catalogue) {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
@@ -454,13 +462,13 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         full_checkpoints: args.full_checkpoints,
     };
     if common.is_batch() {
-        return batch(common, "adjoint", |p| {
+        return batch(common, &catalogue, "adjoint", |p| {
             xaif_cfrev::adjoint(p, &catalogue, noninlinable.as_ref(), &options)
                 .map(|r| r.transformed.program)
                 .map_err(|e| e.to_string())
         });
     }
-    let program = match common.input() {
+    let program = match common.input(&catalogue) {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
