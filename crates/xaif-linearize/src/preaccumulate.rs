@@ -136,7 +136,11 @@ pub fn preaccumulate(
     let graph = build_graph(seq)?;
     let has_edges = !graph.lcg.edges().is_empty();
     let elimination: Option<Elimination> = if has_edges {
-        Some(xaif_elim::select(&graph.lcg, config)?.elimination)
+        Some(crate::large::eliminate(
+            &graph.lcg,
+            config,
+            crate::large::HEURISTIC_EDGES,
+        )?)
     } else {
         None
     };
