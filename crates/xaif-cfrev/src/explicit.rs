@@ -424,6 +424,13 @@ fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
     })
 }
 
+/// Loops nested deeper than this are not considered for running
+/// backwards: they are counted. Deciding about a loop reads everything its
+/// body changes, so planning costs the body's size per nesting level; the
+/// cap keeps that linear in the size of the routine (real loop nests are a
+/// few levels deep).
+pub const MAX_PLANNED_DEPTH: usize = 64;
+
 struct Frame {
     root: VertexId,
     effects: Rc<FxHashSet<SymbolId>>,
@@ -513,6 +520,11 @@ impl Planner<'_, '_> {
                         );
                         self.plan.outermost.insert(v, f.root);
                     }
+                }
+                Event::LoopStart(_) if inside.len() > MAX_PLANNED_DEPTH => {
+                    // Too deep to plan: counted, as when the analysis
+                    // fails, in the frame of the enclosing loop.
+                    inside.push(frame);
                 }
                 Event::LoopStart(r @ Region::Loop { vertex, body, .. }) => {
                     let header = recognise(self.ctx, *vertex);

@@ -50,6 +50,41 @@ pub struct Template {
 }
 
 impl Template {
+    /// The nodes reachable from the root, arguments before the operations
+    /// that use them, each once (a depth-first post-order in argument
+    /// order, computed with an explicit stack: a catalogue partial is as
+    /// deep as its file makes it).
+    pub fn postorder(&self) -> Vec<usize> {
+        let mut seen = vec![false; self.nodes.len()];
+        let mut out = Vec::new();
+        if self.root >= self.nodes.len() {
+            return out;
+        }
+        seen[self.root] = true;
+        let mut stack = vec![(self.root, 0usize)];
+        while let Some(top) = stack.last_mut() {
+            let (n, i) = *top;
+            let args: &[usize] = match &self.nodes[n] {
+                TNode::Op { args, .. } => args,
+                _ => &[],
+            };
+            match args.get(i) {
+                Some(&a) => {
+                    top.1 += 1;
+                    if !seen[a] {
+                        seen[a] = true;
+                        stack.push((a, 0));
+                    }
+                }
+                None => {
+                    out.push(n);
+                    stack.pop();
+                }
+            }
+        }
+        out
+    }
+
     /// The arguments the template reads (0 is the result).
     pub fn arguments(&self) -> Vec<usize> {
         let mut out: Vec<usize> = self
