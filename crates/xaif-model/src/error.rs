@@ -219,18 +219,21 @@ pub enum ErrorKind {
         /// How many vertices have no outgoing edge.
         roots: usize,
     },
-    /// A catalogue number that names an argument the intrinsic does not
-    /// have (`partial_id`, `ArgumentReference@argument`).
-    #[error("attribute `{attr}` is {value}, outside {low}..={arguments} (the intrinsic's nr_arguments is {arguments})")]
-    ArgumentOutOfRange {
+    /// A number that names an argument that does not exist
+    /// (`partial_id` or `ArgumentReference@argument` beyond the intrinsic's
+    /// `nr_arguments`, a formal's `position` beyond its argument list).
+    #[error("attribute `{attr}` is {value}, outside {low}..={high} ({bound} is {high})")]
+    OutOfRange {
         /// The attribute.
         attr: &'static str,
         /// Its value.
         value: i64,
         /// The smallest value allowed.
         low: i64,
-        /// The intrinsic's `nr_arguments`.
-        arguments: i64,
+        /// The largest value allowed.
+        high: i64,
+        /// What the largest value is.
+        bound: &'static str,
     },
     /// A use of a catalogue intrinsic with more arguments than its
     /// catalogue entry has.

@@ -114,7 +114,15 @@ pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<
         );
         for partial in &i.partials {
             if let Some(id) = gate.positive(&partial.attrs, "Partial", "partial_id") {
-                gate.in_range(&partial.attrs, "Partial", "partial_id", id, 1, arity);
+                gate.in_range(
+                    &partial.attrs,
+                    "Partial",
+                    "partial_id",
+                    id,
+                    1,
+                    arity,
+                    "the intrinsic's nr_arguments",
+                );
                 let id = partial.attrs.get("partial_id").unwrap_or_default().trim();
                 gate.unique(
                     &mut partial_ids,
@@ -128,7 +136,15 @@ pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<
                 match v.kind {
                     ExprVertexKind::ArgumentReference => {
                         if let Some(k) = v.attrs.int("argument") {
-                            gate.in_range(&v.attrs, "ArgumentReference", "argument", k, 0, arity);
+                            gate.in_range(
+                                &v.attrs,
+                                "ArgumentReference",
+                                "argument",
+                                k,
+                                0,
+                                arity,
+                                "the intrinsic's nr_arguments",
+                            );
                         }
                     }
                     ExprVertexKind::Constant | ExprVertexKind::Intrinsic => {}
@@ -368,8 +384,9 @@ impl<'a> Gate<'a> {
         }
     }
 
-    /// Reports `value` of `attr` outside `low..=high`; `high` is the
-    /// intrinsic's `nr_arguments` (unknown when it did not parse).
+    /// Reports `value` of `attr` outside `low..=high`; `high` is what
+    /// `bound` names (unknown when it did not parse).
+    #[allow(clippy::too_many_arguments)]
     fn in_range(
         &mut self,
         attrs: &Attrs,
@@ -378,17 +395,19 @@ impl<'a> Gate<'a> {
         value: i64,
         low: i64,
         high: Option<i64>,
+        bound: &'static str,
     ) {
         if let Some(high) = high {
             if value < low || value > high {
                 self.push(
                     attrs,
                     element,
-                    ErrorKind::ArgumentOutOfRange {
+                    ErrorKind::OutOfRange {
                         attr,
                         value,
                         low,
-                        arguments: high,
+                        high,
+                        bound,
                     },
                 );
             }
@@ -531,6 +550,37 @@ impl<'a> Gate<'a> {
     }
 
     fn maps(&mut self, p: &'a Program) {
+        // Both schemas require the three maps with at least one set each;
+        // the writer writes what it read, so a program without them could
+        // never become valid output.
+        for (present, element) in [
+            (
+                p.alias_map.as_ref().map(|m| (&m.attrs, m.sets.is_empty())),
+                "AliasSetMap",
+            ),
+            (
+                p.duud_map.as_ref().map(|m| (&m.attrs, m.sets.is_empty())),
+                "DUUDSetMap",
+            ),
+            (
+                p.do_map.as_ref().map(|m| (&m.attrs, m.sets.is_empty())),
+                "DOSetMap",
+            ),
+        ] {
+            match present {
+                None => self.push(&p.attrs, "CallGraph", ErrorKind::MissingChild(element)),
+                Some((attrs, true)) => self.push(
+                    attrs,
+                    element,
+                    ErrorKind::MissingChild(if element == "AliasSetMap" {
+                        "AliasSet"
+                    } else {
+                        "StmtIdSet"
+                    }),
+                ),
+                Some((_, false)) => {}
+            }
+        }
         if let Some(map) = &p.alias_map {
             let mut keys = FxHashMap::default();
             for set in &map.sets {
@@ -683,6 +733,16 @@ impl<'a> Gate<'a> {
             for a in &args.args {
                 self.symbol_pair(a, "ArgumentSymbolReference");
                 if let Some(pos) = self.integer(a, "ArgumentSymbolReference", "position", true) {
+                    // Formals are numbered 1..k; passes index by position.
+                    self.in_range(
+                        a,
+                        "ArgumentSymbolReference",
+                        "position",
+                        pos,
+                        1,
+                        i64::try_from(args.args.len()).ok(),
+                        "the number of formal arguments",
+                    );
                     let key = pos.to_string();
                     if positions.contains_key(key.as_str()) {
                         self.push(
