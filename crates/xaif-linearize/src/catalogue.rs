@@ -126,6 +126,19 @@ pub struct Intrinsic {
 }
 
 impl Intrinsic {
+    /// The fewest arguments a use may have: the highest argument any of
+    /// its partials reads (a use may omit optional trailing arguments no
+    /// partial needs).
+    pub fn least_arguments(&self) -> usize {
+        self.partials
+            .iter()
+            .filter_map(|p| p.template.as_ref())
+            .flat_map(|t| t.arguments())
+            .max()
+            .unwrap_or(0)
+            .min(self.arity)
+    }
+
     /// The partial with respect to argument `argument` (1-based), `None`
     /// when it is passive.
     pub fn partial(&self, argument: usize) -> Option<&Partial> {
@@ -174,14 +187,15 @@ impl Catalogue {
     /// Checks a program against the catalogue before it is transformed:
     /// the model's gate ([`xaif_model::validate_program`]) and, for every
     /// `Intrinsic` the catalogue defines, no more than `nr_arguments`
-    /// arguments, with errors naming the file, line and element.
+    /// arguments and none fewer than its partials read, with errors naming
+    /// the file, line and element.
     pub fn validate_program(
         &self,
         p: &xaif_model::Program,
         source: &xaif_model::SourceMap,
     ) -> Result<(), xaif_model::ModelErrors> {
         xaif_model::validate_program_with_arities(p, source, &|name| {
-            self.get(name).map(|i| i.arity)
+            self.get(name).map(|i| i.least_arguments()..=i.arity)
         })
     }
 }

@@ -236,15 +236,17 @@ pub enum ErrorKind {
         bound: &'static str,
     },
     /// A use of a catalogue intrinsic with more arguments than its
-    /// catalogue entry has.
-    #[error("intrinsic `{name}` is applied to {found} arguments, but the inlinable catalogue defines it with nr_arguments={expected}")]
+    /// catalogue entry has, or fewer than its partials read.
+    #[error("intrinsic `{name}` is applied to {found} argument{}, but {}", if *.found == 1 { "" } else { "s" }, arity_text(*.least, *.most))]
     IntrinsicArity {
         /// The intrinsic.
         name: CompactString,
         /// Arguments at this use.
         found: usize,
-        /// `nr_arguments` of the catalogue entry (the most it takes).
-        expected: usize,
+        /// The highest argument the entry's partials read.
+        least: usize,
+        /// `nr_arguments` of the catalogue entry.
+        most: usize,
     },
     /// A CFG without exactly one entry and one exit.
     #[error("control flow graph has {entries} Entry and {exits} Exit vertices; exactly one of each is required")]
@@ -254,6 +256,17 @@ pub enum ErrorKind {
         /// Number of `Exit` vertices.
         exits: usize,
     },
+}
+
+/// What a catalogue entry allows, for [`ErrorKind::IntrinsicArity`].
+fn arity_text(least: usize, most: usize) -> String {
+    if least == most {
+        format!("its inlinable catalogue entry takes {most} (nr_arguments)")
+    } else {
+        format!(
+            "its inlinable catalogue entry takes {least} to {most} (nr_arguments is {most}; its partials read argument {least})"
+        )
+    }
 }
 
 /// One error with its location.

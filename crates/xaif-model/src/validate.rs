@@ -20,6 +20,8 @@
 //!
 //! All errors are collected, in document order.
 
+use std::ops::RangeInclusive;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::attrs::{parse_bool, Attrs, Span};
@@ -48,15 +50,17 @@ pub fn validate_program(p: &Program, source: &SourceMap) -> Result<(), ModelErro
 
 /// Validates a program that is to be transformed with an inlinable
 /// intrinsics catalogue: everything [`validate_program`] checks and, for
-/// every `Intrinsic` whose name the catalogue defines (`arity` gives its
-/// `nr_arguments`), at most that many arguments (fewer are Fortran's
-/// optional trailing arguments, as in `size(a)`). Linearization instantiates
-/// the catalogue's partials with the arguments of each use, so a use and
-/// its entry must agree before any transformation starts.
+/// every `Intrinsic` whose name the catalogue defines, a number of
+/// arguments in the range `arity` gives: at most its `nr_arguments`, and
+/// at least the highest argument its partials read (fewer than
+/// `nr_arguments` are Fortran's optional trailing arguments, as in
+/// `size(a)`). Linearization instantiates the catalogue's partials with the
+/// arguments of each use, so a use and its entry must agree before any
+/// transformation starts.
 pub fn validate_program_with_arities(
     p: &Program,
     source: &SourceMap,
-    arity: &dyn Fn(&str) -> Option<usize>,
+    arity: &dyn Fn(&str) -> Option<RangeInclusive<usize>>,
 ) -> Result<(), ModelErrors> {
     let mut gate = Gate::new(source);
     gate.arity = Some(arity);
@@ -70,22 +74,33 @@ pub fn validate_program_with_arities(
 /// `0..=nr_arguments` (0 is the result), a linear or nonlinear partial with
 /// an expression built only of argument references, constants and
 /// intrinsics, and every intrinsic a partial applies that the catalogue
-/// itself defines applied to no more arguments than its entry says. Repeated
+/// itself defines applied to as many arguments as its entry allows. Repeated
 /// edge ids inside one partial are tolerated (the reference catalogue has
 /// them); edges are identified by source, target and position there.
 pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<(), ModelErrors> {
     let mut gate = Gate::new(source);
     let mut names = FxHashMap::default();
     // Arities first: partials apply intrinsics defined later in the file.
-    let mut arities: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut arities: FxHashMap<&str, RangeInclusive<usize>> = FxHashMap::default();
     for i in &c.intrinsics {
         if let (Some(name), Some(n)) = (i.attrs.get("name"), i.attrs.int("nr_arguments")) {
-            if let Ok(n) = usize::try_from(n) {
-                arities.entry(name).or_insert(n);
+            // An invalid nr_arguments is reported once, at its entry, not
+            // at every use.
+            if let Some(n) = usize::try_from(n).ok().filter(|n| *n > 0) {
+                let read = i
+                    .partials
+                    .iter()
+                    .flat_map(|p| &p.vertices)
+                    .filter(|v| matches!(v.kind, ExprVertexKind::ArgumentReference))
+                    .filter_map(|v| v.attrs.int("argument"))
+                    .filter_map(|k| usize::try_from(k).ok())
+                    .max()
+                    .unwrap_or(0);
+                arities.entry(name).or_insert(read.min(n)..=n);
             }
         }
     }
-    let lookup = |name: &str| arities.get(name).copied();
+    let lookup = |name: &str| arities.get(name).cloned();
     gate.arity = Some(&lookup);
     for i in &c.intrinsics {
         match i.attrs.get("name") {
@@ -242,7 +257,7 @@ struct Gate<'a> {
     source: &'a SourceMap,
     /// `nr_arguments` of the catalogue's intrinsics, when uses are checked
     /// against a catalogue.
-    arity: Option<&'a dyn Fn(&str) -> Option<usize>>,
+    arity: Option<&'a dyn Fn(&str) -> Option<RangeInclusive<usize>>>,
     errors: Vec<ModelError>,
     /// Symbol ids per scope id.
     symbols: FxHashMap<&'a str, FxHashSet<&'a str>>,
@@ -1096,7 +1111,7 @@ impl<'a> Gate<'a> {
                 self.push_at(span, element, ErrorKind::ExpressionRoots { roots });
             }
         }
-        // Intrinsics the catalogue defines: no more arguments than it says.
+        // Intrinsics the catalogue defines: as many arguments as it allows.
         if let Some(arity) = self.arity {
             for (t, v) in e.vertices.iter().enumerate() {
                 if !matches!(v.kind, ExprVertexKind::Intrinsic) {
@@ -1105,17 +1120,19 @@ impl<'a> Gate<'a> {
                 let Some(name) = v.attrs.get("name") else {
                     continue;
                 };
-                if let Some(expected) = arity(name) {
-                    // Fewer is Fortran's optional trailing arguments
-                    // (`size(a)` of `size(a, dim)`).
-                    if incoming[t].len() > expected {
+                if let Some(allowed) = arity(name) {
+                    // Fewer than nr_arguments are Fortran's optional
+                    // trailing arguments (`size(a)` of `size(a, dim)`), as
+                    // long as the partials do not read them.
+                    if !allowed.contains(&incoming[t].len()) {
                         self.push(
                             &v.attrs,
                             "Intrinsic",
                             ErrorKind::IntrinsicArity {
                                 name: name.into(),
                                 found: incoming[t].len(),
-                                expected,
+                                least: *allowed.start(),
+                                most: *allowed.end(),
                             },
                         );
                     }
