@@ -381,6 +381,17 @@ impl<'a> Gate<'a> {
         }
     }
 
+    /// An optional attribute that must be an `xsd:nonNegativeInteger` (map
+    /// keys and the references to them).
+    fn non_negative(&mut self, attrs: &Attrs, element: &str, attr: &'static str) {
+        if let Some(v) = attrs.get(attr) {
+            let digits = v.trim().trim_start_matches('+');
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                self.bad(attrs, element, attr, v, "a non-negative integer");
+            }
+        }
+    }
+
     /// A required positive integer attribute (an `xsd:positiveInteger`
     /// that fits in 63 bits).
     fn positive(&mut self, attrs: &Attrs, element: &str, attr: &'static str) -> Option<i64> {
@@ -599,6 +610,7 @@ impl<'a> Gate<'a> {
         if let Some(map) = &p.alias_map {
             let mut keys = FxHashMap::default();
             for set in &map.sets {
+                self.non_negative(&set.attrs, "AliasSet", "key");
                 if let Some(k) = self.required(&set.attrs, "AliasSet", "key") {
                     self.unique(&mut keys, k, &set.attrs, "AliasSet", IdKind::AliasKey);
                 }
@@ -617,6 +629,7 @@ impl<'a> Gate<'a> {
             if let Some(map) = map {
                 let mut keys = FxHashMap::default();
                 for set in &map.sets {
+                    self.non_negative(&set.attrs, "StmtIdSet", "key");
                     if let Some(k) = self.required(&set.attrs, "StmtIdSet", "key") {
                         self.unique(&mut keys, k, &set.attrs, element, what);
                     }
@@ -714,6 +727,7 @@ impl<'a> Gate<'a> {
             ("du_ud", RefKind::DuudKey),
             ("do_chain", RefKind::DoKey),
         ] {
+            self.non_negative(attrs, element, attr);
             let Some(key) = attrs.get(attr) else { continue };
             let keys = match what {
                 RefKind::AliasKey => &self.alias_keys,
@@ -741,6 +755,7 @@ impl<'a> Gate<'a> {
         let routine = &p.routines[r];
         let element = routine_element(routine);
         self.symbol_pair(&routine.attrs, element);
+        self.required(&routine.attrs, element, "controlflowgraph_scope_id");
         self.scope_ref(&routine.attrs, element, "controlflowgraph_scope_id");
         self.boolean(&routine.attrs, element, "structured");
         if let Some(args) = &routine.arguments {
@@ -974,6 +989,7 @@ impl<'a> Gate<'a> {
 
     fn constant(&mut self, attrs: &Attrs) {
         self.required(attrs, "Constant", "value");
+        self.required(attrs, "Constant", "type");
         self.enumeration(
             attrs,
             "Constant",
@@ -1054,8 +1070,29 @@ impl<'a> Gate<'a> {
                     self.ref_graph(g, vel, &v.attrs);
                 }
                 ExprVertexKind::Constant => self.constant(&v.attrs),
-                ExprVertexKind::Intrinsic | ExprVertexKind::BooleanOperation => {
+                ExprVertexKind::Intrinsic => {
                     self.required(&v.attrs, vel, "name");
+                }
+                ExprVertexKind::BooleanOperation => {
+                    self.required(&v.attrs, vel, "name");
+                    self.enumeration(
+                        &v.attrs,
+                        vel,
+                        "name",
+                        &[
+                            "less_than",
+                            "less_or_equal",
+                            "greater_than",
+                            "greater_or_equal",
+                            "equal",
+                            "not_equal",
+                            "and",
+                            "or",
+                            "not",
+                            "xor",
+                        ],
+                        "a boolean operation (less_than, less_or_equal, greater_than, greater_or_equal, equal, not_equal, and, or, not, xor)",
+                    );
                 }
                 ExprVertexKind::FunctionCall(args) => {
                     for a in args {

@@ -145,6 +145,7 @@ impl Writer {
                 "xmlns:xaif" => XAIF_NS,
                 "xmlns:xaifii" => INLINABLE_NS,
                 "xmlns:xaifnii" => NONINLINABLE_NS,
+                "xmlns:xsi" => XSI_NS,
                 _ => &a.value,
             };
             escape_into(&mut self.out, value);
@@ -563,11 +564,34 @@ impl Program {
         } else {
             format!("{dir}/xaif_output.xsd")
         };
-        if !self.attrs.has("xmlns:xsi") {
-            self.attrs.set("xmlns:xsi", XSI_NS);
-        }
+        self.attrs.set("xmlns:xsi", XSI_NS);
         self.attrs
             .set("xsi:schemaLocation", format!("{XAIF_NS} {location}"));
+        self.ensure_default_keys();
+    }
+
+    /// Makes sure each of the three maps has the set with key `0`: both
+    /// schemas give `do_chain`, `alias` and `du_ud` the default `0`, so
+    /// every assignment a transformation adds without them refers to that
+    /// key, and the output would not validate without it.
+    pub fn ensure_default_keys(&mut self) {
+        let has_zero = |attrs: &Attrs| attrs.get("key").is_some_and(|k| k.trim() == "0");
+        let alias = self.alias_map.get_or_insert_with(Default::default);
+        if !alias.sets.iter().any(|s| has_zero(&s.attrs)) {
+            alias.sets.push(AliasSet {
+                attrs: Attrs::new().with("key", "0"),
+                ranges: Vec::new(),
+            });
+        }
+        for map in [&mut self.duud_map, &mut self.do_map] {
+            let map = map.get_or_insert_with(Default::default);
+            if !map.sets.iter().any(|s| has_zero(&s.attrs)) {
+                map.sets.push(StmtIdSet {
+                    attrs: Attrs::new().with("key", "0"),
+                    ids: Vec::new(),
+                });
+            }
+        }
     }
 
     /// Whether the program is a transformation result: its schema location
