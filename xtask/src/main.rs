@@ -15,8 +15,11 @@
 //! - `cargo xtask speed`: oracle throughput on the heaviest corpus runs and
 //!   transformation time per input and per batch (for
 //!   `docs/performance.md`).
+//! - `cargo xtask deep`: transformation time on a 10⁴-deep expression and
+//!   10⁴ nested `If`s (linear time in depth; `docs/performance.md`).
 
 mod corpus;
+mod deep;
 mod engine;
 mod speed;
 
@@ -56,6 +59,9 @@ enum Task {
     /// Measure the oracle's throughput and xaifb's transformation time on
     /// the corpus; prints markdown.
     Speed(CorpusArgs),
+    /// Time tangent and adjoint on a deep expression and deeply nested
+    /// `If`s; prints markdown.
+    Deep(DeepArgs),
     /// Run a command and print its peak resident set size in KiB (used by
     /// `bench`, in a process of its own so that no other child counts).
     #[command(hide = true)]
@@ -74,6 +80,20 @@ struct CorpusArgs {
     /// Where the table goes.
     #[arg(long, default_value = "docs/corpus-status.md")]
     out: PathBuf,
+}
+
+#[derive(Args)]
+struct DeepArgs {
+    /// Depth of the expression and of the `If` nest.
+    #[arg(long, default_value_t = 10_000)]
+    n: usize,
+    /// Runs per measurement (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// The reference material (default: $XAIFB_SHARED or ../shared), for
+    /// the intrinsics catalogue.
+    #[arg(long)]
+    shared: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -111,6 +131,15 @@ fn main() -> Result<()> {
             let report = speed::run(&shared, &xaifb).map_err(|e| anyhow::anyhow!(e))?;
             print!("{report}");
             Ok(())
+        }
+        Task::Deep(args) => {
+            let shared = args.shared.unwrap_or_else(shared_dir);
+            let mut build = cargo();
+            build.args(["build", "--release", "-p", "xaifb"]);
+            run(build)?;
+            let xaifb = target_dir().join("release").join("xaifb");
+            let catalogue = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+            deep::run(&xaifb, &catalogue, args.n, args.runs.max(1))
         }
         Task::PeakRss { command } => {
             let kib = peak_rss_kib(&command)?;

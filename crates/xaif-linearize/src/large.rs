@@ -33,10 +33,30 @@ pub fn eliminate(
     config: &Config,
     max_heuristic_edges: usize,
 ) -> Result<Elimination, ElimError> {
+    if nothing_to_eliminate(lcg, config) {
+        // Every strategy would stop before its first step with this very
+        // result; running them all costs more than transforming most blocks.
+        return Ok(ElimGraph::new(lcg)?.finish(config.triviality));
+    }
     if lcg.edges().len() <= max_heuristic_edges {
         return Ok(xaif_elim::select(lcg, config)?.elimination);
     }
     reverse_vertex_elimination(lcg, config)
+}
+
+/// Whether no vertex or edge elimination is possible: every edge leads from
+/// an independent straight to a dependent (the graph of one operation, or
+/// of a block of such statements). Face elimination works on another graph
+/// and is left to the selection.
+fn nothing_to_eliminate(lcg: &Lcg, config: &Config) -> bool {
+    config
+        .strategies
+        .iter()
+        .all(|s| s.method != xaif_elim::Method::Face)
+        && lcg.edges().iter().all(|e| {
+            lcg.kind(e.source) == Some(VertexKind::Independent)
+                && lcg.kind(e.target) == Some(VertexKind::Dependent)
+        })
 }
 
 /// Eliminates every intermediate vertex, the last in topological order
@@ -93,6 +113,23 @@ mod tests {
             .elimination;
         assert_eq!(fast.remainder.edges.len(), best.remainder.edges.len());
         assert_eq!(fast.ops.multiplications, best.ops.multiplications);
+    }
+
+    #[test]
+    fn graphs_without_eliminations_skip_the_selection() {
+        // y = x1 * x2: two edges from independents to the dependent.
+        let mut g = Lcg::new();
+        let a = g.add_vertex(VertexKind::Independent);
+        let b = g.add_vertex(VertexKind::Independent);
+        let y = g.add_vertex(VertexKind::Dependent);
+        g.add_edge(a, y, Label::Variable(VarId(0))).unwrap();
+        g.add_edge(b, y, Label::Variable(VarId(1))).unwrap();
+        g.add_edge(b, y, Label::Unit).unwrap();
+        assert!(nothing_to_eliminate(&g, &Config::default()));
+        let fast = eliminate(&g, &Config::default(), HEURISTIC_EDGES).unwrap();
+        let best = xaif_elim::select(&g, &Config::default()).unwrap();
+        assert_eq!(fast, best.elimination);
+        assert!(!nothing_to_eliminate(&chain(1), &Config::default()));
     }
 
     #[test]

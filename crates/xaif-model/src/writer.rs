@@ -526,6 +526,14 @@ impl Writer {
 /// as U+FFFD, so the output is always well-formed.
 fn escape_into(out: &mut String, value: &str) {
     let bytes = value.as_bytes();
+    // Most values (ids, names, numbers) need nothing: one scan, one copy.
+    if !bytes
+        .iter()
+        .any(|&b| b < 0x20 || matches!(b, b'&' | b'<' | b'>' | b'"' | 0xEF))
+    {
+        out.push_str(value);
+        return;
+    }
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let rep = match b {
