@@ -164,3 +164,32 @@ fn long_chains_are_eliminated_in_linear_time_and_stay_correct() {
         );
     }
 }
+
+#[test]
+fn loops_nested_beyond_the_planning_depth_are_counted() {
+    let Some(cat) = catalogue() else { return };
+    let depth = xaif_cfrev::explicit::MAX_PLANNED_DEPTH;
+    let text = deep::nested_loops(depth + 6);
+    let (p, source) = xaif_model::read_program_str(&text, None).unwrap();
+    cat.validate_program(&p, &source).unwrap();
+    let a = adjoint(&p, &cat, None, &AdjointOptions::default()).unwrap();
+    // The adjoint sweep (placeholder 3): its ForLoops run the originals
+    // backwards ("explicit") down to the planning depth, counted below.
+    let out = &a.transformed.program;
+    let mut reversal: Vec<&str> = Vec::new();
+    for (_, r) in out.routines.iter() {
+        let xaif_model::RoutineBody::Replacements(list) = &r.body else {
+            continue;
+        };
+        for rep in list.iter().filter(|rep| rep.attrs.get("placeholder") == Some("3")) {
+            for v in out.cfgs[rep.cfg].vertex_ids() {
+                if let Some(kind) = out.vertices[v].attrs.get("reversal") {
+                    reversal.push(kind);
+                }
+            }
+        }
+    }
+    let explicit = reversal.iter().filter(|k| **k == "explicit").count();
+    let counted = reversal.iter().filter(|k| **k == "anonymous").count();
+    assert_eq!((explicit, counted), (depth, 6), "{reversal:?}");
+}

@@ -460,3 +460,55 @@ fn thousands_of_nested_ifs_transform_and_analyse_on_worker_threads() {
     let report = dir.join("report.txt").display().to_string();
     succeeds(&["analyze", "-o", &report], &inputs.join("ifs.xaif"));
 }
+
+// ------------------------------------------------------------ limits
+
+#[test]
+fn a_routine_beyond_the_analysis_budget_is_refused_with_its_line() {
+    let dir = scratch("budget");
+    let file = dir.join("loops.xaif");
+    std::fs::write(&file, deep::nested_loops(20)).unwrap();
+    // Within the default budget it is analysed.
+    succeeds(&["analyze", "-o", &dir.join("r.txt").display().to_string()], &file);
+    let o = xaifb()
+        .args(["analyze", "--analysis-budget", "100"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = refused(
+        &o,
+        &file,
+        &[
+            "routine `head` is too large to analyse",
+            "budget of 100",
+            "--analysis-budget",
+        ],
+    );
+    // Located at the routine's element.
+    let line = deep::nested_loops(20)
+        .lines()
+        .position(|l| l.contains("<xaif:ControlFlowGraph"))
+        .unwrap()
+        + 1;
+    assert!(err.contains(&format!("{}:{line}:", file.display())), "{err}");
+}
+
+#[test]
+fn long_expressions_are_shortened_in_the_analysis_report() {
+    let dir = scratch("report");
+    let file = dir.join("sum.xaif");
+    std::fs::write(&file, deep::sum_chain(5_000)).unwrap();
+    let o = xaifb().arg("analyze").arg(&file).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report = String::from_utf8_lossy(&o.stdout);
+    let line = report
+        .lines()
+        .find(|l| l.contains("Y = "))
+        .expect("the statement is reported");
+    assert!(line.ends_with('…'), "{line}");
+    assert!(
+        line.len() < xaif_dataflow::report::EXPR_TEXT_LIMIT + 200,
+        "{} bytes",
+        line.len()
+    );
+}
