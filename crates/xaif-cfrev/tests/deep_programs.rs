@@ -181,7 +181,10 @@ fn loops_nested_beyond_the_planning_depth_are_counted() {
         let xaif_model::RoutineBody::Replacements(list) = &r.body else {
             continue;
         };
-        for rep in list.iter().filter(|rep| rep.attrs.get("placeholder") == Some("3")) {
+        for rep in list
+            .iter()
+            .filter(|rep| rep.attrs.get("placeholder") == Some("3"))
+        {
             for v in out.cfgs[rep.cfg].vertex_ids() {
                 if let Some(kind) = out.vertices[v].attrs.get("reversal") {
                     reversal.push(kind);

@@ -108,10 +108,22 @@ pub fn routine_cost(rf: &RoutineFacts) -> u64 {
 /// Analyses a program that passed [`xaif_model::validate_program`], within
 /// [`DEFAULT_BUDGET`].
 pub fn analyze<'p>(p: &'p Program, config: &Config) -> Result<Analysis<'p>, DataflowError> {
-    analyze_within(p, config, DEFAULT_BUDGET)
+    analyze_within(p, config, false, DEFAULT_BUDGET)
 }
 
-/// Analyses a program that passed [`xaif_model::validate_program`], first
+/// [`analyze`] with the pessimistic assumption for routines without a
+/// body when `pessimistic` (the reference driver's `-b`): see
+/// [`ProgramFacts::with_black_boxes`].
+pub fn analyze_with_black_boxes<'p>(
+    p: &'p Program,
+    config: &Config,
+    pessimistic: bool,
+) -> Result<Analysis<'p>, DataflowError> {
+    analyze_within(p, config, pessimistic, DEFAULT_BUDGET)
+}
+
+/// Analyses a program that passed [`xaif_model::validate_program`]
+/// (pessimistic about routines without a body when `pessimistic`), first
 /// checking that no routine's [`routine_cost`] exceeds `budget`: the
 /// equations are linear in program size for a bounded number of variables
 /// per routine, but a routine with 10⁴ variables nested 10⁴ loops deep
@@ -120,9 +132,10 @@ pub fn analyze<'p>(p: &'p Program, config: &Config) -> Result<Analysis<'p>, Data
 pub fn analyze_within<'p>(
     p: &'p Program,
     config: &Config,
+    pessimistic: bool,
     budget: u64,
 ) -> Result<Analysis<'p>, DataflowError> {
-    let facts = ProgramFacts::new(p);
+    let facts = ProgramFacts::with_black_boxes(p, pessimistic);
     for &r in &facts.callgraph.routines {
         let rf = &facts.routines[&r];
         let cost = routine_cost(rf);

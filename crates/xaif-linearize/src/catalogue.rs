@@ -50,6 +50,61 @@ pub struct Template {
 }
 
 impl Template {
+    /// The template as linearization emits it: a term in which a node
+    /// reached again is written `#k` (its first visit's number), constants
+    /// by type and value. Two templates with the same canonical form
+    /// produce the same code.
+    pub fn canonical(&self) -> String {
+        // An explicit stack of tasks (a catalogue partial is as deep as its
+        // file makes it): visit a node, or write a fixed text.
+        enum Task<'a> {
+            Visit(usize),
+            Text(&'a str),
+        }
+        let mut out = String::new();
+        let mut seen: Vec<Option<usize>> = vec![None; self.nodes.len()];
+        let mut k = 0;
+        let mut stack = vec![Task::Visit(self.root)];
+        while let Some(task) = stack.pop() {
+            let n = match task {
+                Task::Text(t) => {
+                    out.push_str(t);
+                    continue;
+                }
+                Task::Visit(n) => n,
+            };
+            let Some(first) = seen.get_mut(n) else {
+                continue;
+            };
+            if let Some(i) = *first {
+                out.push_str(&format!("#{i}"));
+                continue;
+            }
+            *first = Some(k);
+            k += 1;
+            match &self.nodes[n] {
+                TNode::Arg(j) => out.push_str(&format!("a{j}")),
+                TNode::Const(a) => out.push_str(&format!(
+                    "{}:{}",
+                    a.get("type").unwrap_or(""),
+                    a.get("value").unwrap_or("")
+                )),
+                TNode::Op { name, args } => {
+                    out.push_str(name);
+                    out.push('(');
+                    stack.push(Task::Text(")"));
+                    for (i, a) in args.iter().enumerate().rev() {
+                        stack.push(Task::Visit(*a));
+                        if i > 0 {
+                            stack.push(Task::Text(","));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The nodes reachable from the root, arguments before the operations
     /// that use them, each once (a depth-first post-order in argument
     /// order, computed with an explicit stack: a catalogue partial is as
@@ -104,8 +159,6 @@ impl Template {
 /// One partial of an intrinsic.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Partial {
-    /// The argument it is the partial with respect to (1-based).
-    pub argument: usize,
     /// Its kind.
     pub kind: PartialKind,
     /// Its expression (absent for passive partials).
@@ -117,11 +170,12 @@ pub struct Partial {
 pub struct Intrinsic {
     /// Name (`sin_scal`, …).
     pub name: String,
-    /// Number of arguments (`nr_arguments`).
+    /// Number of arguments.
     pub arity: usize,
-    /// The partials the catalogue gives, by increasing argument; arguments
-    /// without one are passive. Stored sparsely, so `nr_arguments` (input
-    /// text) never sizes an allocation.
+    /// The catalogue marks it `nonSmooth` (`abs`, `tan`, `int`, …): the
+    /// trace mode records where it is evaluated.
+    pub non_smooth: bool,
+    /// Partial with respect to argument `j` at index `j - 1`.
     pub partials: Vec<Partial>,
 }
 
@@ -139,13 +193,9 @@ impl Intrinsic {
             .min(self.arity)
     }
 
-    /// The partial with respect to argument `argument` (1-based), `None`
-    /// when it is passive.
+    /// The partial with respect to argument `argument` (1-based).
     pub fn partial(&self, argument: usize) -> Option<&Partial> {
-        self.partials
-            .binary_search_by_key(&argument, |p| p.argument)
-            .ok()
-            .map(|i| &self.partials[i])
+        self.partials.get(argument.checked_sub(1)?)
     }
 }
 
@@ -233,7 +283,8 @@ pub fn read_catalogues(
 impl Catalogue {
     /// Builds the templates of a validated catalogue
     /// ([`xaif_model::validate_inlinable`]); an entry the gate would reject
-    /// is an error here too, never a panic.
+    /// is an error here too, never a panic or an allocation sized by the
+    /// file.
     pub fn new(c: &InlinableCatalogue) -> Result<Self, CatalogueError> {
         let mut entries = FxHashMap::default();
         for i in &c.intrinsics {
@@ -248,10 +299,21 @@ impl Catalogue {
                     .trim()
                     .parse::<usize>()
                     .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| err(format!("nr_arguments `{v}` is not a positive integer")))?,
+                    .filter(|n| (1..=xaif_model::catalogue::MAX_ARGUMENTS).contains(n))
+                    .ok_or_else(|| {
+                        err(format!(
+                            "nr_arguments `{v}` is not between 1 and {}",
+                            xaif_model::catalogue::MAX_ARGUMENTS
+                        ))
+                    })?,
             };
-            let mut partials: Vec<Partial> = Vec::with_capacity(i.partials.len());
+            let mut partials = vec![
+                Partial {
+                    kind: PartialKind::Passive,
+                    template: None,
+                };
+                arity
+            ];
             for p in &i.partials {
                 let id = p
                     .attrs
@@ -278,27 +340,37 @@ impl Catalogue {
                 {
                     return Err(err(format!("partial {id} has no expression")));
                 }
-                partials.push(Partial {
-                    argument: id,
-                    kind,
-                    template,
-                });
+                partials[id - 1] = Partial { kind, template };
             }
-            // A later partial for the same argument wins, as before the
-            // gate rejected duplicates.
-            partials.reverse();
-            partials.sort_by_key(|p| p.argument);
-            partials.dedup_by_key(|p| p.argument);
             entries.insert(
                 name.clone(),
                 Intrinsic {
                     name,
                     arity,
+                    non_smooth: i.attrs.flag("nonSmooth", false),
                     partials,
                 },
             );
         }
         Ok(Catalogue { entries })
+    }
+
+    /// A catalogue of the given intrinsics (a later one of the same name
+    /// replaces an earlier one).
+    pub fn from_intrinsics(intrinsics: impl IntoIterator<Item = Intrinsic>) -> Self {
+        Catalogue {
+            entries: intrinsics
+                .into_iter()
+                .map(|i| (i.name.clone(), i))
+                .collect(),
+        }
+    }
+
+    /// The intrinsics, sorted by name.
+    pub fn intrinsics(&self) -> Vec<&Intrinsic> {
+        let mut all: Vec<&Intrinsic> = self.entries.values().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
     }
 
     /// The intrinsic called `name`.
@@ -354,39 +426,64 @@ mod tests {
         };
         let cat = Catalogue::new(&c).unwrap();
         let add = cat.get("add_scal_scal").unwrap();
-        assert_eq!(add.partial(1).unwrap().kind, PartialKind::LinearOne);
+        assert_eq!(add.partials[0].kind, PartialKind::LinearOne);
         let sub = cat.get("sub_scal_scal").unwrap();
-        assert_eq!(sub.partial(2).unwrap().kind, PartialKind::LinearMinusOne);
+        assert_eq!(sub.partials[1].kind, PartialKind::LinearMinusOne);
         let mul = cat.get("mul_scal_scal").unwrap();
-        assert_eq!(
-            mul.partial(1)
-                .unwrap()
-                .template
-                .as_ref()
-                .unwrap()
-                .arguments(),
-            [2]
-        );
+        assert_eq!(mul.partials[0].template.as_ref().unwrap().arguments(), [2]);
         let tan = cat.get("tan_scal").unwrap();
         // 1 + tan^2 reads the result (argument 0).
-        assert_eq!(
-            tan.partial(1)
-                .unwrap()
-                .template
-                .as_ref()
-                .unwrap()
-                .arguments(),
-            [0]
-        );
+        assert_eq!(tan.partials[0].template.as_ref().unwrap().arguments(), [0]);
+        assert!(tan.non_smooth && !cat.get("sin_scal").unwrap().non_smooth);
         let pow = cat.get("pow_scal_scal").unwrap();
         assert_eq!(
-            pow.partial(2)
-                .unwrap()
-                .template
-                .as_ref()
-                .unwrap()
-                .arguments(),
+            pow.partials[1].template.as_ref().unwrap().arguments(),
             [1, 2]
         );
+    }
+
+    /// The built-in catalogue states the same intrinsics, arities,
+    /// smoothness and partials as the catalogue of the XAIF distribution.
+    #[test]
+    fn builtin_catalogue_equals_the_distributed_file() {
+        let Some(shared) = xaif_testkit::shared_dir() else {
+            return;
+        };
+        let parsed =
+            xaif_model::read_file(&shared.join("xaif/schema/examples/inlinable_intrinsics.xaif"))
+                .unwrap();
+        let xaif_model::Document::Inlinable(c) = parsed.document else {
+            panic!("not a catalogue")
+        };
+        let file = Catalogue::new(&c).unwrap();
+        let ours = crate::builtin();
+        let names = |c: &Catalogue| {
+            c.intrinsics()
+                .iter()
+                .map(|i| i.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&file), names(ours));
+        for f in file.intrinsics() {
+            let b = ours.get(&f.name).unwrap();
+            assert_eq!(
+                (f.arity, f.non_smooth),
+                (b.arity, b.non_smooth),
+                "{}",
+                f.name
+            );
+            for (j, (pf, pb)) in f.partials.iter().zip(&b.partials).enumerate() {
+                assert_eq!(pf.kind, pb.kind, "{} partial {}", f.name, j + 1);
+                if matches!(pf.kind, PartialKind::Linear | PartialKind::Nonlinear) {
+                    assert_eq!(
+                        pf.template.as_ref().map(Template::canonical),
+                        pb.template.as_ref().map(Template::canonical),
+                        "{} partial {}",
+                        f.name,
+                        j + 1
+                    );
+                }
+            }
+        }
     }
 }

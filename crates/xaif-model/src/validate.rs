@@ -69,7 +69,8 @@ pub fn validate_program_with_arities(
 }
 
 /// Validates an inlinable intrinsics catalogue: names unique,
-/// `nr_arguments` a positive integer, every `Partial` numbered within
+/// `nr_arguments` a positive integer up to
+/// [`MAX_ARGUMENTS`](crate::catalogue::MAX_ARGUMENTS), every `Partial` numbered within
 /// `1..=nr_arguments` once, its `ArgumentReference`s within
 /// `0..=nr_arguments` (0 is the result), a linear or nonlinear partial with
 /// an expression built only of argument references, constants and
@@ -86,7 +87,10 @@ pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<
         if let (Some(name), Some(n)) = (i.attrs.get("name"), i.attrs.int("nr_arguments")) {
             // An invalid nr_arguments is reported once, at its entry, not
             // at every use.
-            if let Some(n) = usize::try_from(n).ok().filter(|n| *n > 0) {
+            if let Some(n) = usize::try_from(n)
+                .ok()
+                .filter(|n| (1..=crate::catalogue::MAX_ARGUMENTS).contains(n))
+            {
                 let read = i
                     .partials
                     .iter()
@@ -117,7 +121,22 @@ pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<
                 ErrorKind::MissingAttribute("name"),
             ),
         }
-        let arity = gate.positive(&i.attrs, "InlinableIntrinsic", "nr_arguments");
+        let mut arity = gate.positive(&i.attrs, "InlinableIntrinsic", "nr_arguments");
+        if let Some(n) = arity {
+            let most = crate::catalogue::MAX_ARGUMENTS as i64;
+            gate.in_range(
+                &i.attrs,
+                "InlinableIntrinsic",
+                "nr_arguments",
+                n,
+                1,
+                Some(most),
+                "the most arguments an intrinsic may take",
+            );
+            if n > most {
+                arity = None;
+            }
+        }
         let mut partial_ids = FxHashMap::default();
         gate.expr(
             &i.function,
@@ -253,11 +272,15 @@ const PROGRAM_EXPR: ExprRules = ExprRules {
     need_root: true,
 };
 
+/// For an intrinsic name, the numbers of arguments its uses may have
+/// (`None`: not in the catalogue).
+type ArityOf<'a> = dyn Fn(&str) -> Option<RangeInclusive<usize>> + 'a;
+
 struct Gate<'a> {
     source: &'a SourceMap,
     /// `nr_arguments` of the catalogue's intrinsics, when uses are checked
     /// against a catalogue.
-    arity: Option<&'a dyn Fn(&str) -> Option<RangeInclusive<usize>>>,
+    arity: Option<&'a ArityOf<'a>>,
     errors: Vec<ModelError>,
     /// Symbol ids per scope id.
     symbols: FxHashMap<&'a str, FxHashSet<&'a str>>,

@@ -8,6 +8,7 @@
 //! it fails them, so CI can never pass by skipping.
 
 pub mod deep;
+pub mod scale;
 
 use std::path::{Path, PathBuf};
 

@@ -15,6 +15,10 @@ use xaif_dataflow::{
 /// Arguments of `xaifb analyze`.
 #[derive(Args)]
 pub struct AnalyzeArgs {
+    /// Pessimistic assumptions for routines without a body (the
+    /// reference's -b): a call may also read and overwrite every global.
+    #[arg(short = 'b', long)]
+    pub pessimistic: bool,
     /// The XAIF program (a front-end input).
     pub file: PathBuf,
     /// Report activity (varied, useful, active). With neither --activity
@@ -89,8 +93,12 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         tbr: args.tbr || both,
     };
     let (text, plan) = {
-        let analysis = match xaif_dataflow::analyze_within(&program, &config, args.analysis_budget)
-        {
+        let analysis = match xaif_dataflow::analyze_within(
+            &program,
+            &config,
+            args.pessimistic,
+            args.analysis_budget,
+        ) {
             Ok(a) => a,
             Err(e @ DataflowError::TooLarge { span, .. }) => {
                 let (line, column) = source.locate(span);
