@@ -90,21 +90,28 @@
 
 #![warn(missing_docs)]
 
+mod chain;
+pub mod cost;
 pub mod dot;
 pub mod dual;
 pub mod elim;
 pub mod eval;
 pub mod graph;
 pub mod heuristics;
+pub mod optimize;
 pub mod result;
+mod search;
 pub mod strategy;
 pub mod value;
+mod work;
 
+pub use cost::{evaluate, Goal, PropagationMode};
 pub use dual::{DualGraph, DualVertexId};
 pub use elim::ElimGraph;
 pub use eval::{EvalError, Jacobian};
 pub use graph::{Edge, EdgeId, GraphError, Label, Lcg, VarId, VertexId, VertexKind};
 pub use heuristics::{Chain, EliminationState, Filter, Mode, Neighbourhood, OrderKey};
+pub use optimize::{optimize, Effort, Optimized, Proof, Report, Search};
 pub use result::{
     Accumulation, Direction, ElimError, Elimination, FaceTarget, LcgTarget, Remainder,
     RemainderEdge, RemainderVertex, Step,

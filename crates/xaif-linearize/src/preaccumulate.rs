@@ -122,6 +122,7 @@ pub fn preaccumulate(
     t: &mut Target<'_>,
     seq: &Sequence,
     config: &xaif_elim::Config,
+    mode: xaif_elim::PropagationMode,
     want_dot: bool,
 ) -> Result<Preaccumulated, PreaccError> {
     let mut result = Preaccumulated::default();
@@ -135,8 +136,17 @@ pub fn preaccumulate(
     }
     let graph = build_graph(seq)?;
     let has_edges = !graph.lcg.edges().is_empty();
+    if let Ok(path) = std::env::var("XAIFB_DUMP_GRAPHS") {
+        use std::io::Write as _;
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = write!(f, "{}---\n", graph.lcg.to_text());
+        }
+    }
+    let mut report = None;
     let elimination: Option<Elimination> = if has_edges {
-        Some(xaif_elim::select(&graph.lcg, config)?.elimination)
+        let optimized = xaif_elim::optimize(&graph.lcg, config, mode)?;
+        report = Some(optimized.report);
+        Some(optimized.selection.elimination)
     } else {
         None
     };
@@ -152,6 +162,20 @@ pub fn preaccumulate(
         result.stats.subtractions = e.ops.subtractions;
         result.stats.divisions = e.ops.divisions;
         result.stats.nontrivial_remainder_edges = e.nontrivial_edges;
+    }
+    if let Some(r) = report {
+        let stats = &mut result.stats;
+        stats.graphs = 1;
+        stats.chain_cost = r.chain;
+        stats.cost = r.cost;
+        stats.lower_bound = r.lower_bound;
+        stats.proof = r.proof.map(|p| match p {
+            xaif_elim::Proof::Vertex => "vertex",
+            xaif_elim::Proof::Edge => "edge",
+        });
+        stats.proven = usize::from(r.proof.is_some());
+        stats.found_by = r.found_by;
+        stats.micros = r.micros;
     }
 
     // Which (item, node) each vertex stands for, for shapes.
@@ -447,6 +471,15 @@ pub fn preaccumulate(
                     }
                 }
                 terms.push((f, slot_for(edge.source, t)));
+            }
+            // A unit or minus-one term first: the target is then set by a
+            // copy (`SetDeriv`, `SetNegDeriv`), which costs nothing.
+            if let Some(at) = terms
+                .iter()
+                .position(|(f, _)| matches!(f, Factor::Unit | Factor::MinusOne))
+            {
+                let unit = terms.remove(at);
+                terms.insert(0, unit);
             }
             result.steps.push(Step { target, terms });
         }

@@ -252,6 +252,7 @@ pub fn tangent(
                             &mut target,
                             seq,
                             &options.elimination,
+                            xaif_elim::PropagationMode::Tangent,
                             options.dot,
                         )
                         .map_err(|source| {
