@@ -33,3 +33,6 @@ fn main() {
         for w in worst.iter().rev().take(8) { println!("  {w:?}"); }
     }
 }
+
+#[allow(dead_code)]
+fn find_reroute() {}

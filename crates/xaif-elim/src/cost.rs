@@ -58,6 +58,30 @@ pub enum Goal {
 /// below it break ties.
 pub const OPERATION: i64 = 1 << 20;
 
+/// In adjoint mode, every taped factor beyond the number the reference's
+/// chain tapes on the same graph costs this many operations more (on top
+/// of its push and pop): taping more than the reference must save clearly
+/// more than it costs, so that the tape does not grow for small gains.
+pub const EXCESS_TAPE: u64 = 6;
+
+/// The distinct run-time factors on the remainder edges of an
+/// elimination: what adjoint code tapes per execution.
+pub fn taped_factors(elimination: &Elimination) -> usize {
+    let mut factors: Vec<(bool, u32)> = elimination
+        .remainder
+        .edges
+        .iter()
+        .filter_map(|e| match e.value {
+            EdgeValue::Variable(v) => Some((false, v.0)),
+            EdgeValue::Acc(a) => Some((true, a.0)),
+            _ => None,
+        })
+        .collect();
+    factors.sort_unstable();
+    factors.dedup();
+    factors.len()
+}
+
 /// The search's cost model of a goal.
 pub(crate) fn model(
     goal: Goal,
@@ -84,6 +108,7 @@ pub(crate) fn model(
             w_neg: OPERATION,
             total: false,
             max_pushes: i64::MAX,
+            w_excess: 0,
         },
         (Goal::RunTime, PropagationMode::Adjoint, _) => Model {
             w_mul: OPERATION,
@@ -94,6 +119,7 @@ pub(crate) fn model(
             w_neg: OPERATION,
             total: false,
             max_pushes: i64::MAX,
+            w_excess: 0,
         },
         (Goal::Metric, _, Metric::Scarcity) => Model {
             w_mul: 1 << 20,
@@ -104,6 +130,7 @@ pub(crate) fn model(
             w_neg: 0,
             total: false,
             max_pushes: i64::MAX,
+            w_excess: 0,
         },
         (Goal::Metric, _, Metric::Operations) => Model {
             w_mul: 1 << 40,
@@ -114,6 +141,7 @@ pub(crate) fn model(
             w_neg: 0,
             total: true,
             max_pushes: i64::MAX,
+            w_excess: 0,
         },
     }
 }
@@ -175,13 +203,16 @@ pub(crate) fn evaluate_model(model: &Model, elimination: &Elimination) -> Option
     }
     factors.sort_unstable();
     factors.dedup();
-    cost += model.w_push * factors.len() as i64;
+    let pushes = factors.len() as i64;
+    cost += model.w_push * pushes + model.w_excess * (pushes - model.max_pushes).max(0);
     Some(cost)
 }
 
 /// The run-time operations of a finished elimination in a mode:
 /// accumulation plus propagation, and in adjoint mode two more per pushed
-/// factor. This is what [`Goal::RunTime`] minimizes, in operations.
+/// factor. This is what [`Goal::RunTime`] minimizes, in operations (in
+/// adjoint mode with [`EXCESS_TAPE`] more per factor beyond the
+/// reference's tape).
 pub fn evaluate(elimination: &Elimination, mode: PropagationMode) -> u64 {
     let m = model(
         Goal::RunTime,

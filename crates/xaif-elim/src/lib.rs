@@ -104,8 +104,10 @@ mod search;
 pub mod strategy;
 pub mod value;
 mod work;
+#[cfg(test)]
+mod work_tests;
 
-pub use cost::{evaluate, Goal, PropagationMode};
+pub use cost::{evaluate, taped_factors, Goal, PropagationMode, EXCESS_TAPE};
 pub use dual::{DualGraph, DualVertexId};
 pub use elim::ElimGraph;
 pub use eval::{EvalError, Jacobian};

@@ -24,11 +24,10 @@
 
 use std::time::Instant;
 
-use crate::chain::{run_chain, Rng};
+use crate::chain::{run_chain, ChainRun, Rng};
 use crate::cost::{evaluate_model, model, primary, Goal, PropagationMode};
 use crate::elim::ElimGraph;
 use crate::graph::Lcg;
-use crate::heuristics::EliminationState;
 use crate::result::{ElimError, Elimination};
 use crate::search::{beam, descend, exact_edges, exact_vertices, Moves};
 use crate::strategy::{select, Config, Extent, Method, Metric, Selection, Strategy};
@@ -115,10 +114,17 @@ pub struct Optimized {
 }
 
 struct Budgets {
+    /// (inner vertices at most, states expanded at most).
     exact_vertices: (usize, usize),
+    /// (edges at most, states expanded at most).
     exact_edges: (usize, usize),
+    /// (width, children evaluated at most).
     beam: (usize, usize),
+    /// Randomized chains with `-a`.
     random_runs: usize,
+    /// Starting points of the greedy descent.
+    starts: usize,
+    /// Moves of one descent at most.
     descent: usize,
 }
 
@@ -130,20 +136,23 @@ impl Effort {
                 exact_edges: (0, 0),
                 beam: (0, 0),
                 random_runs: 4,
-                descent: 64,
-            },
-            Effort::Default => Budgets {
-                exact_vertices: (24, 20_000),
-                exact_edges: (12, 20_000),
-                beam: (4, 4_000),
-                random_runs: 8,
+                starts: 2,
                 descent: 256,
             },
+            Effort::Default => Budgets {
+                exact_vertices: (12, 400),
+                exact_edges: (8, 200),
+                beam: (0, 0),
+                random_runs: 8,
+                starts: 2,
+                descent: 1024,
+            },
             Effort::Max => Budgets {
-                exact_vertices: (128, 2_000_000),
-                exact_edges: (40, 2_000_000),
-                beam: (32, 400_000),
+                exact_vertices: (128, 200_000),
+                exact_edges: (40, 200_000),
+                beam: (8, 100_000),
                 random_runs: 64,
+                starts: 8,
                 descent: 4096,
             },
         }
@@ -169,10 +178,6 @@ pub fn optimize(
     let has_face = config.strategies.iter().any(|s| s.method == Method::Face);
     let graph = ElimGraph::new(lcg)?;
     let m = model(search.goal, mode, config.metric, config.triviality);
-    let mut m = m;
-    if let (Ok(w), PropagationMode::Adjoint) = (std::env::var("XAIFB_PUSHW"), mode) {
-        m.w_push = w.parse::<i64>().unwrap() * crate::cost::OPERATION + 1;
-    }
     let mut work = Work::new(&graph, m, config.triviality);
     let size = (work.inner_vertices().count(), work.edge_count());
     let unit = |c: i64| primary(search.goal, config.metric, c);
@@ -195,40 +200,41 @@ pub fn optimize(
     }
     let budgets = search.effort.budgets();
 
-    // The reference's selection.
-    let mut reference: Option<(usize, (i64, u32, u32), Vec<Move>)> = None;
-    let mut runs: Vec<Vec<Move>> = Vec::new();
-    for (index, strategy) in config.strategies.iter().enumerate() {
-        let Some(run) = run_chain(&mut work, strategy, None) else {
-            continue;
-        };
+    // The reference's selection (the baseline), and every run kept for
+    // its cheapest prefix.
+    let baseline = baseline_strategies(config, work.edge_count(), search.effort);
+    let runs: Vec<ChainRun> = crate::chain::run_all(&mut work, &baseline, false)
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut reference: Option<(usize, (i64, u32, u32))> = None;
+    for (index, run) in runs.iter().enumerate() {
         let key = match config.metric {
             Metric::Scarcity => run.key,
             Metric::Operations => (i64::from(run.key.1), run.key.2, run.key.0 as u32),
         };
-        let better = match &reference {
-            None => true,
-            Some((_, best, _)) => key < *best,
-        };
-        if better {
-            reference = Some((index, key, run.moves[..run.kept].to_vec()));
+        if reference.is_none_or(|(_, best)| key < best) {
+            reference = Some((index, key));
         }
-        runs.push(run.moves);
     }
-    let Some((reference_index, _, reference_moves)) = reference else {
+    let Some((reference_index, _)) = reference else {
         return Err(ElimError::NoStrategies);
     };
+    let reference_moves = runs[reference_index].moves[..runs[reference_index].kept].to_vec();
     let reference_split = sequence_split(&mut work, &reference_moves);
     if search.goal == Goal::RunTime && mode == PropagationMode::Adjoint {
-        // Never tape more than the reference's chain.
+        // Taping more factors than the baseline must pay for itself.
         if let Some((_, pushes)) = reference_split {
-            if std::env::var("XAIFB_PUSHCAP").is_ok() {
-                work.model.max_pushes = pushes;
-            }
+            work.model.max_pushes = pushes;
+            work.model.w_excess = crate::cost::EXCESS_TAPE as i64 * crate::cost::OPERATION;
         }
     }
+
     let mut candidates: Vec<Candidate> = Vec::new();
-    for (moves, found_by) in [(Vec::new(), "no elimination"), (reference_moves.clone(), "chain")] {
+    for (moves, found_by) in [
+        (Vec::new(), "no elimination"),
+        (reference_moves.clone(), "chain"),
+    ] {
         if let Some(cost) = sequence_cost(&mut work, &moves) {
             candidates.push(Candidate {
                 moves,
@@ -237,18 +243,18 @@ pub fn optimize(
             });
         }
     }
-    for moves in &runs {
-        if let Some((len, cost)) = best_prefix(&mut work, moves) {
+    for run in &runs {
+        if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits) {
             candidates.push(Candidate {
-                moves: moves[..len].to_vec(),
+                moves: run.moves[..len].to_vec(),
                 cost,
                 found_by: "chain prefix",
             });
         }
     }
-    let mut states = 0;
+    let mut states = runs.iter().map(|r| r.moves.len()).sum::<usize>();
     if search.randomized {
-        let scarcity = Strategy {
+        let random = Strategy {
             method: Method::Edge,
             chain: crate::heuristics::Chain::reverse(),
             extent: Extent::ScarcityPreserving {
@@ -257,9 +263,9 @@ pub fn optimize(
         };
         let mut rng = Rng::new(search.seed);
         for _ in 0..budgets.random_runs {
-            if let Some(run) = run_chain(&mut work, &scarcity, Some(&mut rng)) {
+            if let Some(run) = run_chain(&mut work, &random, Some(&mut rng)) {
                 states += run.moves.len();
-                if let Some((len, cost)) = best_prefix(&mut work, &run.moves) {
+                if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits) {
                     candidates.push(Candidate {
                         moves: run.moves[..len].to_vec(),
                         cost,
@@ -271,21 +277,32 @@ pub fn optimize(
     }
     sort_candidates(&mut candidates);
 
-    // Greedy descent from the best distinct starting points.
+    // Remainder post-processing: greedy descent from the best starting
+    // points.
     let kinds = Moves {
         vertices: true,
         edges: true,
+        reroutings: search.rerouting,
     };
-    let starts: Vec<Candidate> = candidates.iter().take(3).cloned().collect();
+    let mut starts: Vec<Vec<Move>> = Vec::new();
+    for c in &candidates {
+        if starts.len() >= budgets.starts {
+            break;
+        }
+        if !starts.contains(&c.moves) {
+            starts.push(c.moves.clone());
+        }
+    }
     for start in starts {
         let base = work.mark();
-        for &mv in &start.moves {
+        for &mv in &start {
             work.apply(mv);
         }
         let more = descend(&mut work, kinds, search.allow_maintaining, budgets.descent);
+        states += more.len();
         if !more.is_empty() {
             if let Some(cost) = work.cost() {
-                let mut moves = start.moves.clone();
+                let mut moves = start;
                 moves.extend(more);
                 candidates.push(Candidate {
                     moves,
@@ -298,13 +315,12 @@ pub fn optimize(
     }
     sort_candidates(&mut candidates);
 
-    // Exact searches and beam search.
+    // Exact searches, then beam search where no proof was found.
     let mut proof = None;
     let mut bound = work.lower_bound();
     let (vlimit, vbudget) = budgets.exact_vertices;
     if size.0 <= vlimit && vbudget > 0 {
-        let incumbent = candidates[0].cost;
-        let exact = exact_vertices(&mut work, incumbent, vbudget);
+        let exact = exact_vertices(&mut work, candidates[0].cost, vbudget);
         states += exact.expanded;
         if let Some((moves, cost)) = exact.best {
             candidates.push(Candidate {
@@ -314,14 +330,13 @@ pub fn optimize(
             });
         }
         if exact.proven {
-            proof = Some(crate::Proof::Vertex);
+            proof = Some(Proof::Vertex);
         }
+        sort_candidates(&mut candidates);
     }
-    sort_candidates(&mut candidates);
     let (elimit, ebudget) = budgets.exact_edges;
     if size.1 <= elimit && ebudget > 0 {
-        let incumbent = candidates[0].cost;
-        let exact = exact_edges(&mut work, incumbent, ebudget);
+        let exact = exact_edges(&mut work, candidates[0].cost, ebudget);
         states += exact.expanded;
         if let Some((moves, cost)) = exact.best {
             candidates.push(Candidate {
@@ -332,13 +347,17 @@ pub fn optimize(
         }
         bound = bound.max(exact.lower_bound);
         if exact.proven {
-            proof = Some(crate::Proof::Edge);
+            proof = Some(Proof::Edge);
         }
+        sort_candidates(&mut candidates);
     }
-    sort_candidates(&mut candidates);
     let (width, bbudget) = budgets.beam;
     if proof.is_none() && bbudget > 0 {
-        let starts: Vec<Vec<Move>> = candidates.iter().take(width).map(|c| c.moves.clone()).collect();
+        let starts: Vec<Vec<Move>> = candidates
+            .iter()
+            .take(width)
+            .map(|c| c.moves.clone())
+            .collect();
         let incumbent = candidates[0].cost;
         if let Some((moves, cost)) = beam(&mut work, &starts, kinds, width, incumbent, bbudget) {
             candidates.push(Candidate {
@@ -348,34 +367,39 @@ pub fn optimize(
             });
         }
         states += bbudget;
+        sort_candidates(&mut candidates);
     }
-    sort_candidates(&mut candidates);
 
-    // The cheapest candidate that is no worse than the reference's chain
-    // in operations (without the push part) is replayed with expressions;
-    // the reference's result is kept unless it is strictly cheaper.
-    let reference_strategy = config.strategies[reference_index].clone();
+    // The cheapest candidate that is no worse than the baseline in
+    // operations (the push part aside) is replayed with expressions; the
+    // baseline is kept unless it is strictly more expensive.
+    let reference_strategy = baseline[reference_index].clone();
     let chain_elimination = replay(lcg, &mut work, &reference_moves, config)?;
-    let chain_cost = evaluate_model(&m, &chain_elimination);
+    let chain_cost = evaluate_model(&work.model, &chain_elimination);
     let limit = reference_split.map_or(i64::MAX, |s| s.0);
     let best = candidates
         .iter()
-        .find(|c| sequence_split(&mut work, &c.moves).is_some_and(|s| s.0 <= limit));
+        .find(|c| sequence_split(&mut work, &c.moves).is_some_and(|s| s.0 <= limit))
+        .cloned();
     let (elimination, cost, found_by) = match best {
         Some(best) if best.moves != reference_moves => {
             let ours = replay(lcg, &mut work, &best.moves, config)?;
-            let ours_cost = evaluate_model(&m, &ours);
+            let ours_cost = evaluate_model(&work.model, &ours);
             match (ours_cost, chain_cost) {
                 (Some(a), Some(b)) if a < b => (ours, ours_cost, best.found_by),
                 (Some(_), None) => (ours, ours_cost, best.found_by),
-                _ => (chain_elimination.clone(), chain_cost, "chain"),
+                _ => (chain_elimination, chain_cost, "chain"),
             }
         }
-        _ => (chain_elimination.clone(), chain_cost, "chain"),
+        _ => (chain_elimination, chain_cost, "chain"),
     };
+    // Reported in the goal's units, under the objective minimized.
     let cost_unit = cost.map_or(u64::MAX, unit);
+    let chain_unit = chain_cost.map_or(u64::MAX, unit);
+    // A proof covers the model optimum; the result is that optimum unless
+    // the baseline rule kept something else.
     let proof = proof.filter(|_| cost.is_some_and(|c| c <= candidates[0].cost));
-    let lower_bound = if proof == Some(crate::Proof::Edge) {
+    let lower_bound = if proof == Some(Proof::Edge) {
         cost_unit
     } else {
         unit(bound).min(cost_unit)
@@ -386,7 +410,7 @@ pub fn optimize(
             strategy: reference_strategy,
         },
         report: Report {
-            chain: chain_cost.map_or(u64::MAX, unit),
+            chain: chain_unit,
             cost: cost_unit,
             lower_bound,
             proof,
@@ -397,6 +421,33 @@ pub fn optimize(
         },
     })
 }
+
+/// The strategies of the baseline: the configured ones, except that on
+/// graphs with at least [`LONG_RUNS`] edges below `--effort max` only the
+/// seed's chain and lowest Markowitz → reverse run (when configured),
+/// because complete runs on large graphs are long and the other chains
+/// rarely lead the search anywhere better.
+fn baseline_strategies(config: &Config, edges: usize, effort: Effort) -> Vec<Strategy> {
+    use crate::heuristics::{Chain, Filter, Mode};
+    if edges < LONG_RUNS || effort == Effort::Max {
+        return config.strategies.clone();
+    }
+    let lm = Chain::new([Filter::LowestMarkowitz], Mode::Reverse);
+    let kept: Vec<Strategy> = config
+        .strategies
+        .iter()
+        .filter(|s| s.chain == Chain::seed() || s.chain == lm)
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        config.strategies.clone()
+    } else {
+        kept
+    }
+}
+
+/// See [`baseline_strategies`].
+const LONG_RUNS: usize = 64;
 
 fn sort_candidates(candidates: &mut [Candidate]) {
     candidates.sort_by(|a, b| (a.cost, a.moves.len()).cmp(&(b.cost, b.moves.len())));
@@ -414,19 +465,19 @@ fn sequence_split(work: &mut Work, moves: &[Move]) -> Option<(i64, i64)> {
     split
 }
 
-/// The prefix of a sequence cheapest under the model, and its cost.
-fn best_prefix(work: &mut Work, moves: &[Move]) -> Option<(usize, i64)> {
-    let mark = work.mark();
-    let mut best = work.cost().map(|c| (0, c));
-    for (k, &m) in moves.iter().enumerate() {
-        work.apply(m);
-        if let Some(c) = work.cost() {
-            if best.is_none_or(|(_, b)| c < b) {
-                best = Some((k + 1, c));
-            }
+/// The prefix of a run cheapest under the model (with its push terms),
+/// from the run's recorded cost splits, and its cost.
+fn cheapest_prefix(model: &crate::work::Model, splits: &[Option<(i64, i64)>]) -> Option<(usize, i64)> {
+    let mut best: Option<(usize, i64)> = None;
+    for (k, split) in splits.iter().enumerate() {
+        let Some((rest, pushes)) = split else {
+            continue;
+        };
+        let c = rest + model.w_push * pushes + model.w_excess * (pushes - model.max_pushes).max(0);
+        if best.is_none_or(|(_, b)| c < b) {
+            best = Some((k, c));
         }
     }
-    work.undo_to(mark);
     best
 }
 
@@ -457,7 +508,7 @@ fn replay(
         work.targets(m, &mut targets);
         work.apply(m);
         for t in &targets {
-            graph.eliminate(t)?;
+            t.on(&mut graph)?;
         }
     }
     work.undo_to(mark);

@@ -36,6 +36,8 @@ use crate::work::{Move, Work};
 pub(crate) struct Moves {
     pub vertices: bool,
     pub edges: bool,
+    /// Pre- and post-routings (`-R`).
+    pub reroutings: bool,
 }
 
 /// Every possible move of the kinds asked for, in a fixed order.
@@ -46,6 +48,9 @@ pub(crate) fn moves(work: &Work, kinds: Moves, out: &mut Vec<Move>) {
     }
     if kinds.edges {
         work.edge_moves(out);
+    }
+    if kinds.reroutings {
+        work.reroute_moves(out);
     }
 }
 
@@ -58,28 +63,35 @@ pub(crate) fn descend(work: &mut Work, kinds: Moves, plateau: bool, steps: usize
     let mut candidates = Vec::new();
     // Where the current run of cost-neutral moves began.
     let mut flat: Option<(crate::work::Mark, usize)> = None;
-    for _ in 0..steps {
+    let mut retries = 0;
+    while done.len() < steps {
         let Some(now) = work.cost() else { break };
         moves(work, kinds, &mut candidates);
         let mut best: Option<(i64, Move)> = None;
         for &m in &candidates {
-            let mark = work.mark();
-            work.apply(m);
-            let after = work.cost();
-            work.undo_to(mark);
-            if let Some(after) = after {
-                if best.is_none_or(|(b, _)| after < b) {
-                    best = Some((after, m));
+            if let Some(d) = work.cached_delta(m, now) {
+                if best.is_none_or(|(b, _)| d < b) {
+                    best = Some((d, m));
                 }
             }
         }
-        match best {
-            Some((after, m)) if after < now => {
+        let Some((cached, m)) = best else { break };
+        // Cached changes ignore far-away effects (shared factors); the
+        // chosen move is measured again before it is taken.
+        let real = work.probe_cost(m).map(|c| c - now);
+        if real != Some(cached) && retries < 4 {
+            retries += 1;
+            work.forget_delta(m);
+            continue;
+        }
+        retries = 0;
+        match real {
+            Some(d) if d < 0 => {
                 flat = None;
                 work.apply(m);
                 done.push(m);
             }
-            Some((after, m)) if plateau && after == now && done.len() < steps => {
+            Some(0) if plateau => {
                 if flat.is_none() {
                     flat = Some((work.mark(), done.len()));
                 }
@@ -334,6 +346,7 @@ pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, budget: usize) -> Exa
             Moves {
                 vertices: true,
                 edges: true,
+                reroutings: false,
             },
             &mut candidates,
         );

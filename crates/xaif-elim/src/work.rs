@@ -109,9 +109,12 @@ pub(crate) struct Model {
     pub w_neg: i64,
     /// Final states must have no intermediate vertex left (`-M 0`).
     pub total: bool,
-    /// Final states may have at most this many distinct run-time factors
-    /// (adjoint mode: never tape more than the reference's chain).
+    /// Distinct run-time factors beyond this many cost `w_excess` more
+    /// each (adjoint mode: taping more than the reference's chain must pay
+    /// for itself).
     pub max_pushes: i64,
+    /// Per distinct run-time factor beyond `max_pushes`.
+    pub w_excess: i64,
 }
 
 impl Model {
@@ -126,21 +129,36 @@ impl Model {
         c
     }
 
-    /// The per-operation weight of the lower bound: every operation merges
-    /// at most one pair of run-time values, and a run-time edge left in the
-    /// remainder costs at least `w_edge[2]`.
-    pub(crate) fn bound_weight(&self) -> i64 {
-        self.w_mul.min(self.w_add).min(self.w_edge[2])
+    /// The lower bound beyond the operations spent: `phi` grounded
+    /// run-time edges, of which `fixed_run` (and `fixed_const` constant
+    /// edges) run from an independent to a dependent, which no
+    /// elimination removes.
+    ///
+    /// Every operation merges at most two run-time values into one and
+    /// folding never merges run-time values, so reaching a state with `f`
+    /// run-time edges costs at least `(phi - f)` operations; a run-time
+    /// edge left costs `w_edge[2]`, a constant one `w_edge[1]`, and the
+    /// fixed edges stay (a constant one may turn into a run-time one).
+    pub(crate) fn bound(&self, phi: i64, fixed_run: i64, fixed_const: i64) -> i64 {
+        let op = self.w_mul.min(self.w_add);
+        let run = self.w_edge[2];
+        if run < op {
+            return run * phi;
+        }
+        let extra = run - op;
+        op * phi + (extra * fixed_run).max(extra.min(self.w_edge[1]) * (fixed_run + fixed_const))
     }
 }
 
 /// What one journal entry undoes.
 #[derive(Clone, Copy, Debug)]
-enum Entry {
+pub(crate) enum Entry {
     Linked(u32, u32),
-    Unlinked(u32, u32, W),
+    Unlinked(u32, u32, W, EdgeCache),
     Changed(u32, u32, W),
     Removed(u32),
+    /// An expression read run-time value `id` once more.
+    ExprUse(u32),
 }
 
 /// A point to return to with [`Work::undo_to`].
@@ -162,6 +180,32 @@ pub(crate) enum Move {
     Front(u32, u32),
     /// Back elimination of an edge out of a non-independent.
     Back(u32, u32),
+    /// Pre-routing of the edge `(i,k)` about the pivot edge `(j,k)`:
+    /// `Pre(i, k, j)` (`-R`).
+    Pre(u32, u32, u32),
+    /// Post-routing of the edge `(i,k)` about the pivot edge `(i,j)`:
+    /// `Post(i, k, j)` (`-R`).
+    Post(u32, u32, u32),
+}
+
+/// One operation on an [`ElimGraph`] replaying a [`Move`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Replay {
+    Eliminate(LcgTarget),
+    Pre(VertexId, VertexId, VertexId),
+    Post(VertexId, VertexId, VertexId),
+}
+
+impl Replay {
+    /// Performs the operation.
+    pub(crate) fn on(self, graph: &mut ElimGraph) -> Result<(), crate::ElimError> {
+        use crate::heuristics::EliminationState;
+        match self {
+            Replay::Eliminate(t) => graph.eliminate(&t),
+            Replay::Pre(i, k, j) => graph.preroute(i, k, j),
+            Replay::Post(i, k, j) => graph.postroute(i, k, j),
+        }
+    }
 }
 
 /// The working graph.
@@ -184,15 +228,82 @@ pub(crate) struct Work {
     /// Uses of each run-time factor (by `W::push_key`) on edges.
     uses: Vec<u32>,
     distinct: i64,
-    /// Distinct negative run-time factors on edges.
-    negs: i64,
+    /// Ids of run-time values that appear negated on some edge.
+    neg_ids: Vec<u32>,
+    /// Ids below this are original labels; the others accumulated values.
+    acc_base: u32,
+    /// Per run-time id: whether its expression is a subtraction.
+    sub_top: Vec<bool>,
+    /// Per run-time id: reads by later expressions.
+    expr_use: Vec<u32>,
     /// Grounded run-time edges: the lower bound's potential.
     phi: i64,
+    /// Edges from independents to dependents by class (never eliminated).
+    fixed: [i64; 3],
     nontrivial: i64,
     intermediates: usize,
     edges: usize,
     journal: Vec<Entry>,
     scratch: Vec<u32>,
+    /// Cached per-edge measures, parallel to `succ`.
+    cache: Vec<Vec<EdgeCache>>,
+    /// When each vertex's lists last changed (see [`EdgeCache`]).
+    touched: Vec<u32>,
+    /// When each vertex's successor list last changed.
+    touched_out: Vec<u32>,
+    /// When each vertex's predecessor list last changed.
+    touched_in: Vec<u32>,
+    epoch: u32,
+    /// Set while a move is tried and taken back: the state after is the
+    /// state before, so no cache is invalidated.
+    probing: bool,
+    /// Cached cost change of eliminating each vertex: (stamp, change).
+    vertex_cost: Vec<(u32, Option<i64>)>,
+}
+
+/// Measures of the front and back elimination of one edge, valid while
+/// neither endpoint's lists changed since `stamp` (an epoch of the
+/// working graph; 0 never is).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EdgeCache {
+    /// Which scarcity classes the incremental chain runner counts this
+    /// edge in (bit 0 front reducing, 1 front keeping, 2 back reducing, 3
+    /// back keeping).
+    pub counted: u8,
+    /// When `front` and `front_fill` were measured.
+    pub stamp: u32,
+    /// When `back` and `back_fill` were measured.
+    pub back_stamp: u32,
+    pub front: i32,
+    pub back: i32,
+    pub front_fill: i32,
+    pub back_fill: i32,
+    /// When the two cost changes below were measured.
+    pub cost_stamp: u32,
+    /// Cost changes of front and back elimination ([`UNKNOWN`]: not
+    /// measured or not final).
+    pub front_cost: i64,
+    pub back_cost: i64,
+}
+
+/// An unmeasured cost change in [`EdgeCache`].
+const UNKNOWN: i64 = i64::MIN;
+
+impl Default for EdgeCache {
+    fn default() -> EdgeCache {
+        EdgeCache {
+            counted: 0,
+            stamp: 0,
+            back_stamp: 0,
+            front: 0,
+            back: 0,
+            front_fill: -1,
+            back_fill: -1,
+            cost_stamp: 0,
+            front_cost: UNKNOWN,
+            back_cost: UNKNOWN,
+        }
+    }
 }
 
 impl Work {
@@ -242,17 +353,38 @@ impl Work {
             prop: 0,
             uses: Vec::new(),
             distinct: 0,
-            negs: 0,
+            neg_ids: Vec::new(),
+            acc_base,
+            sub_top: Vec::new(),
+            expr_use: Vec::new(),
             phi: 0,
+            fixed: [0; 3],
             nontrivial: 0,
             intermediates: 0,
             edges: 0,
             journal: Vec::new(),
             scratch: Vec::new(),
+            cache: vec![Vec::new(); n],
+            touched: vec![0; n],
+            touched_out: vec![0; n],
+            touched_in: vec![0; n],
+            epoch: 1,
+            probing: false,
+            vertex_cost: vec![(0, None); n],
         };
         for r in 0..n {
             if work.present[r] && work.kinds[r] == VertexKind::Intermediate {
                 work.intermediates += 1;
+            }
+        }
+        let size = work.fresh as usize + 1;
+        work.sub_top = vec![false; size];
+        work.expr_use = vec![0; size];
+        for (acc, (sub, uses)) in graph.acc_facts().into_iter().enumerate() {
+            let id = (acc_base + acc as u32) as usize;
+            if id < size {
+                work.sub_top[id] = sub;
+                work.expr_use[id] = uses;
             }
         }
         // Grounded: reachable from an independent (ranks are topological).
@@ -305,9 +437,6 @@ impl Work {
         self.edges
     }
 
-    pub(crate) fn original(&self, v: u32) -> VertexId {
-        self.orig[v as usize]
-    }
 
     /// Whether the vertex can be eliminated (an intermediate) or cut (a
     /// dependent with out-edges).
@@ -329,10 +458,15 @@ impl Work {
     /// Cost of stopping here (the remainder's propagation), or `None` when
     /// the model requires a total elimination and intermediates are left.
     pub(crate) fn final_cost(&self) -> Option<i64> {
-        if (self.model.total && self.intermediates > 0) || self.distinct > self.model.max_pushes {
+        if self.model.total && self.intermediates > 0 {
             return None;
         }
-        Some(self.prop + self.model.w_push * self.distinct + self.model.w_neg * self.negs)
+        Some(
+            self.prop
+                + self.model.w_push * self.distinct
+                + self.model.w_excess * (self.distinct - self.model.max_pushes).max(0)
+                + self.model.w_neg * self.negations(),
+        )
     }
 
     /// Total cost of stopping here.
@@ -343,7 +477,7 @@ impl Work {
     /// An admissible lower bound on the cost of every state reachable from
     /// here, stopping included.
     pub(crate) fn lower_bound(&self) -> i64 {
-        self.g() + self.model.bound_weight() * self.phi
+        self.g() + self.model.bound(self.phi, self.fixed[2], self.fixed[1])
     }
 
     /// Non-trivial remainder edges under the triviality of construction.
@@ -351,16 +485,14 @@ impl Work {
         self.nontrivial
     }
 
-    /// Distinct run-time factors on remainder edges.
-    pub(crate) fn pushes(&self) -> i64 {
-        self.distinct
-    }
 
     /// The cost of stopping here without the push and pop part, and the
     /// pushes (the two measures the adjoint result must not worsen).
     pub(crate) fn cost_split(&self) -> Option<(i64, i64)> {
         let c = self.cost()?;
-        Some((c - self.model.w_push * self.distinct, self.distinct))
+        let pushes = self.model.w_push * self.distinct
+            + self.model.w_excess * (self.distinct - self.model.max_pushes).max(0);
+        Some((c - pushes, self.distinct))
     }
 
     pub(crate) fn mark(&self) -> Mark {
@@ -374,16 +506,26 @@ impl Work {
 
     /// Reverts every change made since `mark`.
     pub(crate) fn undo_to(&mut self, mark: Mark) {
+        self.epoch += 1;
         while self.journal.len() > mark.journal {
             match self.journal.pop() {
                 Some(Entry::Linked(u, w)) => {
-                    self.raw_unlink(u, w);
+                    let _ = self.raw_unlink(u, w);
                 }
-                Some(Entry::Unlinked(u, w, val)) => self.raw_link(u, w, val),
+                Some(Entry::Unlinked(u, w, val, cache)) => {
+                    self.raw_link(u, w, val);
+                    if let Ok(at) = self.succ[u as usize].binary_search_by_key(&w, |e| e.0) {
+                        self.cache[u as usize][at] = cache;
+                    }
+                }
                 Some(Entry::Changed(u, w, old)) => {
                     self.raw_set(u, w, old);
                 }
+                Some(Entry::ExprUse(id)) => self.expr_use[id as usize] -= 1,
                 Some(Entry::Removed(v)) => {
+                    self.touch(v, v);
+                    self.touched_in[v as usize] = self.epoch;
+                    self.touched_out[v as usize] = self.epoch;
                     self.present[v as usize] = true;
                     if self.kinds[v as usize] == VertexKind::Intermediate {
                         self.intermediates += 1;
@@ -398,10 +540,6 @@ impl Work {
         self.fresh = mark.fresh;
     }
 
-    /// Forgets the journal (the current state becomes the base).
-    pub(crate) fn commit(&mut self) {
-        self.journal.clear();
-    }
 
     // ---------------------------------------------------------- edges
 
@@ -425,6 +563,11 @@ impl Work {
         }
         self.prop += self.model.vertex_cost(self.counts[t]) - before;
         self.nontrivial += sign * self.class_weight(val);
+        if self.kinds[u as usize] == VertexKind::Independent
+            && self.kinds[t] == VertexKind::Dependent
+        {
+            self.fixed[val.class()] += sign;
+        }
         if let Some(key) = val.push_key() {
             if self.grounded[u as usize] {
                 self.phi += sign;
@@ -437,22 +580,31 @@ impl Work {
                 *n += 1;
                 if *n == 1 {
                     self.distinct += 1;
-                    self.negs += (key & 1) as i64;
+                    if key & 1 == 1 {
+                        self.neg_ids.push((key / 2) as u32);
+                    }
                 }
             } else {
                 *n -= 1;
                 if *n == 0 {
                     self.distinct -= 1;
-                    self.negs -= (key & 1) as i64;
+                    if key & 1 == 1 {
+                        let id = (key / 2) as u32;
+                        if let Some(at) = self.neg_ids.iter().position(|&x| x == id) {
+                            self.neg_ids.swap_remove(at);
+                        }
+                    }
                 }
             }
         }
     }
 
     fn raw_link(&mut self, u: u32, w: u32, val: W) {
+        self.touch(u, w);
         let s = &mut self.succ[u as usize];
         let at = s.partition_point(|e| e.0 < w);
         s.insert(at, (w, val));
+        self.cache[u as usize].insert(at, EdgeCache::default());
         let p = &mut self.pred[w as usize];
         let at = p.partition_point(|e| e.0 < u);
         p.insert(at, (u, val));
@@ -460,20 +612,32 @@ impl Work {
         self.count_edge(u, w, val, 1);
     }
 
-    fn raw_unlink(&mut self, u: u32, w: u32) -> Option<W> {
+    fn raw_unlink(&mut self, u: u32, w: u32) -> Option<(W, EdgeCache)> {
+        self.touch(u, w);
         let s = &mut self.succ[u as usize];
         let at = s.binary_search_by_key(&w, |e| e.0).ok()?;
         let (_, val) = s.remove(at);
+        let cache = self.cache[u as usize].remove(at);
         let p = &mut self.pred[w as usize];
         if let Ok(at) = p.binary_search_by_key(&u, |e| e.0) {
             p.remove(at);
         }
         self.edges -= 1;
         self.count_edge(u, w, val, -1);
-        Some(val)
+        Some((val, cache))
+    }
+
+    fn touch(&mut self, u: u32, w: u32) {
+        if !self.probing {
+            self.touched[u as usize] = self.epoch;
+            self.touched[w as usize] = self.epoch;
+            self.touched_out[u as usize] = self.epoch;
+            self.touched_in[w as usize] = self.epoch;
+        }
     }
 
     fn raw_set(&mut self, u: u32, w: u32, val: W) -> Option<W> {
+        self.touch(u, w);
         let s = &mut self.succ[u as usize];
         let at = s.binary_search_by_key(&w, |e| e.0).ok()?;
         let old = std::mem::replace(&mut s[at].1, val);
@@ -492,8 +656,8 @@ impl Work {
     }
 
     fn unlink(&mut self, u: u32, w: u32) -> Option<W> {
-        let val = self.raw_unlink(u, w)?;
-        self.journal.push(Entry::Unlinked(u, w, val));
+        let (val, cache) = self.raw_unlink(u, w)?;
+        self.journal.push(Entry::Unlinked(u, w, val, cache));
         Some(val)
     }
 
@@ -522,8 +686,7 @@ impl Work {
             (W::Const(x), W::Const(y)) => W::constant(x * y),
             _ => {
                 self.mults += 1;
-                self.fresh += 1;
-                W::Run(self.fresh - 1, a.sign() != b.sign())
+                self.new_value(a, b, false, a.sign() != b.sign())
             }
         }
     }
@@ -533,8 +696,44 @@ impl Work {
             return W::constant(x + y);
         }
         self.adds += 1;
+        // Mixed signs make a subtraction with no pending sign.
+        self.new_value(a, b, a.sign() != b.sign(), a.sign() && b.sign())
+    }
+
+    /// A new run-time value computed from `a` and `b`.
+    fn new_value(&mut self, a: W, b: W, sub: bool, negative: bool) -> W {
+        for operand in [a, b] {
+            if let W::Run(id, _) = operand {
+                self.expr_use[id as usize] += 1;
+                self.journal.push(Entry::ExprUse(id));
+            }
+        }
+        let id = self.fresh;
         self.fresh += 1;
-        W::Run(self.fresh - 1, a.sign() && b.sign())
+        if self.sub_top.len() <= id as usize {
+            let size = id as usize + 1 + id as usize / 2;
+            self.sub_top.resize(size, false);
+            self.expr_use.resize(size, 0);
+        }
+        self.sub_top[id as usize] = sub;
+        self.expr_use[id as usize] = 0;
+        W::Run(id, negative)
+    }
+
+    /// Negations needed to materialize the pending signs on remainder
+    /// edges: one per distinct negated value, except an accumulated
+    /// subtraction read nowhere else, whose operands are swapped instead.
+    fn negations(&self) -> i64 {
+        let mut n = 0;
+        for &id in &self.neg_ids {
+            let i = id as usize;
+            let free = id >= self.acc_base
+                && self.sub_top[i]
+                && self.expr_use[i] == 0
+                && self.uses[2 * i] + self.uses[2 * i + 1] == 1;
+            n += i64::from(!free);
+        }
+        n
     }
 
     /// `(i,k) += a * b`.
@@ -550,6 +749,9 @@ impl Work {
     }
 
     fn remove_vertex(&mut self, v: u32) {
+        self.touch(v, v);
+        self.touched_in[v as usize] = self.epoch;
+        self.touched_out[v as usize] = self.epoch;
         self.present[v as usize] = false;
         if self.kinds[v as usize] == VertexKind::Intermediate {
             self.intermediates -= 1;
@@ -583,6 +785,7 @@ impl Work {
     // ---------------------------------------------------------- moves
 
     /// Whether a move is possible in the current state.
+    #[cfg(test)]
     pub(crate) fn can(&self, m: Move) -> bool {
         match m {
             Move::Vertex(v) => self.is_inner(v),
@@ -592,15 +795,135 @@ impl Work {
             Move::Back(j, k) => {
                 self.kinds[j as usize] != VertexKind::Independent && self.value(j, k).is_some()
             }
+            Move::Pre(i, k, j) => {
+                i < j
+                    && self.kinds[j as usize] == VertexKind::Intermediate
+                    && self.value(i, k).is_some()
+                    && self.value(j, k).is_some_and(|p| p.cval() != Some(0.0))
+            }
+            Move::Post(i, k, j) => {
+                j < k
+                    && self.kinds[j as usize] != VertexKind::Independent
+                    && self.value(i, k).is_some()
+                    && self.value(i, j).is_some_and(|p| p.cval() != Some(0.0))
+            }
         }
     }
 
     /// Performs a possible move (see [`Work::can`]).
     pub(crate) fn apply(&mut self, m: Move) {
+        self.epoch += 1;
         match m {
             Move::Vertex(j) => self.eliminate_vertex(j),
             Move::Front(i, j) => self.front(i, j),
             Move::Back(j, k) => self.back(j, k),
+            Move::Pre(i, k, j) => self.preroute(i, k, j),
+            Move::Post(i, k, j) => self.postroute(i, k, j),
+        }
+    }
+
+    fn div(&mut self, a: W, b: W) -> W {
+        match (a, b) {
+            (other, W::One(neg)) => {
+                if neg {
+                    other.negated()
+                } else {
+                    other
+                }
+            }
+            (W::One(neg), W::Const(y)) => W::constant(if neg { -1.0 / y } else { 1.0 / y }),
+            (W::Const(x), W::Const(y)) => W::constant(x / y),
+            _ => {
+                self.mults += 1;
+                self.new_value(a, b, false, a.sign() != b.sign())
+            }
+        }
+    }
+
+    /// `(i,k) += a`, or a new edge `a`.
+    fn add_value(&mut self, i: u32, k: u32, a: W) {
+        match self.value(i, k) {
+            Some(existing) => {
+                let sum = self.add(existing, a);
+                self.set(i, k, sum);
+            }
+            None => self.link(i, k, a),
+        }
+    }
+
+    /// `(i,k) -= a * b`, or a new edge `-(a * b)`.
+    fn subtract(&mut self, i: u32, k: u32, a: W, b: W) {
+        let product = self.mul(a, b).negated();
+        self.add_value(i, k, product);
+    }
+
+    fn preroute(&mut self, i: u32, k: u32, j: u32) {
+        let (Some(c_ki), Some(c_kj)) = (self.value(i, k), self.value(j, k)) else {
+            return;
+        };
+        let q = self.div(c_ki, c_kj);
+        self.add_value(i, j, q);
+        let ns = self.succ[j as usize].len();
+        for s in 0..ns {
+            let (l, c_lj) = self.succ[j as usize][s];
+            if l != k {
+                self.subtract(i, l, q, c_lj);
+            }
+        }
+        self.unlink(i, k);
+        self.prune(&[i, j, k]);
+    }
+
+    fn postroute(&mut self, i: u32, k: u32, j: u32) {
+        let (Some(c_ki), Some(c_ji)) = (self.value(i, k), self.value(i, j)) else {
+            return;
+        };
+        let q = self.div(c_ki, c_ji);
+        self.add_value(j, k, q);
+        let np = self.pred[j as usize].len();
+        for p in 0..np {
+            let (h, c_jh) = self.pred[j as usize][p];
+            if h != i {
+                self.subtract(h, k, c_jh, q);
+            }
+        }
+        self.unlink(i, k);
+        self.prune(&[i, j, k]);
+    }
+
+    /// Every possible rerouting, appended to `out`.
+    pub(crate) fn reroute_moves(&self, out: &mut Vec<Move>) {
+        for k in 0..self.kinds.len() {
+            if !self.present[k] {
+                continue;
+            }
+            let p = &self.pred[k];
+            for a in 0..p.len() {
+                for b in a + 1..p.len() {
+                    // Pre-routing of (i,k) about (j,k) needs i before j.
+                    let (i, j) = (p[a].0, p[b].0);
+                    if self.kinds[j as usize] == VertexKind::Intermediate && p[b].1.cval() != Some(0.0)
+                    {
+                        out.push(Move::Pre(i, k as u32, j));
+                    }
+                }
+            }
+        }
+        for i in 0..self.kinds.len() {
+            if !self.present[i] {
+                continue;
+            }
+            let s = &self.succ[i];
+            for a in 0..s.len() {
+                for b in a + 1..s.len() {
+                    // Post-routing of (i,k) about (i,j) needs j before k.
+                    let (j, k) = (s[a].0, s[b].0);
+                    if self.kinds[j as usize] != VertexKind::Independent && s[a].1.cval() != Some(0.0)
+                    {
+                        out.push(Move::Post(i as u32, k, j));
+                    }
+                }
+            }
         }
     }
 
@@ -669,9 +992,23 @@ impl Work {
         self.prune(&[j, k]);
     }
 
-    /// The move as eliminations of the input graph, appended to `out`.
-    pub(crate) fn targets(&self, m: Move, out: &mut Vec<LcgTarget>) {
+    /// The move as operations on the input graph, appended to `out`.
+    pub(crate) fn targets(&self, m: Move, out: &mut Vec<Replay>) {
+        let o = |v: u32| self.orig[v as usize];
         match m {
+            Move::Pre(i, k, j) => out.push(Replay::Pre(o(i), o(k), o(j))),
+            Move::Post(i, k, j) => out.push(Replay::Post(o(i), o(k), o(j))),
+            other => {
+                let mut targets = Vec::new();
+                self.elimination_targets(other, &mut targets);
+                out.extend(targets.into_iter().map(Replay::Eliminate));
+            }
+        }
+    }
+
+    fn elimination_targets(&self, m: Move, out: &mut Vec<LcgTarget>) {
+        match m {
+            Move::Pre(..) | Move::Post(..) => {}
             Move::Vertex(j) if self.kinds[j as usize] == VertexKind::Dependent => {
                 for &(k, _) in &self.succ[j as usize] {
                     out.push(LcgTarget::Edge {
@@ -718,25 +1055,7 @@ impl Work {
         }
     }
 
-    /// The cost change of a move (apply, measure, undo), or `None` when
-    /// the resulting state may not be final.
-    pub(crate) fn delta(&mut self, m: Move) -> Option<i64> {
-        let before = self.cost();
-        let mark = self.mark();
-        self.apply(m);
-        let after = self.cost();
-        self.undo_to(mark);
-        Some(after? - before?)
-    }
 
-    /// Lower bound after a move, and the cost of stopping after it.
-    pub(crate) fn probe(&mut self, m: Move) -> (i64, Option<i64>) {
-        let mark = self.mark();
-        self.apply(m);
-        let r = (self.lower_bound(), self.cost());
-        self.undo_to(mark);
-        r
-    }
 
     /// A hash of the state's structure and value shapes, with fresh
     /// run-time ids renumbered by first appearance (so states reached in
@@ -768,7 +1087,14 @@ impl Work {
                                 c
                             }
                         };
-                        (u64::from(canon) << 2) | (u64::from(neg) << 1) | 0xa000_0000_0000_0000
+                        let i = id as usize;
+                        let sub = self.sub_top.get(i).copied().unwrap_or(false);
+                        let unread = self.expr_use.get(i).copied().unwrap_or(0) == 0;
+                        (u64::from(canon) << 4)
+                            | (u64::from(unread) << 3)
+                            | (u64::from(sub) << 2)
+                            | (u64::from(neg) << 1)
+                            | 0xa000_0000_0000_0000
                     }
                 };
                 mix(code);
@@ -831,6 +1157,7 @@ impl Work {
     /// [`crate::ElimGraph`]'s).
     pub(crate) fn scarcity_delta(&self, m: Move) -> i64 {
         match m {
+            Move::Pre(..) | Move::Post(..) => 0,
             Move::Vertex(j) => {
                 let ji = j as usize;
                 let mut delta = 0;
@@ -885,6 +1212,7 @@ impl Work {
         let mut missing = 0;
         let mut count = |_: W, existing: Option<W>| missing += usize::from(existing.is_none());
         match m {
+            Move::Pre(..) | Move::Post(..) => {}
             Move::Vertex(j) => {
                 for &(i, _) in &self.pred[j as usize] {
                     Self::merge(&self.succ[j as usize], &self.succ[i as usize], &mut count);
@@ -907,6 +1235,7 @@ impl Work {
     /// Markowitz degree.
     pub(crate) fn markowitz(&self, m: Move) -> usize {
         match m {
+            Move::Pre(..) | Move::Post(..) => 0,
             Move::Vertex(j) => self.pred[j as usize].len() * self.succ[j as usize].len(),
             Move::Front(_, j) => self.succ[j as usize].len(),
             Move::Back(j, _) => self.pred[j as usize].len(),
@@ -917,6 +1246,7 @@ impl Work {
     pub(crate) fn relative_markowitz(&self, m: Move) -> i64 {
         let k = &self.kinds;
         let discount = match m {
+            Move::Pre(..) | Move::Post(..) => 0,
             Move::Vertex(j) => {
                 Self::count_kind(&self.pred[j as usize], k, VertexKind::Independent)
                     * Self::count_kind(&self.succ[j as usize], k, VertexKind::Dependent)
@@ -925,5 +1255,222 @@ impl Work {
             Move::Back(j, _) => Self::count_kind(&self.pred[j as usize], k, VertexKind::Independent),
         };
         self.markowitz(m) as i64 - discount as i64
+    }
+}
+
+// ------------------------------------------------------------------ caches
+
+impl Work {
+    /// The cached measures of the edge at position `at` of `u`'s
+    /// successors, recomputed if either endpoint changed since.
+    pub(crate) fn edge_cache(&mut self, u: u32, at: usize, fill: bool) -> (i32, i32, i32, i32) {
+        // Front elimination of (u,w) reads the successors of u and w and
+        // the predecessor count of w; back elimination the predecessors of
+        // u and w and the successor count of u.
+        let ui = u as usize;
+        let w = self.succ[ui][at].0;
+        let wi = w as usize;
+        let front_last = self.touched_out[ui].max(self.touched_out[wi]).max(self.touched_in[wi]);
+        let back_last = self.touched_in[ui].max(self.touched_in[wi]).max(self.touched_out[ui]);
+        let c = self.cache[ui][at];
+        let front_fresh = c.stamp != 0 && c.stamp >= front_last && (!fill || c.front_fill >= 0);
+        let back_fresh = c.back_stamp != 0 && c.back_stamp >= back_last && (!fill || c.back_fill >= 0);
+        if front_fresh && back_fresh {
+            return (c.front, c.back, c.front_fill, c.back_fill);
+        }
+        let mut c = c;
+        if !front_fresh {
+            let ok = self.kinds[wi] == VertexKind::Intermediate;
+            c.front = if ok { self.scarcity_delta(Move::Front(u, w)) as i32 } else { 0 };
+            c.front_fill = match (fill, ok) {
+                (false, _) => -1,
+                (true, true) => self.fill_in(Move::Front(u, w)) as i32,
+                (true, false) => 0,
+            };
+            c.stamp = self.epoch;
+        }
+        if !back_fresh {
+            let ok = self.kinds[ui] != VertexKind::Independent;
+            c.back = if ok { self.scarcity_delta(Move::Back(u, w)) as i32 } else { 0 };
+            c.back_fill = match (fill, ok) {
+                (false, _) => -1,
+                (true, true) => self.fill_in(Move::Back(u, w)) as i32,
+                (true, false) => 0,
+            };
+            c.back_stamp = self.epoch;
+        }
+        self.cache[ui][at] = c;
+        (c.front, c.back, c.front_fill, c.back_fill)
+    }
+}
+
+impl Work {
+    /// The cost after a move, measured by performing and taking it back
+    /// without invalidating any cache.
+    pub(crate) fn probe_cost(&mut self, m: Move) -> Option<i64> {
+        let mark = self.mark();
+        let probing = self.probing;
+        self.probing = true;
+        self.apply(m);
+        let after = self.cost();
+        self.undo_to(mark);
+        self.probing = probing;
+        after
+    }
+
+    /// The cost change of a move, from the cache when neither the move's
+    /// vertices nor (for vertex moves) their neighbours changed since it
+    /// was measured; `None` when the state after is not final.
+    pub(crate) fn cached_delta(&mut self, m: Move, now: i64) -> Option<i64> {
+        match m {
+            Move::Pre(..) | Move::Post(..) => self.probe_cost(m).map(|c| c - now),
+            Move::Vertex(v) => {
+                let (stamp, delta) = self.vertex_cost[v as usize];
+                let vi = v as usize;
+                let mut last = self.touched[vi];
+                for &(p, _) in &self.pred[vi] {
+                    last = last.max(self.touched[p as usize]);
+                }
+                for &(k, _) in &self.succ[vi] {
+                    last = last.max(self.touched[k as usize]);
+                }
+                if stamp != 0 && stamp >= last {
+                    return delta;
+                }
+                let delta = self.probe_cost(m).map(|c| c - now);
+                self.vertex_cost[vi] = (self.epoch, delta);
+                delta
+            }
+            Move::Front(u, w) | Move::Back(u, w) => {
+                let Ok(at) = self.succ[u as usize].binary_search_by_key(&w, |e| e.0) else {
+                    return None;
+                };
+                let c = self.cache[u as usize][at];
+                let last = self.touched[u as usize]
+                    .max(self.touched[w as usize])
+                    .max(self.succ[w as usize].iter().map(|e| self.touched[e.0 as usize]).max().unwrap_or(0))
+                    .max(self.pred[u as usize].iter().map(|e| self.touched[e.0 as usize]).max().unwrap_or(0));
+                let front = matches!(m, Move::Front(..));
+                if c.cost_stamp != 0 && c.cost_stamp >= last {
+                    let cached = if front { c.front_cost } else { c.back_cost };
+                    if cached != UNKNOWN {
+                        return Some(cached);
+                    }
+                }
+                let delta = self.probe_cost(m).map(|c| c - now);
+                let entry = &mut self.cache[u as usize][at];
+                if entry.cost_stamp < last || entry.cost_stamp == 0 {
+                    entry.front_cost = UNKNOWN;
+                    entry.back_cost = UNKNOWN;
+                }
+                entry.cost_stamp = self.epoch;
+                let value = delta.unwrap_or(UNKNOWN);
+                if front {
+                    entry.front_cost = value;
+                } else {
+                    entry.back_cost = value;
+                }
+                delta
+            }
+        }
+    }
+}
+
+impl Work {
+    /// Drops the cached cost change of a move (it will be measured again).
+    pub(crate) fn forget_delta(&mut self, m: Move) {
+        match m {
+            Move::Pre(..) | Move::Post(..) => {}
+            Move::Vertex(v) => self.vertex_cost[v as usize].0 = 0,
+            Move::Front(u, w) | Move::Back(u, w) => {
+                if let Ok(at) = self.succ[u as usize].binary_search_by_key(&w, |e| e.0) {
+                    self.cache[u as usize][at].cost_stamp = 0;
+                }
+            }
+        }
+    }
+}
+
+impl Work {
+    /// The journal entries since `mark`, for runners that maintain their
+    /// own incremental state.
+    pub(crate) fn changes_since(&self, mark: Mark) -> &[Entry] {
+        &self.journal[mark.journal.min(self.journal.len())..]
+    }
+
+    /// The cache of the edge at position `at` of `u`'s successors.
+    pub(crate) fn cache_at(&mut self, u: u32, at: usize) -> &mut EdgeCache {
+        &mut self.cache[u as usize][at]
+    }
+
+    /// Recomputes the scarcity measures (and fills) of the front and/or
+    /// back elimination of an edge now.
+    pub(crate) fn refresh_sides(
+        &mut self,
+        u: u32,
+        at: usize,
+        fill: bool,
+        front: bool,
+        back: bool,
+    ) -> EdgeCache {
+        let ui = u as usize;
+        let w = self.succ[ui][at].0;
+        let mut c = self.cache[ui][at];
+        if front {
+            let ok = self.kinds[w as usize] == VertexKind::Intermediate;
+            c.front = if ok { self.scarcity_delta(Move::Front(u, w)) as i32 } else { 0 };
+            c.front_fill = match (fill, ok) {
+                (false, _) => -1,
+                (true, true) => self.fill_in(Move::Front(u, w)) as i32,
+                (true, false) => 0,
+            };
+            c.stamp = self.epoch;
+        }
+        if back {
+            let ok = self.kinds[ui] != VertexKind::Independent;
+            c.back = if ok { self.scarcity_delta(Move::Back(u, w)) as i32 } else { 0 };
+            c.back_fill = match (fill, ok) {
+                (false, _) => -1,
+                (true, true) => self.fill_in(Move::Back(u, w)) as i32,
+                (true, false) => 0,
+            };
+            c.back_stamp = self.epoch;
+        }
+        self.cache[ui][at] = c;
+        c
+    }
+
+    /// Recomputes both scarcity measures (and fills) of an edge now.
+    pub(crate) fn refresh_edge(&mut self, u: u32, at: usize, fill: bool) -> EdgeCache {
+        let ui = u as usize;
+        let w = self.succ[ui][at].0;
+        let front_ok = self.kinds[w as usize] == VertexKind::Intermediate;
+        let back_ok = self.kinds[ui] != VertexKind::Independent;
+        let mut c = self.cache[ui][at];
+        c.front = if front_ok { self.scarcity_delta(Move::Front(u, w)) as i32 } else { 0 };
+        c.back = if back_ok { self.scarcity_delta(Move::Back(u, w)) as i32 } else { 0 };
+        if fill {
+            c.front_fill = if front_ok { self.fill_in(Move::Front(u, w)) as i32 } else { 0 };
+            c.back_fill = if back_ok { self.fill_in(Move::Back(u, w)) as i32 } else { 0 };
+        } else {
+            c.front_fill = -1;
+            c.back_fill = -1;
+        }
+        c.stamp = self.epoch;
+        c.back_stamp = self.epoch;
+        self.cache[ui][at] = c;
+        c
+    }
+
+    /// Position of `w` in `u`'s successors.
+    pub(crate) fn position(&self, u: u32, w: u32) -> Option<usize> {
+        self.succ[u as usize].binary_search_by_key(&w, |e| e.0).ok()
+    }
+}
+
+impl Work {
+    /// The current epoch (see [`EdgeCache`]).
+    pub(crate) fn epoch(&self) -> u32 {
+        self.epoch
     }
 }

@@ -92,6 +92,10 @@ pub struct Preaccumulated {
     pub dot_before: Option<String>,
     /// The remainder graph, as Graphviz text.
     pub dot_after: Option<String>,
+    /// The graph before elimination in the text form of
+    /// [`xaif_elim::Lcg::to_text`] (kept with the Graphviz text, for
+    /// reports and benchmarks of the elimination alone).
+    pub lcg_text: Option<String>,
 }
 
 /// Why preaccumulation failed.
@@ -136,12 +140,6 @@ pub fn preaccumulate(
     }
     let graph = build_graph(seq)?;
     let has_edges = !graph.lcg.edges().is_empty();
-    if let Ok(path) = std::env::var("XAIFB_DUMP_GRAPHS") {
-        use std::io::Write as _;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-            let _ = write!(f, "{}---\n", graph.lcg.to_text());
-        }
-    }
     let mut report = None;
     let elimination: Option<Elimination> = if has_edges {
         let optimized = xaif_elim::optimize(&graph.lcg, config, mode)?;
@@ -152,6 +150,7 @@ pub fn preaccumulate(
     };
     if want_dot {
         result.dot_before = Some(graph.lcg.to_dot());
+        result.lcg_text = Some(graph.lcg.to_text());
         result.dot_after = elimination.as_ref().map(|e| e.remainder.to_dot());
     }
     result.stats.vertices = graph.lcg.vertex_count();
@@ -592,10 +591,11 @@ fn acc_to_expr(
                 let x = go(x, b, lin, acc, inline);
                 b.intrinsic("minus_scal", &[x])
             }
-            E::Mul(x, y) | E::Add(x, y) | E::Sub(x, y) => {
+            E::Mul(x, y) | E::Add(x, y) | E::Sub(x, y) | E::Div(x, y) => {
                 let name = match e {
                     E::Mul(..) => "mul_scal_scal",
                     E::Add(..) => "add_scal_scal",
+                    E::Div(..) => "div_scal_scal",
                     _ => "sub_scal_scal",
                 };
                 let x = go(x, b, lin, acc, inline);
