@@ -14,6 +14,17 @@ use anyhow::{Context, Result};
 
 /// Writes `bytes` to `path` atomically (temporary file, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(path, |f| f.write_all(bytes))
+}
+
+/// Writes what `fill` produces to `path` atomically: `fill` writes into a
+/// buffered temporary file as it goes (a large result never has to be held
+/// whole in memory), which is renamed into place only when `fill` and the
+/// final flush succeed, and removed otherwise.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
     if let Some(dir) = dir {
         std::fs::create_dir_all(dir)
@@ -21,10 +32,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     let tmp = temporary_name(path);
     let result = (|| -> Result<()> {
-        let mut f = std::fs::File::create(&tmp)
+        let f = std::fs::File::create(&tmp)
             .with_context(|| format!("cannot create {}", tmp.display()))?;
-        f.write_all(bytes)
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+        fill(&mut w)
+            .and_then(|()| w.flush())
             .with_context(|| format!("cannot write {}", tmp.display()))?;
+        drop(w);
         std::fs::rename(&tmp, path)
             .with_context(|| format!("cannot move result into {}", path.display()))?;
         Ok(())
