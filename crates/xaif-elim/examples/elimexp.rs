@@ -11,7 +11,7 @@ fn main() {
         for g in text.split("---\n") {
             let Some(lcg) = Lcg::from_text(g) else { continue };
             if lcg.edges().is_empty() { continue; }
-            let mut config = Config::default();
+            let mut config = if std::env::var("A2").is_ok() { let mut c = Config::from_flags(1, 2, false).unwrap(); c.search.goal = Goal::Metric; c } else { Config::default() };
             config.search.effort = effort;
             let t = std::time::Instant::now();
             let o = optimize(&lcg, &config, mode).unwrap();
@@ -22,7 +22,7 @@ fn main() {
             n += 1;
             let mut f: Vec<String> = o.selection.elimination.remainder.edges.iter().filter_map(|e| match e.value { EdgeValue::Variable(v) => Some(format!("v{}", v.0)), EdgeValue::Acc(a) => Some(format!("a{}", a.0)), _ => None }).collect();
             f.sort(); f.dedup();
-            if std::env::var("SHOW").is_ok() && o.report.size.0 >= 60 { println!("{mode:?} size {:?} pushes {} cost {} chain {} ops {:?}", o.report.size, f.len(), o.report.cost, o.report.chain, o.selection.elimination.ops); }
+            if std::env::var("SHOW").is_ok() && o.report.size.0 >= 60 { let sel = select(&lcg, &config).unwrap(); println!("chain taped {} ours taped {}", taped_factors(&sel.elimination), taped_factors(&o.selection.elimination)); println!("{mode:?} size {:?} pushes {} cost {} chain {} ops {:?}", o.report.size, f.len(), o.report.cost, o.report.chain, o.selection.elimination.ops); }
             worst.push((dt, o.report.size, o.report.chain, o.report.cost, o.report.lower_bound, o.report.found_by, o.report.proof));
             let j0 = lcg.jacobian(&|v| Some(1.0 + v.0 as f64 * 0.37));
             let j1 = o.selection.elimination.jacobian(&|v| Some(1.0 + v.0 as f64 * 0.37));
@@ -36,3 +36,5 @@ fn main() {
 
 #[allow(dead_code)]
 fn find_reroute() {}
+#[allow(dead_code)]
+fn unused() {}

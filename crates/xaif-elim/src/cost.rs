@@ -8,6 +8,8 @@
 //! - **accumulation**: one operation per multiplication, addition,
 //!   subtraction and materialized negation of the Jacobian accumulation
 //!   expressions (units and constants are folded, see [`crate::value`]);
+//! - remainder edges whose factor folded to the constant zero are not
+//!   propagated at all;
 //! - **tangent propagation** of the remainder graph: for each target, a
 //!   unit or minus-one edge costs one addition (`IncDeriv`, `DecDeriv`) and
 //!   any other factor a multiplication and an addition (`Sax`, `Saxpy`),
@@ -96,13 +98,14 @@ pub(crate) fn model(
             class(Shape::One),
             class(Shape::Constant),
             class(Shape::Runtime),
+            class(Shape::Constant),
         ]
     };
     match (goal, mode, metric) {
         (Goal::RunTime, PropagationMode::Tangent, _) => Model {
             w_mul: OPERATION,
             w_add: OPERATION,
-            w_edge: [OPERATION, 2 * OPERATION, 2 * OPERATION],
+            w_edge: [OPERATION, 2 * OPERATION, 2 * OPERATION, 0],
             first_unit: OPERATION,
             w_push: 1,
             w_neg: OPERATION,
@@ -113,7 +116,7 @@ pub(crate) fn model(
         (Goal::RunTime, PropagationMode::Adjoint, _) => Model {
             w_mul: OPERATION,
             w_add: OPERATION,
-            w_edge: [OPERATION, 2 * OPERATION, 2 * OPERATION],
+            w_edge: [OPERATION, 2 * OPERATION, 2 * OPERATION, 0],
             first_unit: 0,
             w_push: 2 * OPERATION + 1,
             w_neg: OPERATION,
@@ -174,11 +177,12 @@ pub(crate) fn evaluate_model(model: &Model, elimination: &Elimination) -> Option
     let mut cost = model.w_mul * ops.multiplicative() as i64
         + model.w_add * ops.additive() as i64
         + model.w_neg * ops.negations as i64;
-    let mut counts: HashMap<u32, [u16; 3]> = HashMap::new();
+    let mut counts: HashMap<u32, [u16; 4]> = HashMap::new();
     let mut factors: Vec<(bool, u32)> = Vec::new();
     for edge in &elimination.remainder.edges {
         let class = match edge.value {
             EdgeValue::Unit | EdgeValue::MinusOne => 0,
+            EdgeValue::Constant(c) if c == 0.0 => 3,
             EdgeValue::Constant(_) => 1,
             EdgeValue::Variable(v) => {
                 factors.push((false, v.0));

@@ -148,9 +148,9 @@ impl Effort {
                 descent: 1024,
             },
             Effort::Max => Budgets {
-                exact_vertices: (128, 200_000),
-                exact_edges: (40, 200_000),
-                beam: (8, 100_000),
+                exact_vertices: (32, 100_000),
+                exact_edges: (16, 20_000),
+                beam: (8, 20_000),
                 random_runs: 64,
                 starts: 8,
                 descent: 4096,
@@ -202,7 +202,7 @@ pub fn optimize(
 
     // The reference's selection (the baseline), and every run kept for
     // its cheapest prefix.
-    let baseline = baseline_strategies(config, work.edge_count(), search.effort);
+    let baseline = baseline_strategies(config, work.edge_count(), search.effort, mode);
     let runs: Vec<ChainRun> = crate::chain::run_all(&mut work, &baseline, false)
         .into_iter()
         .flatten()
@@ -422,14 +422,21 @@ pub fn optimize(
     })
 }
 
-/// The strategies of the baseline: the configured ones, except that on
-/// graphs with at least [`LONG_RUNS`] edges below `--effort max` only the
-/// seed's chain and lowest Markowitz → reverse run (when configured),
-/// because complete runs on large graphs are long and the other chains
-/// rarely lead the search anywhere better.
-fn baseline_strategies(config: &Config, edges: usize, effort: Effort) -> Vec<Strategy> {
+/// The strategies of the baseline: the configured ones, except that for
+/// tangent code on graphs with at least [`LONG_RUNS`] edges below
+/// `--effort max` only the seed's chain and lowest Markowitz → reverse run
+/// (when configured), because complete runs on large graphs are long and
+/// the other chains rarely lead the search anywhere better. Adjoint code
+/// always runs them all: its tape must never exceed the reference
+/// selection's.
+fn baseline_strategies(
+    config: &Config,
+    edges: usize,
+    effort: Effort,
+    mode: PropagationMode,
+) -> Vec<Strategy> {
     use crate::heuristics::{Chain, Filter, Mode};
-    if edges < LONG_RUNS || effort == Effort::Max {
+    if edges < LONG_RUNS || effort == Effort::Max || mode == PropagationMode::Adjoint {
         return config.strategies.clone();
     }
     let lm = Chain::new([Filter::LowestMarkowitz], Mode::Reverse);

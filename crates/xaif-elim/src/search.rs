@@ -27,7 +27,9 @@
 //! the machine's speed.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::work::{Move, Work};
 
@@ -169,7 +171,7 @@ pub(crate) fn exact_vertices(work: &mut Work, incumbent: i64, budget: usize) -> 
         parent: u32::MAX,
         vertex: u32::MAX,
     }];
-    let mut seen: HashMap<u128, i64> = HashMap::new();
+    let mut seen: HashMap<u128, i64> = HashMap::default();
     seen.insert(0, g0);
     let mut open: BinaryHeap<(Reverse<i64>, Reverse<u32>)> = BinaryHeap::new();
     open.push((Reverse(root_bound), Reverse(0)));
@@ -313,14 +315,14 @@ pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, budget: usize) -> Exa
             best_node = Some(0);
         }
     }
-    let mut scratch = Vec::new();
+    let mut scratch = crate::work::KeyScratch::default();
     let mut nodes = vec![ENode {
         g: work.g(),
         parent: u32::MAX,
         step: Move::Vertex(u32::MAX),
         depth: 0,
     }];
-    let mut seen: HashMap<(u64, u64), i64> = HashMap::new();
+    let mut seen: HashMap<(u64, u64), i64> = HashMap::default();
     seen.insert(work.state_key(&mut scratch), work.g());
     let mut open: BinaryHeap<(Reverse<i64>, Reverse<u32>)> = BinaryHeap::new();
     open.push((Reverse(root_bound), Reverse(0)));
@@ -451,7 +453,7 @@ pub(crate) fn beam(
     let base = work.mark();
     let mut best: Option<(Vec<Move>, i64)> = None;
     let mut best_cost = incumbent;
-    let mut scratch = Vec::new();
+    let mut scratch = crate::work::KeyScratch::default();
     let mut beam: Vec<Vec<Move>> = vec![Vec::new()];
     for s in starts {
         if !beam.contains(s) {
@@ -462,7 +464,7 @@ pub(crate) fn beam(
     let mut candidates = Vec::new();
     while !beam.is_empty() && evaluated < budget {
         let mut children: Vec<(i64, i64, Vec<Move>)> = Vec::new();
-        let mut keys: HashMap<(u64, u64), ()> = HashMap::new();
+        let mut keys: HashMap<(u64, u64), ()> = HashMap::default();
         for path in &beam {
             work.undo_to(base);
             for &m in path {

@@ -70,10 +70,12 @@ impl W {
         }
     }
 
-    /// 0 unit, 1 constant, 2 run time.
+    /// 0 unit, 1 constant, 2 run time, 3 the constant zero (propagated
+    /// by nothing at all).
     pub(crate) fn class(self) -> usize {
         match self {
             W::One(_) => 0,
+            W::Const(c) if c == 0.0 => 3,
             W::Const(_) => 1,
             W::Run(..) => 2,
         }
@@ -97,8 +99,8 @@ pub(crate) struct Model {
     pub w_mul: i64,
     /// Per addition or subtraction.
     pub w_add: i64,
-    /// Per remainder edge by class (unit, constant, run time).
-    pub w_edge: [i64; 3],
+    /// Per remainder edge by class (unit, constant, run time, zero).
+    pub w_edge: [i64; 4],
     /// Subtracted once per target vertex with a unit in-edge (tangent mode
     /// sets such a target with a free copy).
     pub first_unit: i64,
@@ -118,7 +120,7 @@ pub(crate) struct Model {
 }
 
 impl Model {
-    fn vertex_cost(&self, counts: [u16; 3]) -> i64 {
+    fn vertex_cost(&self, counts: [u16; 4]) -> i64 {
         let mut c = 0;
         for (class, &n) in counts.iter().enumerate() {
             c += self.w_edge[class] * i64::from(n);
@@ -188,6 +190,14 @@ pub(crate) enum Move {
     Post(u32, u32, u32),
 }
 
+/// Reusable memory of [`Work::state_key`]: the canonical number given to
+/// each run-time id in the current key (valid where the stamp matches).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct KeyScratch {
+    stamp: u32,
+    seen: Vec<(u32, u32)>,
+}
+
 /// One operation on an [`ElimGraph`] replaying a [`Move`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Replay {
@@ -223,7 +233,7 @@ pub(crate) struct Work {
     pub(crate) mults: u32,
     pub(crate) adds: u32,
     fresh: u32,
-    counts: Vec<[u16; 3]>,
+    counts: Vec<[u16; 4]>,
     prop: i64,
     /// Uses of each run-time factor (by `W::push_key`) on edges.
     uses: Vec<u32>,
@@ -239,7 +249,7 @@ pub(crate) struct Work {
     /// Grounded run-time edges: the lower bound's potential.
     phi: i64,
     /// Edges from independents to dependents by class (never eliminated).
-    fixed: [i64; 3],
+    fixed: [i64; 4],
     nontrivial: i64,
     intermediates: usize,
     edges: usize,
@@ -349,7 +359,7 @@ impl Work {
             mults: ops.multiplicative() as u32,
             adds: ops.additive() as u32,
             fresh: acc_base + max_acc,
-            counts: vec![[0; 3]; n],
+            counts: vec![[0; 4]; n],
             prop: 0,
             uses: Vec::new(),
             distinct: 0,
@@ -358,7 +368,7 @@ impl Work {
             sub_top: Vec::new(),
             expr_use: Vec::new(),
             phi: 0,
-            fixed: [0; 3],
+            fixed: [0; 4],
             nontrivial: 0,
             intermediates: 0,
             edges: 0,
@@ -1060,8 +1070,16 @@ impl Work {
     /// A hash of the state's structure and value shapes, with fresh
     /// run-time ids renumbered by first appearance (so states reached in
     /// different orders compare equal).
-    pub(crate) fn state_key(&self, scratch: &mut Vec<(u32, u32)>) -> (u64, u64) {
-        scratch.clear();
+    pub(crate) fn state_key(&self, scratch: &mut KeyScratch) -> (u64, u64) {
+        scratch.stamp = scratch.stamp.wrapping_add(1);
+        if scratch.stamp == 0 {
+            scratch.seen.clear();
+            scratch.stamp = 1;
+        }
+        if scratch.seen.len() < self.fresh as usize + 1 {
+            scratch.seen.resize(self.fresh as usize + 1, (0, 0));
+        }
+        let mut next = 0u32;
         let mut h1: u64 = 0xcbf2_9ce4_8422_2325;
         let mut h2: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut mix = |x: u64| {
@@ -1079,13 +1097,13 @@ impl Work {
                     W::One(neg) => u64::from(neg),
                     W::Const(c) => c.to_bits() ^ 0x5555,
                     W::Run(id, neg) => {
-                        let canon = match scratch.iter().find(|e| e.0 == id) {
-                            Some(e) => e.1,
-                            None => {
-                                let c = scratch.len() as u32;
-                                scratch.push((id, c));
-                                c
-                            }
+                        let slot = &mut scratch.seen[id as usize];
+                        let canon = if slot.0 == scratch.stamp {
+                            slot.1
+                        } else {
+                            *slot = (scratch.stamp, next);
+                            next += 1;
+                            next - 1
                         };
                         let i = id as usize;
                         let sub = self.sub_top.get(i).copied().unwrap_or(false);

@@ -390,6 +390,9 @@ pub struct GraphStats {
     pub nontrivial_remainder_edges: usize,
     /// Elimination graphs counted (1 per graph, summed in totals).
     pub graphs: usize,
+    /// Vertices elimination can remove or cut: intermediates and
+    /// dependents with out-edges (after parallel edges are merged).
+    pub inner_vertices: usize,
     /// Cost of the reference's chain under the elimination goal
     /// (operations of the derivative code by default).
     pub chain_cost: u64,
@@ -422,6 +425,7 @@ impl GraphStats {
         self.divisions += o.divisions;
         self.nontrivial_remainder_edges += o.nontrivial_remainder_edges;
         self.graphs += o.graphs;
+        self.inner_vertices += o.inner_vertices;
         self.chain_cost += o.chain_cost;
         self.cost += o.cost;
         self.lower_bound += o.lower_bound;

@@ -165,6 +165,7 @@ pub fn preaccumulate(
     if let Some(r) = report {
         let stats = &mut result.stats;
         stats.graphs = 1;
+        stats.inner_vertices = r.size.0;
         stats.chain_cost = r.chain;
         stats.cost = r.cost;
         stats.lower_bound = r.lower_bound;
@@ -443,14 +444,24 @@ pub fn preaccumulate(
         let order = graph.lcg.topological_order()?;
         let mut incoming: FxHashMap<VertexId, Vec<&xaif_elim::RemainderEdge>> =
             FxHashMap::default();
+        let mut has_out: FxHashMap<VertexId, ()> = FxHashMap::default();
         for edge in &e.remainder.edges {
+            // A factor folded to zero contributes nothing.
+            if edge.value == EdgeValue::Constant(0.0) {
+                continue;
+            }
             incoming.entry(edge.target).or_default().push(edge);
+            has_out.insert(edge.source, ());
         }
         for v in order {
             let kind = graph.lcg.kind(v);
             let Some(ins) = incoming.get(&v) else {
-                if kind == Some(VertexKind::Dependent) && e.remainder.vertices[v.index()].present {
-                    // A dependent whose Jacobian is structurally zero.
+                let read_later = has_out.contains_key(&v) && kind != Some(VertexKind::Independent);
+                if (kind == Some(VertexKind::Dependent) && e.remainder.vertices[v.index()].present)
+                    || read_later
+                {
+                    // A value whose derivative is zero (structurally or
+                    // because its factors folded to zero).
                     result.zeros.push(slot_for(v, t).var);
                 }
                 continue;
