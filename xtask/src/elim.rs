@@ -61,8 +61,8 @@ fn transform(
         o.zero_locals = opts.contains("-D");
         o.rename = opts.contains("'-r'");
         o.dot = true;
-        let r = xaif_linearize::tangent(&p, &catalogue, non.as_ref(), &o)
-            .map_err(|e| e.to_string())?;
+        let r =
+            xaif_linearize::tangent(&p, &catalogue, non.as_ref(), &o).map_err(|e| e.to_string())?;
         (r.stats, r.dots.into_iter().map(|d| d.lcg).collect())
     };
     let graphs = stats
@@ -226,7 +226,9 @@ pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
             let mut config = Config::default();
             config.search.effort = Effort::Max;
             let t = Instant::now();
-            let Ok(o) = optimize(g, &config, mode) else { continue };
+            let Ok(o) = optimize(g, &config, mode) else {
+                continue;
+            };
             let dt = t.elapsed();
             let e = by_size.entry(o.report.size.0).or_default();
             e.0 += 1;

@@ -216,7 +216,12 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
             }
         }
         if cells.is_empty() {
-            cells = vec![String::new(), " |  | ".into(), String::new(), " |  | ".into()];
+            cells = vec![
+                String::new(),
+                " |  | ".into(),
+                String::new(),
+                " |  | ".into(),
+            ];
         }
         if ex.adjoint_fails_in_reference()
             && cells[0] == "reproduces dd.out"

@@ -33,7 +33,6 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-
 }
 
 /// What one chain run produced.
@@ -84,7 +83,8 @@ impl Marks {
         let s = self.stamp;
         self.pred_list.clear();
         self.succ_list.clear();
-        let (preds, succs): (&[(u32, crate::work::W)], &[(u32, crate::work::W)]) = match m {
+        type Adjacent<'a> = &'a [(u32, crate::work::W)];
+        let (preds, succs): (Adjacent<'_>, Adjacent<'_>) = match m {
             Move::Vertex(j) => (work.preds(j), work.succs(j)),
             Move::Front(i, j) => {
                 self.pred_list.push(i);
@@ -205,7 +205,8 @@ pub(crate) fn run_plain(
                             }
                             continue;
                         }
-                        let (front, back, front_fill, back_fill) = work.edge_cache(u, at, need_fill);
+                        let (front, back, front_fill, back_fill) =
+                            work.edge_cache(u, at, need_fill);
                         if front_ok {
                             candidates.push(Move::Front(u, w));
                             deltas.push(i64::from(front));
@@ -283,24 +284,25 @@ fn scarcity_filter(
     use_fills: bool,
     allow_maintaining: bool,
 ) -> bool {
-    let keep = |accept: &dyn Fn(i64) -> bool, candidates: &mut Vec<Move>, fills: &mut Vec<i64>| -> bool {
-        if !deltas.iter().any(|&d| accept(d)) {
-            return false;
-        }
-        let mut k = 0;
-        candidates.retain(|_| {
-            k += 1;
-            accept(deltas[k - 1])
-        });
-        if use_fills {
+    let keep =
+        |accept: &dyn Fn(i64) -> bool, candidates: &mut Vec<Move>, fills: &mut Vec<i64>| -> bool {
+            if !deltas.iter().any(|&d| accept(d)) {
+                return false;
+            }
             let mut k = 0;
-            fills.retain(|_| {
+            candidates.retain(|_| {
                 k += 1;
                 accept(deltas[k - 1])
             });
-        }
-        true
-    };
+            if use_fills {
+                let mut k = 0;
+                fills.retain(|_| {
+                    k += 1;
+                    accept(deltas[k - 1])
+                });
+            }
+            true
+        };
     if keep(&|d| d < 0, candidates, fills) {
         return true;
     }
@@ -554,7 +556,11 @@ fn count_bits(bits: u8) -> (i64, i64) {
 /// of a vertex shares its front Markowitz degree, every out-edge its back
 /// degree) instead of over every edge. It makes exactly the choices of
 /// [`run_plain`].
-pub(crate) fn run_edge_chain(work: &mut Work, strategy: &Strategy, stop_when_flat: bool) -> ChainRun {
+pub(crate) fn run_edge_chain(
+    work: &mut Work,
+    strategy: &Strategy,
+    stop_when_flat: bool,
+) -> ChainRun {
     use crate::work::Entry;
     use crate::VertexKind::{Independent, Intermediate};
     let start = work.mark();
@@ -709,7 +715,16 @@ pub(crate) fn run_edge_chain(work: &mut Work, strategy: &Strategy, stop_when_fla
             // v's predecessors.
             let out_sides = if how & OUT != 0 { FRONT | BACK } else { BACK };
             for at in 0..work.succs(v).len() {
-                refresh_counted(work, v, at, need_fill, epoch, out_sides, &mut reducing, &mut keeping);
+                refresh_counted(
+                    work,
+                    v,
+                    at,
+                    need_fill,
+                    epoch,
+                    out_sides,
+                    &mut reducing,
+                    &mut keeping,
+                );
             }
             // In-edges (y,v): front reads v's successors and predecessors,
             // back reads v's predecessors.
@@ -717,7 +732,16 @@ pub(crate) fn run_edge_chain(work: &mut Work, strategy: &Strategy, stop_when_fla
             for p in 0..work.preds(v).len() {
                 let u = work.preds(v)[p].0;
                 if let Some(at) = work.position(u, v) {
-                    refresh_counted(work, u, at, need_fill, epoch, in_sides, &mut reducing, &mut keeping);
+                    refresh_counted(
+                        work,
+                        u,
+                        at,
+                        need_fill,
+                        epoch,
+                        in_sides,
+                        &mut reducing,
+                        &mut keeping,
+                    );
                 }
             }
         }
@@ -795,7 +819,11 @@ fn choose_all(
                     if work.kind(j) != Intermediate {
                         continue;
                     }
-                    let sd = work.succs(j).iter().filter(|e| marks.succs[e.0 as usize] == s).count();
+                    let sd = work
+                        .succs(j)
+                        .iter()
+                        .filter(|e| marks.succs[e.0 as usize] == s)
+                        .count();
                     if sd > 0 {
                         candidates.push(Move::Front(i, j));
                         measures.push(sd as i64);
@@ -807,7 +835,11 @@ fn choose_all(
                     if work.kind(j) == Independent {
                         continue;
                     }
-                    let sd = work.preds(j).iter().filter(|e| marks.preds[e.0 as usize] == s).count();
+                    let sd = work
+                        .preds(j)
+                        .iter()
+                        .filter(|e| marks.preds[e.0 as usize] == s)
+                        .count();
                     if sd > 0 {
                         candidates.push(Move::Back(j, k));
                         measures.push(sd as i64);

@@ -24,7 +24,7 @@
 //! [`PropagationMode`] says which propagation follows, [`Goal`] whether the
 //! run time or the reference's metric is minimized. Both are turned into
 //! one additive integer cost (lexicographic metrics by weights far apart),
-//! used by the search ([`crate::work`]) and by [`evaluate`], which prices a
+//! used by the search (the working graph) and by [`evaluate`], which prices a
 //! finished [`Elimination`] the same way.
 
 use std::collections::HashMap;
@@ -182,7 +182,7 @@ pub(crate) fn evaluate_model(model: &Model, elimination: &Elimination) -> Option
     for edge in &elimination.remainder.edges {
         let class = match edge.value {
             EdgeValue::Unit | EdgeValue::MinusOne => 0,
-            EdgeValue::Constant(c) if c == 0.0 => 3,
+            EdgeValue::Constant(0.0) => 3,
             EdgeValue::Constant(_) => 1,
             EdgeValue::Variable(v) => {
                 factors.push((false, v.0));
@@ -224,5 +224,6 @@ pub fn evaluate(elimination: &Elimination, mode: PropagationMode) -> u64 {
         Metric::default(),
         elimination.triviality,
     );
-    evaluate_model(&m, elimination).map_or(u64::MAX, |c| primary(Goal::RunTime, Metric::default(), c))
+    evaluate_model(&m, elimination)
+        .map_or(u64::MAX, |c| primary(Goal::RunTime, Metric::default(), c))
 }

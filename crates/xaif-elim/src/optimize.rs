@@ -2,19 +2,22 @@
 //! search within an effort level, keeping the cheapest result.
 //!
 //! [`optimize`] runs the configured strategies (the reference's chains) on
-//! the working graph and takes the reference's winner as the incumbent, so
-//! the result is never costlier than the reference's chain on the same
-//! graph. Then, by [`Effort`]:
+//! the working graph and takes the reference's winner as the baseline and
+//! incumbent, so the result is never costlier than the reference's chain
+//! on the same graph. Then, by [`Effort`]:
 //!
 //! - `Fast`: the cheapest prefix of every chain run under the cost model,
-//!   greedy descent from the incumbents (the remainder post-processing:
-//!   unit-edge forwarding and back-propagation and every other improving
-//!   vertex or edge elimination), randomized chains with `-a`, reroutings
-//!   with `-R`;
-//! - `Default`: also the exact searches where the graph is small enough
-//!   (A* over vertex sets, and over edge-elimination states), and a beam
-//!   search from the incumbents on the rest;
-//! - `Max`: the same with budgets a hundred times larger.
+//!   randomized chains with `-a`, and greedy descent from the two best
+//!   starting points (the remainder post-processing: unit-edge forwarding
+//!   and back-propagation and every other improving vertex or edge
+//!   elimination, reroutings with `-R`, cost-neutral walks with `-m`);
+//! - `Default`: also the exact searches where the graph is small (A* over
+//!   vertex sets up to 12 inner vertices, over edge-elimination states up
+//!   to 8 edges, a few hundred states each);
+//! - `Max`: all seven chains as baseline on every graph, more starting
+//!   points, exact searches up to 32 inner vertices and 16 edges with
+//!   budgets of tens of thousands of states, and beam search where no
+//!   proof was found.
 //!
 //! Budgets count states, not time, so the output never depends on the
 //! machine. The winner is replayed on an [`ElimGraph`], which builds the
@@ -168,11 +171,7 @@ struct Candidate {
 }
 
 /// Chooses the elimination of `lcg` for code that propagates in `mode`.
-pub fn optimize(
-    lcg: &Lcg,
-    config: &Config,
-    mode: PropagationMode,
-) -> Result<Optimized, ElimError> {
+pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Optimized, ElimError> {
     let started = Instant::now();
     let search = &config.search;
     let has_face = config.strategies.iter().any(|s| s.method == Method::Face);
@@ -457,7 +456,7 @@ fn baseline_strategies(
 const LONG_RUNS: usize = 64;
 
 fn sort_candidates(candidates: &mut [Candidate]) {
-    candidates.sort_by(|a, b| (a.cost, a.moves.len()).cmp(&(b.cost, b.moves.len())));
+    candidates.sort_by_key(|c| (c.cost, c.moves.len()));
 }
 
 /// The cost split of [`Work::cost_split`] after a sequence from the
@@ -474,7 +473,10 @@ fn sequence_split(work: &mut Work, moves: &[Move]) -> Option<(i64, i64)> {
 
 /// The prefix of a run cheapest under the model (with its push terms),
 /// from the run's recorded cost splits, and its cost.
-fn cheapest_prefix(model: &crate::work::Model, splits: &[Option<(i64, i64)>]) -> Option<(usize, i64)> {
+fn cheapest_prefix(
+    model: &crate::work::Model,
+    splits: &[Option<(i64, i64)>],
+) -> Option<(usize, i64)> {
     let mut best: Option<(usize, i64)> = None;
     for (k, split) in splits.iter().enumerate() {
         let Some((rest, pushes)) = split else {

@@ -133,7 +133,7 @@ pub struct Config {
     pub triviality: Triviality,
     /// The strategies to try, in order of preference on ties.
     pub strategies: Vec<Strategy>,
-    /// What [`crate::optimize`] does beyond them.
+    /// What [`crate::optimize()`] does beyond them.
     pub search: crate::optimize::Search,
 }
 

@@ -503,7 +503,9 @@ pub(crate) fn add(first: Term, second: Term, counts: &mut OpCounts) -> Term {
 /// sign, constants fold).
 pub(crate) fn divide(a: Val, b: Val, counts: &mut OpCounts) -> Term {
     match (a, b) {
-        (other, Val::One { negative }) => Term::Simple(if negative { other.negated() } else { other }),
+        (other, Val::One { negative }) => {
+            Term::Simple(if negative { other.negated() } else { other })
+        }
         (Val::One { negative }, Val::Const(y)) => {
             Term::Simple(Val::constant(if negative { -1.0 / y } else { 1.0 / y }))
         }

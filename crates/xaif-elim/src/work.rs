@@ -75,7 +75,7 @@ impl W {
     pub(crate) fn class(self) -> usize {
         match self {
             W::One(_) => 0,
-            W::Const(c) if c == 0.0 => 3,
+            W::Const(0.0) => 3,
             W::Const(_) => 1,
             W::Run(..) => 2,
         }
@@ -447,7 +447,6 @@ impl Work {
         self.edges
     }
 
-
     /// Whether the vertex can be eliminated (an intermediate) or cut (a
     /// dependent with out-edges).
     pub(crate) fn is_inner(&self, v: u32) -> bool {
@@ -494,7 +493,6 @@ impl Work {
     pub(crate) fn nontrivial(&self) -> i64 {
         self.nontrivial
     }
-
 
     /// The cost of stopping here without the push and pop part, and the
     /// pushes (the two measures the adjoint result must not worsen).
@@ -549,7 +547,6 @@ impl Work {
         self.adds = mark.adds;
         self.fresh = mark.fresh;
     }
-
 
     // ---------------------------------------------------------- edges
 
@@ -912,7 +909,8 @@ impl Work {
                 for b in a + 1..p.len() {
                     // Pre-routing of (i,k) about (j,k) needs i before j.
                     let (i, j) = (p[a].0, p[b].0);
-                    if self.kinds[j as usize] == VertexKind::Intermediate && p[b].1.cval() != Some(0.0)
+                    if self.kinds[j as usize] == VertexKind::Intermediate
+                        && p[b].1.cval() != Some(0.0)
                     {
                         out.push(Move::Pre(i, k as u32, j));
                     }
@@ -928,7 +926,8 @@ impl Work {
                 for b in a + 1..s.len() {
                     // Post-routing of (i,k) about (i,j) needs j before k.
                     let (j, k) = (s[a].0, s[b].0);
-                    if self.kinds[j as usize] != VertexKind::Independent && s[a].1.cval() != Some(0.0)
+                    if self.kinds[j as usize] != VertexKind::Independent
+                        && s[a].1.cval() != Some(0.0)
                     {
                         out.push(Move::Post(i as u32, k, j));
                     }
@@ -1064,8 +1063,6 @@ impl Work {
             }
         }
     }
-
-
 
     /// A hash of the state's structure and value shapes, with fresh
     /// run-time ids renumbered by first appearance (so states reached in
@@ -1270,7 +1267,9 @@ impl Work {
                     * Self::count_kind(&self.succ[j as usize], k, VertexKind::Dependent)
             }
             Move::Front(_, j) => Self::count_kind(&self.succ[j as usize], k, VertexKind::Dependent),
-            Move::Back(j, _) => Self::count_kind(&self.pred[j as usize], k, VertexKind::Independent),
+            Move::Back(j, _) => {
+                Self::count_kind(&self.pred[j as usize], k, VertexKind::Independent)
+            }
         };
         self.markowitz(m) as i64 - discount as i64
     }
@@ -1288,18 +1287,27 @@ impl Work {
         let ui = u as usize;
         let w = self.succ[ui][at].0;
         let wi = w as usize;
-        let front_last = self.touched_out[ui].max(self.touched_out[wi]).max(self.touched_in[wi]);
-        let back_last = self.touched_in[ui].max(self.touched_in[wi]).max(self.touched_out[ui]);
+        let front_last = self.touched_out[ui]
+            .max(self.touched_out[wi])
+            .max(self.touched_in[wi]);
+        let back_last = self.touched_in[ui]
+            .max(self.touched_in[wi])
+            .max(self.touched_out[ui]);
         let c = self.cache[ui][at];
         let front_fresh = c.stamp != 0 && c.stamp >= front_last && (!fill || c.front_fill >= 0);
-        let back_fresh = c.back_stamp != 0 && c.back_stamp >= back_last && (!fill || c.back_fill >= 0);
+        let back_fresh =
+            c.back_stamp != 0 && c.back_stamp >= back_last && (!fill || c.back_fill >= 0);
         if front_fresh && back_fresh {
             return (c.front, c.back, c.front_fill, c.back_fill);
         }
         let mut c = c;
         if !front_fresh {
             let ok = self.kinds[wi] == VertexKind::Intermediate;
-            c.front = if ok { self.scarcity_delta(Move::Front(u, w)) as i32 } else { 0 };
+            c.front = if ok {
+                self.scarcity_delta(Move::Front(u, w)) as i32
+            } else {
+                0
+            };
             c.front_fill = match (fill, ok) {
                 (false, _) => -1,
                 (true, true) => self.fill_in(Move::Front(u, w)) as i32,
@@ -1309,7 +1317,11 @@ impl Work {
         }
         if !back_fresh {
             let ok = self.kinds[ui] != VertexKind::Independent;
-            c.back = if ok { self.scarcity_delta(Move::Back(u, w)) as i32 } else { 0 };
+            c.back = if ok {
+                self.scarcity_delta(Move::Back(u, w)) as i32
+            } else {
+                0
+            };
             c.back_fill = match (fill, ok) {
                 (false, _) => -1,
                 (true, true) => self.fill_in(Move::Back(u, w)) as i32,
@@ -1366,8 +1378,20 @@ impl Work {
                 let c = self.cache[u as usize][at];
                 let last = self.touched[u as usize]
                     .max(self.touched[w as usize])
-                    .max(self.succ[w as usize].iter().map(|e| self.touched[e.0 as usize]).max().unwrap_or(0))
-                    .max(self.pred[u as usize].iter().map(|e| self.touched[e.0 as usize]).max().unwrap_or(0));
+                    .max(
+                        self.succ[w as usize]
+                            .iter()
+                            .map(|e| self.touched[e.0 as usize])
+                            .max()
+                            .unwrap_or(0),
+                    )
+                    .max(
+                        self.pred[u as usize]
+                            .iter()
+                            .map(|e| self.touched[e.0 as usize])
+                            .max()
+                            .unwrap_or(0),
+                    );
                 let front = matches!(m, Move::Front(..));
                 if c.cost_stamp != 0 && c.cost_stamp >= last {
                     let cached = if front { c.front_cost } else { c.back_cost };
@@ -1436,7 +1460,11 @@ impl Work {
         let mut c = self.cache[ui][at];
         if front {
             let ok = self.kinds[w as usize] == VertexKind::Intermediate;
-            c.front = if ok { self.scarcity_delta(Move::Front(u, w)) as i32 } else { 0 };
+            c.front = if ok {
+                self.scarcity_delta(Move::Front(u, w)) as i32
+            } else {
+                0
+            };
             c.front_fill = match (fill, ok) {
                 (false, _) => -1,
                 (true, true) => self.fill_in(Move::Front(u, w)) as i32,
@@ -1446,7 +1474,11 @@ impl Work {
         }
         if back {
             let ok = self.kinds[ui] != VertexKind::Independent;
-            c.back = if ok { self.scarcity_delta(Move::Back(u, w)) as i32 } else { 0 };
+            c.back = if ok {
+                self.scarcity_delta(Move::Back(u, w)) as i32
+            } else {
+                0
+            };
             c.back_fill = match (fill, ok) {
                 (false, _) => -1,
                 (true, true) => self.fill_in(Move::Back(u, w)) as i32,
@@ -1465,11 +1497,27 @@ impl Work {
         let front_ok = self.kinds[w as usize] == VertexKind::Intermediate;
         let back_ok = self.kinds[ui] != VertexKind::Independent;
         let mut c = self.cache[ui][at];
-        c.front = if front_ok { self.scarcity_delta(Move::Front(u, w)) as i32 } else { 0 };
-        c.back = if back_ok { self.scarcity_delta(Move::Back(u, w)) as i32 } else { 0 };
+        c.front = if front_ok {
+            self.scarcity_delta(Move::Front(u, w)) as i32
+        } else {
+            0
+        };
+        c.back = if back_ok {
+            self.scarcity_delta(Move::Back(u, w)) as i32
+        } else {
+            0
+        };
         if fill {
-            c.front_fill = if front_ok { self.fill_in(Move::Front(u, w)) as i32 } else { 0 };
-            c.back_fill = if back_ok { self.fill_in(Move::Back(u, w)) as i32 } else { 0 };
+            c.front_fill = if front_ok {
+                self.fill_in(Move::Front(u, w)) as i32
+            } else {
+                0
+            };
+            c.back_fill = if back_ok {
+                self.fill_in(Move::Back(u, w)) as i32
+            } else {
+                0
+            };
         } else {
             c.front_fill = -1;
             c.back_fill = -1;

@@ -34,7 +34,9 @@ fn objective(lcg: &Lcg, e: &Elimination, mode: PropagationMode) -> u64 {
     if mode == Tangent {
         return base;
     }
-    let chain = xaif_elim::select(lcg, &config(Effort::None)).unwrap().elimination;
+    let chain = xaif_elim::select(lcg, &config(Effort::None))
+        .unwrap()
+        .elimination;
     let excess = taped_factors(e).saturating_sub(taped_factors(&chain)) as u64;
     base + EXCESS_TAPE * excess
 }
@@ -251,8 +253,22 @@ fn term_graph_seed() -> Lcg {
 fn the_seed_examples_are_solved_optimally() {
     // (graph, mode, proven optimum, reference chain, best vertex sequence)
     for (name, lcg, mode, optimum, chain, vertex) in [
-        ("control flow seed", control_flow_seed(), Tangent, 18, 23, 18),
-        ("control flow seed", control_flow_seed(), Adjoint, 37, 37, 40),
+        (
+            "control flow seed",
+            control_flow_seed(),
+            Tangent,
+            18,
+            23,
+            18,
+        ),
+        (
+            "control flow seed",
+            control_flow_seed(),
+            Adjoint,
+            37,
+            37,
+            40,
+        ),
         ("term graph seed", term_graph_seed(), Tangent, 12, 12, 12),
         ("term graph seed", term_graph_seed(), Adjoint, 16, 16, 16),
     ] {
@@ -320,12 +336,16 @@ fn rerouting_pays_off_where_eliminations_do_not() {
 /// post-processing miss, the same for the same seed.
 #[test]
 fn randomized_heuristics_pay_off_and_follow_the_seed() {
-    let lcg = graph("x\ny\nz\nz\ny\ny\n0 1 v1\n3 5 1\n4 5 1\n0 4 v2\n2 5 1\n1 3 v3\n2 3 1\n0 2 1\n0 5 v4\n");
+    let lcg = graph(
+        "x\ny\nz\nz\ny\ny\n0 1 v1\n3 5 1\n4 5 1\n0 4 v2\n2 5 1\n1 3 v3\n2 3 1\n0 2 1\n0 5 v4\n",
+    );
     let without = optimize(&lcg, &config(Effort::Fast), Tangent).unwrap();
-    let seeded = |seed| with(Effort::Fast, |s| {
-        s.randomized = true;
-        s.seed = seed;
-    });
+    let seeded = |seed| {
+        with(Effort::Fast, |s| {
+            s.randomized = true;
+            s.seed = seed;
+        })
+    };
     let with_a = optimize(&lcg, &seeded(0), Tangent).unwrap();
     assert!(
         with_a.report.cost < without.report.cost,
@@ -335,7 +355,10 @@ fn randomized_heuristics_pay_off_and_follow_the_seed() {
     );
     assert_eq!(with_a.report.found_by, "randomized chain");
     let again = optimize(&lcg, &seeded(0), Tangent).unwrap();
-    assert_eq!(again.selection.elimination.steps, with_a.selection.elimination.steps);
+    assert_eq!(
+        again.selection.elimination.steps,
+        with_a.selection.elimination.steps
+    );
 }
 
 /// `-m`: walking over cost-neutral moves reaches a cheaper state that
