@@ -208,6 +208,28 @@ pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
     let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     gaps(&mut s, "tangent", &tangent);
     gaps(&mut s, "adjoint", &adjoint);
+    let proven_up_to = |graphs: &[GraphStats]| {
+        let mut sizes: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+        for g in graphs {
+            let e = sizes.entry(g.inner_vertices).or_default();
+            e.0 += 1;
+            e.1 += usize::from(g.proof.is_some());
+        }
+        let mut upto = None;
+        for (size, (n, proven)) in sizes {
+            if proven < n {
+                break;
+            }
+            upto = Some(size);
+        }
+        upto.map_or("none".to_string(), |s| s.to_string())
+    };
+    let _ = writeln!(
+        s,
+        "\nWith the default effort every graph with at most {} (tangent) and {} (adjoint) inner vertices is proven optimal.",
+        proven_up_to(&tangent),
+        proven_up_to(&adjoint)
+    );
 
     // The exact method alone, one distinct graph at a time.
     let _ = writeln!(s, "\n## The exact method\n");
