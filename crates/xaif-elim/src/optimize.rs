@@ -12,8 +12,8 @@
 //!   and back-propagation and every other improving vertex or edge
 //!   elimination, reroutings with `-R`, cost-neutral walks with `-m`);
 //! - `Default`: also the exact searches where the graph is small (A* over
-//!   vertex sets up to 12 inner vertices, over edge-elimination states up
-//!   to 8 edges, a few hundred states each);
+//!   vertex sets up to 8 inner vertices, over edge-elimination states up
+//!   to 6 edges, a few hundred states each);
 //! - `Max`: all seven chains as baseline on every graph, more starting
 //!   points, exact searches up to 32 inner vertices and 16 edges with
 //!   budgets of tens of thousands of states, and beam search where no
@@ -143,8 +143,8 @@ impl Effort {
                 descent: 256,
             },
             Effort::Default => Budgets {
-                exact_vertices: (12, 400),
-                exact_edges: (8, 200),
+                exact_vertices: (8, 256),
+                exact_edges: (6, 100),
                 beam: (0, 0),
                 random_runs: 8,
                 starts: 2,
