@@ -242,14 +242,17 @@ pub(crate) fn run_plain(
         }
         let chosen = match random.as_deref_mut() {
             Some(rng) => random_choice(work, &candidates, rng),
-            None => choose(
+            None => match choose(
                 work,
                 &strategy.chain,
                 &mut candidates,
                 &mut fills,
                 &mut measures,
                 have_previous.then_some(&marks),
-            ),
+            ) {
+                Some(m) => m,
+                None => break,
+            },
         };
         // The neighbourhood of the chosen move, before performing it.
         marks.record(work, chosen);
@@ -395,7 +398,7 @@ fn choose(
     fills: &mut Vec<i64>,
     measures: &mut Vec<i64>,
     previous: Option<&Marks>,
-) -> Move {
+) -> Option<Move> {
     // `fills` is kept parallel to `candidates` until the fill-in filter
     // has run (it is only computed when the chain has that filter).
     let mut fills_valid = chain.filters.contains(&Filter::LowestFillIn);
@@ -451,7 +454,6 @@ fn choose(
         Mode::Forward => candidates.iter().copied().min_by_key(|&m| key(m)),
         Mode::Reverse => candidates.iter().copied().max_by_key(|&m| key(m)),
     }
-    .expect("a non-empty candidate set")
 }
 
 fn random_choice(work: &Work, candidates: &[Move], rng: &mut Rng) -> Move {
@@ -637,14 +639,14 @@ pub(crate) fn run_edge_chain(
                 if !need_fill {
                     fills.clear();
                 }
-                Some(choose(
+                choose(
                     work,
                     &strategy.chain,
                     &mut candidates,
                     &mut fills,
                     &mut measures,
                     have_previous.then_some(&marks),
-                ))
+                )
             }
             None => choose_all(
                 work,
@@ -860,7 +862,7 @@ fn choose_all(
                     }
                 }
                 let rest = Chain::new(tail.to_vec(), chain.mode);
-                return Some(choose(work, &rest, candidates, fills, measures, None));
+                return choose(work, &rest, candidates, fills, measures, None);
             }
         }
         filters = tail;
@@ -900,7 +902,7 @@ fn choose_all(
             fills.clear();
         }
         let rest = Chain::new(filters.to_vec(), chain.mode);
-        return Some(choose(work, &rest, candidates, fills, measures, None));
+        return choose(work, &rest, candidates, fills, measures, None);
     };
     // Groups: (vertex, direction) with the group's measure.
     let count = |list: &[(u32, crate::work::W)], kind| {
