@@ -409,9 +409,20 @@ proptest! {
                 let report = &optimized.report;
                 prop_assert!(report.cost <= report.chain, "{:?}", report);
                 prop_assert!(report.lower_bound <= report.cost, "{:?}", report);
+                // The report prices the result as the search did: run-time
+                // operations, and in adjoint mode a penalty per factor taped
+                // beyond the reference selection's.
+                let mut excess = 0;
+                if mode == PropagationMode::Adjoint {
+                    let reference = select(&case.lcg, &config).unwrap().elimination;
+                    excess = xaif_elim::taped_factors(&optimized.selection.elimination)
+                        .saturating_sub(xaif_elim::taped_factors(&reference))
+                        as u64;
+                }
                 prop_assert_eq!(
                     report.cost,
                     xaif_elim::evaluate(&optimized.selection.elimination, mode)
+                        + xaif_elim::EXCESS_TAPE * excess
                 );
                 // Deterministic: the same input gives the same result.
                 let again = optimize(&case.lcg, &config, mode).unwrap();
