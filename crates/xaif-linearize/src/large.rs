@@ -17,46 +17,33 @@
 //! elimination is linear in the size of the graph. The result is a complete
 //! elimination with a bipartite remainder, correct like every other; only
 //! the operation count may be higher than what the search would find.
+//! Smaller graphs go to [`xaif_elim::optimize`].
 
 use std::cmp::Reverse;
 
-use xaif_elim::{Config, ElimError, ElimGraph, Elimination, Lcg, VertexKind};
+use xaif_elim::{
+    Config, ElimError, ElimGraph, Elimination, Lcg, PropagationMode, Report, VertexKind,
+};
 
 /// Default limit on the edges of a graph that the heuristic selection
 /// eliminates; larger graphs are eliminated in reverse mode in linear time.
 pub const HEURISTIC_EDGES: usize = 500;
 
-/// Eliminates `lcg`: the best of `config`'s strategies when it has at most
-/// `max_heuristic_edges` edges, reverse vertex elimination otherwise.
+/// Eliminates `lcg` for code that propagates in `mode`: with
+/// [`xaif_elim::optimize`] (the reference's selection and the searches
+/// beyond it, with its report) when it has at most `max_heuristic_edges`
+/// edges, by reverse vertex elimination (no report) otherwise.
 pub fn eliminate(
     lcg: &Lcg,
     config: &Config,
+    mode: PropagationMode,
     max_heuristic_edges: usize,
-) -> Result<Elimination, ElimError> {
-    if nothing_to_eliminate(lcg, config) {
-        // Every strategy would stop before its first step with this very
-        // result; running them all costs more than transforming most blocks.
-        return Ok(ElimGraph::new(lcg)?.finish(config.triviality));
-    }
+) -> Result<(Elimination, Option<Report>), ElimError> {
     if lcg.edges().len() <= max_heuristic_edges {
-        return Ok(xaif_elim::select(lcg, config)?.elimination);
+        let optimized = xaif_elim::optimize(lcg, config, mode)?;
+        return Ok((optimized.selection.elimination, Some(optimized.report)));
     }
-    reverse_vertex_elimination(lcg, config)
-}
-
-/// Whether no vertex or edge elimination is possible: every edge leads from
-/// an independent straight to a dependent (the graph of one operation, or
-/// of a block of such statements). Face elimination works on another graph
-/// and is left to the selection.
-fn nothing_to_eliminate(lcg: &Lcg, config: &Config) -> bool {
-    config
-        .strategies
-        .iter()
-        .all(|s| s.method != xaif_elim::Method::Face)
-        && lcg.edges().iter().all(|e| {
-            lcg.kind(e.source) == Some(VertexKind::Independent)
-                && lcg.kind(e.target) == Some(VertexKind::Dependent)
-        })
+    Ok((reverse_vertex_elimination(lcg, config)?, None))
 }
 
 /// Eliminates every intermediate vertex, the last in topological order
@@ -102,7 +89,14 @@ mod tests {
     #[test]
     fn a_long_chain_becomes_one_edge_with_one_product_per_factor() {
         let g = chain(2000);
-        let e = eliminate(&g, &Config::default(), HEURISTIC_EDGES).unwrap();
+        let (e, report) = eliminate(
+            &g,
+            &Config::default(),
+            PropagationMode::Tangent,
+            HEURISTIC_EDGES,
+        )
+        .unwrap();
+        assert!(report.is_none());
         assert_eq!(e.remainder.edges.len(), 1);
         assert_eq!(e.ops.multiplications, 2000);
         // Same Jacobian as the heuristic selection on a small chain.
@@ -116,27 +110,12 @@ mod tests {
     }
 
     #[test]
-    fn graphs_without_eliminations_skip_the_selection() {
-        // y = x1 * x2: two edges from independents to the dependent.
-        let mut g = Lcg::new();
-        let a = g.add_vertex(VertexKind::Independent);
-        let b = g.add_vertex(VertexKind::Independent);
-        let y = g.add_vertex(VertexKind::Dependent);
-        g.add_edge(a, y, Label::Variable(VarId(0))).unwrap();
-        g.add_edge(b, y, Label::Variable(VarId(1))).unwrap();
-        g.add_edge(b, y, Label::Unit).unwrap();
-        assert!(nothing_to_eliminate(&g, &Config::default()));
-        let fast = eliminate(&g, &Config::default(), HEURISTIC_EDGES).unwrap();
-        let best = xaif_elim::select(&g, &Config::default()).unwrap();
-        assert_eq!(fast, best.elimination);
-        assert!(!nothing_to_eliminate(&chain(1), &Config::default()));
-    }
-
-    #[test]
     fn small_graphs_keep_the_heuristic_selection() {
         let g = chain(5);
-        let e = eliminate(&g, &Config::default(), HEURISTIC_EDGES).unwrap();
-        let best = xaif_elim::select(&g, &Config::default()).unwrap();
-        assert_eq!(e, best.elimination);
+        let mode = PropagationMode::Adjoint;
+        let (e, report) = eliminate(&g, &Config::default(), mode, HEURISTIC_EDGES).unwrap();
+        let best = xaif_elim::optimize(&g, &Config::default(), mode).unwrap();
+        assert_eq!(e, best.selection.elimination);
+        assert_eq!(report.map(|r| r.found_by), Some(best.report.found_by));
     }
 }
