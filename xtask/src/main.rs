@@ -18,14 +18,21 @@
 //!   default limits of `xaifb run` (for `docs/limits.md`).
 //! - `cargo xtask gen`: a generated front-end program of any size (see
 //!   `xaif_testkit::scale`), for the figures at scale.
+//! - `cargo xtask elim-report`: the elimination over every corpus graph
+//!   (proofs, gaps, the exact method's reach, the elimination alone timed
+//!   per effort level) as `docs/elimination.md`.
 //! - `cargo xtask versus --reference PATH`: xaifb and the reference engine
 //!   side by side, whole process, alternating runs (`docs/performance.md`).
 //! - `cargo xtask same-bytes --baseline BIN`: outputs byte for byte those of
 //!   an earlier build, and the same with `--jobs 1` and `--jobs N`.
 //! - `cargo xtask stress --programs N --seed S [--jobs J]`: generated
 //!   programs under every differential check; see `docs/testing.md`.
+//! - `cargo xtask deep`: transformation time on a 10⁴-deep expression and
+//!   10⁴ nested `If`s (linear time in depth; `docs/performance.md`).
 
 mod corpus;
+mod deep;
+mod elim;
 mod engine;
 mod same_bytes;
 mod speed;
@@ -72,6 +79,13 @@ enum Task {
     /// adjoints against the tangent, every strategy and flag variant,
     /// schemas, determinism; shrink what fails.
     Stress(stress::StressArgs),
+    /// Time tangent and adjoint on a deep expression and deeply nested
+    /// `If`s; prints markdown.
+    Deep(DeepArgs),
+    /// Run the elimination over every corpus graph (proofs, gaps, the
+    /// exact method's reach, the elimination alone timed per effort) and
+    /// write docs/elimination.md.
+    ElimReport(ElimReportArgs),
     /// Write a generated front-end program of the given size.
     Gen(GenArgs),
     /// Time xaifb and the reference engine side by side (whole process,
@@ -98,6 +112,30 @@ struct CorpusArgs {
     shared: Option<PathBuf>,
     /// Where the table goes.
     #[arg(long, default_value = "docs/corpus-status.md")]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+struct DeepArgs {
+    /// Depth of the expression and of the `If` nest.
+    #[arg(long, default_value_t = 10_000)]
+    n: usize,
+    /// Runs per measurement (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// The reference material (default: $XAIFB_SHARED or ../shared), for
+    /// the intrinsics catalogue.
+    #[arg(long)]
+    shared: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ElimReportArgs {
+    /// The reference material (default: $XAIFB_SHARED or ../shared).
+    #[arg(long)]
+    shared: Option<PathBuf>,
+    /// Where the report goes.
+    #[arg(long, default_value = "docs/elimination.md")]
     out: PathBuf,
 }
 
@@ -143,6 +181,15 @@ fn main() -> Result<()> {
             };
             corpus::run(&shared, &out).map_err(|e| anyhow::anyhow!(e))
         }
+        Task::ElimReport(args) => {
+            let shared = args.shared.unwrap_or_else(shared_dir);
+            let out = if args.out.is_absolute() {
+                args.out
+            } else {
+                repo_root().join(args.out)
+            };
+            elim::run(&shared, &out).map_err(|e| anyhow::anyhow!(e))
+        }
         Task::Speed(args) => {
             let shared = args.shared.unwrap_or_else(shared_dir);
             let mut build = cargo();
@@ -159,6 +206,15 @@ fn main() -> Result<()> {
             Ok(())
         }
         Task::Stress(args) => stress::run(args),
+        Task::Deep(args) => {
+            let shared = args.shared.unwrap_or_else(shared_dir);
+            let mut build = cargo();
+            build.args(["build", "--release", "-p", "xaifb"]);
+            run(build)?;
+            let xaifb = target_dir().join("release").join("xaifb");
+            let catalogue = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+            deep::run(&xaifb, &catalogue, args.n, args.runs.max(1))
+        }
         Task::Gen(args) => {
             let text = xaif_testkit::scale::program(&xaif_testkit::scale::Shape {
                 routines: args.routines,

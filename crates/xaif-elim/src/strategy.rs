@@ -133,6 +133,8 @@ pub struct Config {
     pub triviality: Triviality,
     /// The strategies to try, in order of preference on ties.
     pub strategies: Vec<Strategy>,
+    /// What [`crate::optimize()`] does beyond them.
+    pub search: crate::optimize::Search,
 }
 
 impl Config {
@@ -151,6 +153,7 @@ impl Config {
                     extent,
                 })
                 .collect(),
+            search: Default::default(),
         }
     }
 
@@ -171,6 +174,7 @@ impl Config {
             metric: Metric::Operations,
             triviality,
             strategies: vertex.chain(edge).collect(),
+            search: Default::default(),
         }
     }
 
@@ -282,11 +286,17 @@ pub fn select(lcg: &Lcg, config: &Config) -> Result<Selection, ElimError> {
 
 /// The result of every strategy, in configuration order.
 fn run_all(lcg: &Lcg, config: &Config) -> Vec<Result<Elimination, ElimError>> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(config.strategies.len());
-    if lcg.edges().len() < PARALLEL_EDGES || threads < 2 {
+    // Small graphs first: asking for the parallelism reads the cgroup
+    // files, which costs more than eliminating a small graph.
+    let threads = if lcg.edges().len() < PARALLEL_EDGES {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(config.strategies.len())
+    };
+    if threads < 2 {
         return config
             .strategies
             .iter()

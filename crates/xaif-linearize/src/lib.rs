@@ -20,6 +20,7 @@ pub mod context;
 pub mod dag;
 pub mod flatten;
 pub mod freeze;
+pub mod large;
 pub mod linearize;
 pub mod preaccumulate;
 pub mod rename;

@@ -97,6 +97,10 @@ pub struct Preaccumulated {
     pub dot_before: Option<String>,
     /// The remainder graph, as Graphviz text.
     pub dot_after: Option<String>,
+    /// The graph before elimination in the text form of
+    /// [`xaif_elim::Lcg::to_text`] (kept with the Graphviz text, for
+    /// reports and benchmarks of the elimination alone).
+    pub lcg_text: Option<String>,
 }
 
 /// Why preaccumulation failed.
@@ -127,6 +131,7 @@ pub fn preaccumulate(
     t: &mut Target<'_>,
     seq: &Sequence,
     config: &xaif_elim::Config,
+    mode: xaif_elim::PropagationMode,
     want_dot: bool,
 ) -> Result<Preaccumulated, PreaccError> {
     let mut result = Preaccumulated::default();
@@ -142,13 +147,20 @@ pub fn preaccumulate(
     let seq = frozen.as_ref().map_or(seq, |f| &f.seq);
     let graph = build_graph(seq)?;
     let has_edges = !graph.lcg.edges().is_empty();
+    let mut report = None;
     let elimination: Option<Elimination> = if has_edges {
-        Some(xaif_elim::select(&graph.lcg, config)?.elimination)
+        // Beyond `large::HEURISTIC_EDGES` edges the graph is eliminated in
+        // reverse mode in linear time, without a report.
+        let (elimination, r) =
+            crate::large::eliminate(&graph.lcg, config, mode, crate::large::HEURISTIC_EDGES)?;
+        report = r;
+        Some(elimination)
     } else {
         None
     };
     if want_dot {
         result.dot_before = Some(graph.lcg.to_dot());
+        result.lcg_text = Some(graph.lcg.to_text());
         result.dot_after = elimination.as_ref().map(|e| e.remainder.to_dot());
     }
     result.stats.vertices = graph.lcg.vertex_count();
@@ -159,6 +171,21 @@ pub fn preaccumulate(
         result.stats.subtractions = e.ops.subtractions;
         result.stats.divisions = e.ops.divisions;
         result.stats.nontrivial_remainder_edges = e.nontrivial_edges;
+    }
+    if let Some(r) = report {
+        let stats = &mut result.stats;
+        stats.graphs = 1;
+        stats.inner_vertices = r.size.0;
+        stats.chain_cost = r.chain;
+        stats.cost = r.cost;
+        stats.lower_bound = r.lower_bound;
+        stats.proof = r.proof.map(|p| match p {
+            xaif_elim::Proof::Vertex => "vertex",
+            xaif_elim::Proof::Edge => "edge",
+        });
+        stats.proven = usize::from(r.proof.is_some());
+        stats.found_by = r.found_by;
+        stats.micros = r.micros;
     }
 
     // Which (item, node) each vertex stands for, for shapes.
@@ -305,11 +332,25 @@ pub fn preaccumulate(
         acc_value = vec![None; e.accumulations.len()];
         let mut acc_expr_inline: Vec<Option<xaif_elim::Expr>> = vec![None; e.accumulations.len()];
         let mut acc_shapes: Vec<Shape> = vec![Shape::SCALAR; e.accumulations.len()];
+        // Depth of each accumulation's expression with its inlined operands.
+        let mut inline_depth: Vec<usize> = vec![0; e.accumulations.len()];
         for acc in &e.accumulations {
             let k = acc.id.index();
             let shape = expr_shape(&acc.expr, &lin_shapes, &acc_shapes);
             acc_shapes[k] = shape.clone();
-            if total_uses[k] == 1 && remainder_uses[k] == 0 {
+            let depth = expr_depth(&acc.expr, &|a| {
+                if acc_expr_inline[a.index()].is_some() {
+                    inline_depth[a.index()]
+                } else {
+                    0
+                }
+            });
+            inline_depth[k] = depth;
+            // A value used once is written into its user, unless that
+            // makes the expression deeper than MAX_INLINE_DEPTH (a long
+            // chain of products would otherwise become one expression as
+            // deep as the input).
+            if total_uses[k] == 1 && remainder_uses[k] == 0 && depth < MAX_INLINE_DEPTH {
                 acc_expr_inline[k] = Some(acc.expr.clone());
                 continue;
             }
@@ -457,14 +498,24 @@ pub fn preaccumulate(
         let order = graph.lcg.topological_order()?;
         let mut incoming: FxHashMap<VertexId, Vec<&xaif_elim::RemainderEdge>> =
             FxHashMap::default();
+        let mut has_out: FxHashMap<VertexId, ()> = FxHashMap::default();
         for edge in &e.remainder.edges {
+            // A factor folded to zero contributes nothing.
+            if edge.value == EdgeValue::Constant(0.0) {
+                continue;
+            }
             incoming.entry(edge.target).or_default().push(edge);
+            has_out.insert(edge.source, ());
         }
         for v in order {
             let kind = graph.lcg.kind(v);
             let Some(ins) = incoming.get(&v) else {
-                if kind == Some(VertexKind::Dependent) && e.remainder.vertices[v.index()].present {
-                    // A dependent whose Jacobian is structurally zero.
+                let read_later = has_out.contains_key(&v) && kind != Some(VertexKind::Independent);
+                if (kind == Some(VertexKind::Dependent) && e.remainder.vertices[v.index()].present)
+                    || read_later
+                {
+                    // A value whose derivative is zero (structurally or
+                    // because its factors folded to zero).
                     result.zeros.push(slot_for(v, t).var);
                 }
                 continue;
@@ -484,6 +535,15 @@ pub fn preaccumulate(
                     }
                 }
                 terms.push((f, slot_for(edge.source, t)));
+            }
+            // A unit or minus-one term first: the target is then set by a
+            // copy (`SetDeriv`, `SetNegDeriv`), which costs nothing.
+            if let Some(at) = terms
+                .iter()
+                .position(|(f, _)| matches!(f, Factor::Unit | Factor::MinusOne))
+            {
+                let unit = terms.remove(at);
+                terms.insert(0, unit);
             }
             result.steps.push(Step { target, terms });
         }
@@ -585,6 +645,27 @@ fn partial_shape(
     best
 }
 
+/// How deep an accumulation expression may grow by writing single-use
+/// accumulations into their users; deeper values are stored in
+/// temporaries. Far above what the graphs of real basic blocks need, it
+/// keeps generated expressions (and the code that writes them) shallow.
+pub const MAX_INLINE_DEPTH: usize = 64;
+
+/// The height of `e`, an inlined accumulation operand counting
+/// `inlined(acc)` levels. Accumulation expressions are small trees (a
+/// product or an absorption), so the recursion is bounded.
+fn expr_depth(e: &xaif_elim::Expr, inlined: &dyn Fn(AccId) -> usize) -> usize {
+    use xaif_elim::Expr as E;
+    match e {
+        E::Leaf(Operand::Acc(a)) => 1 + inlined(*a),
+        E::Leaf(_) => 1,
+        E::Neg(x) => 1 + expr_depth(x, inlined),
+        E::Mul(x, y) | E::Add(x, y) | E::Sub(x, y) | E::Div(x, y) => {
+            1 + expr_depth(x, inlined).max(expr_depth(y, inlined))
+        }
+    }
+}
+
 fn expr_shape(e: &xaif_elim::Expr, lin: &[Shape], acc: &[Shape]) -> Shape {
     let mut best = Shape::SCALAR;
     e.for_each_operand(&mut |o| {
@@ -652,10 +733,11 @@ fn acc_to_expr(
                 let x = go(x, b, lin, acc, inline);
                 b.intrinsic("minus_scal", &[x])
             }
-            E::Mul(x, y) | E::Add(x, y) | E::Sub(x, y) => {
+            E::Mul(x, y) | E::Add(x, y) | E::Sub(x, y) | E::Div(x, y) => {
                 let name = match e {
                     E::Mul(..) => "mul_scal_scal",
                     E::Add(..) => "add_scal_scal",
+                    E::Div(..) => "div_scal_scal",
                     _ => "sub_scal_scal",
                 };
                 let x = go(x, b, lin, acc, inline);
