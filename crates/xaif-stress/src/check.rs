@@ -2,9 +2,7 @@
 //! tangent, the split and joint adjoints, the elimination strategies and
 //! flag variants, determinism, tapes, panics and the step budget.
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::rc::Rc;
 
 use xaif_cfrev::AdjointOptions;
 use xaif_elim::{Chain, Config, Extent, Filter, Method, Mode as Direction, Strategy};
@@ -366,10 +364,19 @@ struct Runs<'a> {
     outcome: Outcome,
     /// The original's values at the point.
     y0: Vec<f64>,
-    /// Outputs read back, gated and compiled, by text.
-    loaded: HashMap<String, Rc<Result<Prog, String>>>,
-    /// Results of runs, by output text and mode.
-    results: HashMap<(String, u8), RunResult>,
+    /// The distinct outputs so far, read back, gated and compiled, with
+    /// their runs.
+    outputs: Vec<Loaded>,
+}
+
+/// One distinct output text.
+struct Loaded {
+    text: String,
+    /// The compiled program, or why it does not read back or pass the
+    /// gate.
+    prog: Result<Prog, String>,
+    /// The runs done, by mode.
+    results: Vec<(Mode, RunResult)>,
 }
 
 /// A run's Jacobian, whether its tapes ended empty, and (tangent mode)
@@ -381,20 +388,27 @@ impl Runs<'_> {
         HarnessSpec::generic(self.n, self.m)
     }
 
-    /// Re-reads, gates and compiles an output (once per distinct text).
-    fn load(&mut self, text: &str) -> Rc<Result<Prog, String>> {
-        if let Some(p) = self.loaded.get(text) {
-            return p.clone();
+    /// The index in `outputs` of an output's text, read back, gated and
+    /// compiled the first time it is seen. (Texts are compared, not
+    /// hashed: a program has a few dozen outputs, most of different
+    /// lengths, and hashing their bytes cost more than comparing them.)
+    fn load(&mut self, text: &str) -> usize {
+        if let Some(i) = self.outputs.iter().position(|o| o.text == text) {
+            return i;
         }
-        let loaded = Rc::new(guarded(|| {
+        let prog = guarded(|| {
             let (p, source) = xaif_model::read_program_str(text, None)
                 .map_err(|e| format!("output does not read back: {e}"))?;
             xaif_model::validate_program(&p, &source)
                 .map_err(|e| format!("output fails the gate: {e}"))?;
             Ok(compile(&p, &source))
-        }));
-        self.loaded.insert(text.to_string(), loaded.clone());
-        loaded
+        });
+        self.outputs.push(Loaded {
+            text: text.to_string(),
+            prog,
+            results: Vec::new(),
+        });
+        self.outputs.len() - 1
     }
 
     /// Runs a compiled output in `mode` (and, in tangent mode, the plain
@@ -426,18 +440,19 @@ impl Runs<'_> {
     /// them is repeated under this variant's name.
     fn run_output(&mut self, what: &str, text: &str, mode: Mode) -> Option<Jacobian> {
         self.outcome.counts.runs += 1;
-        let key = (text.to_string(), mode as u8);
-        let result = match self.results.get(&key) {
-            Some(r) => {
+        let i = self.load(text);
+        let known = self.outputs[i].results.iter().find(|(m, _)| *m == mode);
+        let result = match known {
+            Some((_, r)) => {
                 self.outcome.counts.reused_runs += 1;
                 r.clone()
             }
             None => {
-                let r = match &*self.load(text) {
+                let r = match &self.outputs[i].prog {
                     Ok(prog) => self.execute(prog, mode),
                     Err(e) => Err(e.clone()),
                 };
-                self.results.insert(key, r.clone());
+                self.outputs[i].results.push((mode, r.clone()));
                 r
             }
         };
@@ -577,8 +592,7 @@ impl Checker {
             m,
             outcome: Outcome::default(),
             y0: Vec::new(),
-            loaded: HashMap::new(),
-            results: HashMap::new(),
+            outputs: Vec::new(),
         };
         let read = guarded(|| {
             let (p, source) =
