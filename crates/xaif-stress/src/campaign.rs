@@ -73,6 +73,9 @@ pub struct Report {
     pub nonsmooth_entries: usize,
     /// See `dd_entries`.
     pub nonzero_entries: usize,
+    /// Entries whose differences did not settle as the step shrank
+    /// ([`crate::check::Counts::unresolved_entries`]).
+    pub unresolved_entries: usize,
     /// Transformations and derivative runs.
     pub transformations: usize,
     /// See `transformations`.
@@ -221,6 +224,7 @@ impl Campaign {
                     r.dd_entries += outcome.counts.dd_entries;
                     r.nonsmooth_entries += outcome.counts.nonsmooth_entries;
                     r.nonzero_entries += outcome.counts.nonzero_entries;
+                    r.unresolved_entries += outcome.counts.unresolved_entries;
                     r.transformations += outcome.counts.transformations;
                     r.runs += outcome.counts.runs;
                     r.reused_runs += outcome.counts.reused_runs;
@@ -428,7 +432,7 @@ pub fn summary(c: &Campaign, r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} programs ({}..{} of seed {}, sizes 1..={}, {} jobs) in {:.1} s: {} failures in {} classes; {} skipped (not finite); {} transformations, {} derivative runs ({} of outputs identical to an earlier one), {} files schema-validated; {} Jacobian entries against divided differences ({} non-smooth), {} non-zero",
+        "{} programs ({}..{} of seed {}, sizes 1..={}, {} jobs) in {:.1} s: {} failures in {} classes; {} skipped (not finite); {} transformations, {} derivative runs ({} of outputs identical to an earlier one), {} files schema-validated; {} Jacobian entries against divided differences ({} non-smooth, {} unresolved), {} non-zero",
         r.programs,
         c.first,
         c.first + c.programs,
@@ -445,6 +449,7 @@ pub fn summary(c: &Campaign, r: &Report) -> String {
         r.validated,
         r.dd_entries,
         r.nonsmooth_entries,
+        r.unresolved_entries,
         r.nonzero_entries
     );
     for f in &r.failures {

@@ -56,6 +56,11 @@ pub struct Counts {
     /// differences disagree): compared with either side, or not at all
     /// across a jump.
     pub nonsmooth_entries: usize,
+    /// Entries whose tangent disagreed with differences that did not
+    /// settle as the step shrank (a function oscillating faster than
+    /// the steps resolve) or stayed a kink with the tangent on neither
+    /// side (kinks meeting at the point): not compared.
+    pub unresolved_entries: usize,
     /// Non-zero entries of the tangent Jacobian.
     pub nonzero_entries: usize,
     /// Transformations done.
@@ -379,6 +384,19 @@ struct Loaded {
     results: Vec<(Mode, RunResult)>,
 }
 
+/// One Jacobian entry against divided differences at one step.
+struct DdEntry {
+    /// Whether the one-sided differences agree.
+    smooth: bool,
+    /// The central difference.
+    central: f64,
+    /// Its uncertainty from rounding.
+    noise: f64,
+    /// How far the tangent is from what the differences allow (relative
+    /// to the entry's scale), if it is.
+    disagreement: Option<f64>,
+}
+
 /// A run's Jacobian, whether its tapes ended empty, and (tangent mode)
 /// the function's values; or the error.
 type RunResult = Result<(Jacobian, bool, Option<Vec<f64>>), String>;
@@ -610,25 +628,42 @@ impl Checker {
             }
         };
         // The function and its divided differences.
-        let dd = guarded(|| {
-            let prog = compile(&program, &source);
-            let mut h = Harness::new(&prog, HarnessSpec::generic(n, m));
-            h.limits.steps = self.limits.step_budget;
-            h.limits.time = None;
-            let x0 = h.spec().x0.clone();
-            let eval = |x: &[f64]| h.evaluate(x).map(|r| r.0).map_err(|e| e.to_string());
+        let prog = match guarded(|| Ok(compile(&program, &source))) {
+            Ok(p) => p,
+            Err(e) => {
+                runs.outcome.findings.push(finding(
+                    format!("generated program does not run: {}", error_class(&e)),
+                    "input",
+                    e,
+                ));
+                return runs.outcome;
+            }
+        };
+        let mut harness = Harness::new(&prog, HarnessSpec::generic(n, m));
+        harness.limits.steps = self.limits.step_budget;
+        harness.limits.time = None;
+        let x0 = harness.spec().x0.clone();
+        let eval =
+            |x: &[f64]| guarded(|| harness.evaluate(x).map(|r| r.0).map_err(|e| e.to_string()));
+        // The values at x0 ± step along independent `i`.
+        let around = |i: usize, step: f64| -> Result<(Vec<f64>, Vec<f64>), String> {
+            let mut x = x0.clone();
+            x[i] = x0[i] + step;
+            let p = eval(&x)?;
+            x[i] = x0[i] - step;
+            Ok((p, eval(&x)?))
+        };
+        let dd = (|| {
             let y0 = eval(&x0)?;
             let mut plus = Vec::with_capacity(n);
             let mut minus = Vec::with_capacity(n);
             for i in 0..n {
-                let mut x = x0.clone();
-                x[i] += self.limits.h;
-                plus.push(eval(&x)?);
-                x[i] = x0[i] - self.limits.h;
-                minus.push(eval(&x)?);
+                let (p, m) = around(i, self.limits.h)?;
+                plus.push(p);
+                minus.push(m);
             }
-            Ok((y0, plus, minus))
-        });
+            Ok::<_, String>((y0, plus, minus))
+        })();
         let (y0, plus, minus) = match dd {
             Ok(x) => x,
             // Values that overflowed on the way (an integer conversion of
@@ -672,7 +707,8 @@ impl Checker {
             return runs.outcome;
         }
         runs.outcome.counts.nonzero_entries = jt.entries.iter().filter(|x| **x != 0.0).count();
-        self.compare_dd(&mut runs, &jt, &y0, &plus, &minus);
+        let refine = |i: usize, step: f64| around(i, step).ok();
+        self.compare_dd(&mut runs, &jt, &y0, &plus, &minus, &refine);
         if full {
             runs.outcome.outputs.push(("tangent".into(), tangent_text));
         }
@@ -737,6 +773,15 @@ impl Checker {
         runs.outcome
     }
 
+    /// The tangent against divided differences at step `h`; an entry
+    /// that disagrees is tried again at `h/10`, …, `h/10⁴` (`refine` gives
+    /// the values at x0 ± step along an independent): a function curved at
+    /// the scale of `h` (`sin` of four rounds of `u² + 2`, a slope of 10⁶)
+    /// has differences that converge to its derivative only at smaller
+    /// steps, where a wrong tangent stays wrong; one that oscillates
+    /// faster than double precision can resolve (a slope of 10⁹ at
+    /// x = 0.5) has differences that never settle, and nothing is claimed;
+    /// nor at a kink that stays a kink with the tangent on neither side.
     fn compare_dd(
         &self,
         runs: &mut Runs<'_>,
@@ -744,45 +789,69 @@ impl Checker {
         y0: &[f64],
         plus: &[Vec<f64>],
         minus: &[Vec<f64>],
+        refine: &dyn Fn(usize, f64) -> Option<(Vec<f64>, Vec<f64>)>,
     ) {
         let h = self.limits.h;
         let mut worst: Option<(f64, usize, usize, f64, f64)> = None;
+        let mut finer: Vec<Vec<Option<(Vec<f64>, Vec<f64>)>>> = vec![Vec::new(); jt.n];
         for i in 1..=jt.n {
             for k in 1..=jt.m {
-                let (yp, ym, y) = (plus[i - 1][k - 1], minus[i - 1][k - 1], y0[k - 1]);
-                let fwd = (yp - y) / h;
-                let bwd = (y - ym) / h;
-                let cen = (yp - ym) / (2.0 * h);
                 let t = jt.get(k, i);
+                let y = y0[k - 1];
+                let at_h = self.dd_entry(t, y, plus[i - 1][k - 1], minus[i - 1][k - 1], h);
                 runs.outcome.counts.dd_entries += 1;
-                let scale = 1.0 + t.abs().max(cen.abs());
-                let noise = 2e-15 * (1.0 + y.abs().max(yp.abs()).max(ym.abs())) / h;
-                // Rounding makes one-sided differences uncertain by about
-                // eps |y| / h.
-                let rounding = 2e-15 * (1.0 + y.abs().max(yp.abs()).max(ym.abs())) / h;
-                let smooth =
-                    (fwd - bwd).abs() <= 1e-3 * (1.0 + fwd.abs().max(bwd.abs())) + rounding;
-                if smooth {
-                    let err = (t - cen).abs();
-                    if err > self.limits.dd * scale + noise {
-                        let rel = err / scale;
-                        if worst.is_none_or(|w| rel > w.0) {
-                            worst = Some((rel, k, i, t, cen));
-                        }
-                    }
-                } else {
+                if !at_h.smooth {
                     runs.outcome.counts.nonsmooth_entries += 1;
-                    // At a kink the tangent takes one side (within the
-                    // curvature of that side); across a jump nothing can
-                    // be said.
-                    let near = |d: f64| (t - d).abs() <= 1e-3 * (1.0 + d.abs()) + noise;
-                    let jump = fwd.abs().max(bwd.abs()) > 1e3 * (1.0 + t.abs());
-                    if !jump && !near(fwd) && !near(bwd) {
-                        let rel = (t - fwd).abs().min((t - bwd).abs()) / scale;
-                        if worst.is_none_or(|w| rel > w.0) {
-                            worst = Some((rel, k, i, t, cen));
-                        }
+                }
+                let Some(rel) = at_h.disagreement else {
+                    continue;
+                };
+                // Smaller steps: agreement clears the entry; smooth
+                // differences that settle (two steps in a row within the
+                // tolerance) without agreeing are a finding; differences
+                // that never settle resolve nothing, like a jump, and
+                // neither does a kink that stays at every step with the
+                // tangent on neither side (kinks meeting at the point: `x`
+                // at 0.5 makes `sign(min(x - 0.5, 0), 1)` take a tie and
+                // the absolute value of an exact zero, and the tangent's
+                // slope +1 is neither side's, 0 or -1).
+                let mut agrees = false;
+                let mut settled = false;
+                let mut previous = at_h.central;
+                for (r, step) in [1e-1, 1e-2, 1e-3, 1e-4]
+                    .map(|f| f * h)
+                    .into_iter()
+                    .enumerate()
+                {
+                    if finer[i - 1].len() <= r {
+                        finer[i - 1].push(refine(i - 1, step));
                     }
+                    let Some((p, m)) = &finer[i - 1][r] else {
+                        break;
+                    };
+                    let (yp, ym) = (p[k - 1], m[k - 1]);
+                    if !yp.is_finite() || !ym.is_finite() {
+                        break;
+                    }
+                    let e = self.dd_entry(t, y, yp, ym, step);
+                    if e.disagreement.is_none() {
+                        agrees = true;
+                        break;
+                    }
+                    let scale = 1.0 + e.central.abs().max(previous.abs());
+                    if e.smooth && (e.central - previous).abs() <= self.limits.dd * scale + e.noise
+                    {
+                        settled = true;
+                        break;
+                    }
+                    previous = e.central;
+                }
+                if !agrees && !settled {
+                    runs.outcome.counts.unresolved_entries += 1;
+                    continue;
+                }
+                if !agrees && worst.is_none_or(|w| rel > w.0) {
+                    worst = Some((rel, k, i, t, at_h.central));
                 }
             }
         }
@@ -794,6 +863,35 @@ impl Checker {
                     "F({k},{i}): tangent {t:e}, central difference {cen:e} (relative {rel:.2e})"
                 ),
             ));
+        }
+    }
+
+    /// One Jacobian entry `t` against the differences of the values `y`,
+    /// `yp`, `ym` at x0, x0 + step, x0 - step.
+    fn dd_entry(&self, t: f64, y: f64, yp: f64, ym: f64, step: f64) -> DdEntry {
+        let fwd = (yp - y) / step;
+        let bwd = (y - ym) / step;
+        let cen = (yp - ym) / (2.0 * step);
+        let scale = 1.0 + t.abs().max(cen.abs());
+        // Rounding makes differences uncertain by about eps |y| / step.
+        let noise = 2e-15 * (1.0 + y.abs().max(yp.abs()).max(ym.abs())) / step;
+        let smooth = (fwd - bwd).abs() <= 1e-3 * (1.0 + fwd.abs().max(bwd.abs())) + noise;
+        let disagreement = if smooth {
+            let err = (t - cen).abs();
+            (err > self.limits.dd * scale + noise).then_some(err / scale)
+        } else {
+            // At a kink the tangent takes one side (within the curvature
+            // of that side); across a jump nothing can be said.
+            let near = |d: f64| (t - d).abs() <= 1e-3 * (1.0 + d.abs()) + noise;
+            let jump = fwd.abs().max(bwd.abs()) > 1e3 * (1.0 + t.abs());
+            (!jump && !near(fwd) && !near(bwd))
+                .then(|| (t - fwd).abs().min((t - bwd).abs()) / scale)
+        };
+        DdEntry {
+            smooth,
+            central: cen,
+            noise,
+            disagreement,
         }
     }
 
@@ -869,5 +967,84 @@ impl Checker {
                 .push(finding("output is not deterministic", what, ""));
         }
         Some(first)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The divided-difference check on `f` at x0 = 0.5 with tangent `t`:
+    /// the findings and the unresolved entries.
+    fn dd(f: &dyn Fn(f64) -> f64, t: f64) -> (usize, usize) {
+        let checker = Checker::builtin();
+        let mut runs = Runs {
+            checker: &checker,
+            n: 1,
+            m: 1,
+            outcome: Outcome::default(),
+            y0: Vec::new(),
+            outputs: Vec::new(),
+        };
+        let x0 = 0.5;
+        let h = checker.limits.h;
+        let mut jt = Jacobian::zeros(1, 1);
+        jt.set(1, 1, t);
+        let refine = |_: usize, s: f64| Some((vec![f(x0 + s)], vec![f(x0 - s)]));
+        checker.compare_dd(
+            &mut runs,
+            &jt,
+            &[f(x0)],
+            &[vec![f(x0 + h)]],
+            &[vec![f(x0 - h)]],
+            &refine,
+        );
+        (
+            runs.outcome.findings.len(),
+            runs.outcome.counts.unresolved_entries,
+        )
+    }
+
+    #[test]
+    fn smooth_functions_need_the_right_tangent() {
+        let cube = |x: f64| x * x * x;
+        assert_eq!(dd(&cube, 0.75), (0, 0));
+        assert_eq!(dd(&cube, 0.7501), (1, 0));
+    }
+
+    #[test]
+    fn kinks_take_either_side_or_claim_nothing() {
+        let kink = |x: f64| (x - 0.5).abs() + 2.0 * x;
+        assert_eq!(dd(&kink, 3.0), (0, 0));
+        assert_eq!(dd(&kink, 1.0), (0, 0));
+        // Neither side: unresolved, not a finding (kinks meeting).
+        assert_eq!(dd(&kink, 2.0), (0, 1));
+        let meeting = |x: f64| 2.0 + (x - 0.5).min(0.0).abs();
+        assert_eq!(dd(&meeting, 1.0), (0, 1));
+        // A kink near the point (not at it) is curvature at small steps:
+        // a tangent on neither side is a finding.
+        let near = |x: f64| (x - 0.5 - 3e-6).abs() * 1e-3 + (1e3 * x).sin();
+        let right = 1e3 * 500f64.cos() - 1e-3;
+        assert_eq!(dd(&near, right), (0, 0));
+        assert_eq!(dd(&near, right + 1.0), (1, 0));
+    }
+
+    #[test]
+    fn much_curved_functions_are_differenced_at_smaller_steps() {
+        // Slope 10^3 · cos(500) at 0.5; the curvature 10^6 spoils the
+        // differences at 10^-6, not at 10^-7.
+        let f = |x: f64| (1e3 * x).sin();
+        let right = 1e3 * 500f64.cos();
+        assert_eq!(dd(&f, right), (0, 0));
+        assert_eq!(dd(&f, right * 1.001), (1, 0));
+    }
+
+    #[test]
+    fn differences_that_never_settle_claim_nothing() {
+        // Slope 10^12: the differences at 10^-6 … 10^-10 are noise (at a
+        // tangent that small, they look like a jump).
+        let f = |x: f64| (1e12 * x).sin();
+        assert_eq!(dd(&f, 1e12 * 5e11f64.cos()), (0, 1));
+        assert_eq!(dd(&f, 1.0).0, 0);
     }
 }

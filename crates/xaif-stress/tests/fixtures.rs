@@ -102,3 +102,18 @@ fn every_fixture_has_a_test() {
         );
     }
 }
+
+#[test]
+fn much_curved_functions_are_differenced_at_smaller_steps() {
+    // Not an engine class: the tangent was right, the differences at the
+    // default step were not (a slope of 10^6, sin of repeated squares).
+    check("much_curved_function.xaif");
+}
+
+#[test]
+fn kinks_meeting_at_the_point_claim_nothing() {
+    // Not an engine class: `sign(y(minloc(y)), 0.5)` with a tie in
+    // `minloc` and an exact zero at the point; the tangent's slope is
+    // neither side's, and no rule says which it should be.
+    check("kinks_meeting_at_the_point.xaif");
+}
