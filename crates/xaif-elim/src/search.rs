@@ -317,12 +317,7 @@ struct ENode {
 /// vertex eliminations and dependent cuts as shortcuts), from the current
 /// state of `work` (restored on return). States are memoised by
 /// [`Work::state_key`].
-pub(crate) fn exact_edges(
-    work: &mut Work,
-    incumbent: i64,
-    ops_limit: i64,
-    budget: usize,
-) -> Exact {
+pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, ops_limit: i64, budget: usize) -> Exact {
     let base = work.mark();
     let root_bound = work.lower_bound();
     let mut result = Exact {
