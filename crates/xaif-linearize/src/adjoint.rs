@@ -127,6 +127,11 @@ struct IndexTape<'s> {
     pushes: Vec<StmtId>,
     pops: Vec<StmtId>,
     seen: Vec<(String, VarRef)>,
+    /// Subscript expressions already taped, by canonical text, with what
+    /// the adjoint reads instead: every push of one tape runs at the same
+    /// point, so one expression has one value there (`y(i) = x(i)` tapes
+    /// `i` once).
+    subscripts: Vec<(String, Expr)>,
     integers: usize,
     stable: Option<&'s StableIndices>,
     /// Stable symbols the adjoint reads directly.
@@ -144,6 +149,7 @@ impl<'s> IndexTape<'s> {
             pushes: Vec::new(),
             pops: Vec::new(),
             seen: Vec::new(),
+            subscripts: Vec::new(),
             integers: 0,
             stable,
             read: Vec::new(),
@@ -189,6 +195,11 @@ impl<'s> IndexTape<'s> {
                 self.read.extend(symbols);
                 return;
             }
+            let text = crate::context::expr_text(e);
+            if let Some((_, popped)) = self.subscripts.iter().find(|(k, _)| *k == text) {
+                *e = popped.clone();
+                return;
+            }
             // Taping: push the value (through a temporary when it is not a
             // single variable, or when it must be saved before a call).
             let single = if self.freeze {
@@ -214,6 +225,7 @@ impl<'s> IndexTape<'s> {
             self.pops
                 .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped)]));
             *e = read_temp(&popped);
+            self.subscripts.push((text, e.clone()));
         });
         self.seen.push((key, adj.clone()));
         adj
