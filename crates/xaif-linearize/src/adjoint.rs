@@ -127,6 +127,11 @@ struct IndexTape<'s> {
     pushes: Vec<StmtId>,
     pops: Vec<StmtId>,
     seen: Vec<(String, VarRef)>,
+    /// Subscript expressions already taped, by canonical text, with what
+    /// the adjoint reads instead: every push of one tape runs at the same
+    /// point, so one expression has one value there (`y(i) = x(i)` tapes
+    /// `i` once).
+    subscripts: Vec<(String, Expr)>,
     integers: usize,
     stable: Option<&'s StableIndices>,
     /// Stable symbols the adjoint reads directly.
@@ -144,6 +149,7 @@ impl<'s> IndexTape<'s> {
             pushes: Vec::new(),
             pops: Vec::new(),
             seen: Vec::new(),
+            subscripts: Vec::new(),
             integers: 0,
             stable,
             read: Vec::new(),
@@ -189,6 +195,11 @@ impl<'s> IndexTape<'s> {
                 self.read.extend(symbols);
                 return;
             }
+            let text = crate::context::expr_text(e);
+            if let Some((_, popped)) = self.subscripts.iter().find(|(k, _)| *k == text) {
+                *e = popped.clone();
+                return;
+            }
             // Taping: push the value (through a temporary when it is not a
             // single variable, or when it must be saved before a call).
             let single = if self.freeze {
@@ -214,6 +225,7 @@ impl<'s> IndexTape<'s> {
             self.pops
                 .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped)]));
             *e = read_temp(&popped);
+            self.subscripts.push((text, e.clone()));
         });
         self.seen.push((key, adj.clone()));
         adj
@@ -543,13 +555,42 @@ fn single(
             for (i, a) in args.iter().enumerate() {
                 let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
                 let value = match &a.value {
-                    ArgValue::Constant(c) => ArgValue::Constant(c.clone()),
+                    ArgValue::Constant(constant) => {
+                        match c.converted.iter().find(|arg| arg.position == pos) {
+                            // A constant the forward call passed through an
+                            // active temporary: the callee's adjoint gets a
+                            // fresh one, whose adjoint nobody reads.
+                            Some(arg) => {
+                                let temp = declare(
+                                    t.out,
+                                    t.names,
+                                    t.scope,
+                                    TempKind::Tyc,
+                                    ValueType::Real,
+                                    &arg.shape,
+                                    arg.active,
+                                );
+                                allocations.push(call(
+                                    t.out,
+                                    t.names,
+                                    "oad_convert",
+                                    vec![var(&temp.var), ArgValue::Constant(constant.clone())],
+                                ));
+                                allocations.push(call(
+                                    t.out,
+                                    t.names,
+                                    "ZeroDeriv",
+                                    vec![var(&temp.var)],
+                                ));
+                                ArgValue::Variable(temp.var)
+                            }
+                            None => ArgValue::Constant(constant.clone()),
+                        }
+                    }
                     ArgValue::Variable(actual) => {
                         let passed = match c.converted.iter().find(|arg| arg.position == pos) {
                             Some(arg) => {
-                                // A fresh temporary of the formal's activity:
-                                // the callee's adjoint restores or pops what it
-                                // needs itself.
+                                // A fresh temporary of the formal's activity.
                                 let temp = declare(
                                     t.out,
                                     t.names,
@@ -566,6 +607,30 @@ fn single(
                                         t.names,
                                         "oad_AllocateMatching",
                                         vec![var(&temp.var), var(&like)],
+                                    ));
+                                }
+                                // The callee may run its forward sweep
+                                // again (joint mode) from the values it
+                                // is given: the temporary gets the
+                                // actual's values as they are now, and no
+                                // adjoint from an earlier use.
+                                let source = if arg.element {
+                                    index.adjoint_ref(ctx, t, actual)
+                                } else {
+                                    index.adjoint_ref(ctx, t, &arg.like)
+                                };
+                                allocations.push(call(
+                                    t.out,
+                                    t.names,
+                                    "oad_convert",
+                                    vec![var(&temp.var), var(&source)],
+                                ));
+                                if arg.active {
+                                    allocations.push(call(
+                                        t.out,
+                                        t.names,
+                                        "ZeroDeriv",
+                                        vec![var(&temp.var)],
                                     ));
                                 }
                                 if arg.element {
