@@ -384,6 +384,10 @@ struct Loaded {
     results: Vec<(Mode, RunResult)>,
 }
 
+/// The original's dependents at x0 + step and x0 - step along one
+/// independent.
+type Around = (Vec<f64>, Vec<f64>);
+
 /// One Jacobian entry against divided differences at one step.
 struct DdEntry {
     /// Whether the one-sided differences agree.
@@ -789,11 +793,11 @@ impl Checker {
         y0: &[f64],
         plus: &[Vec<f64>],
         minus: &[Vec<f64>],
-        refine: &dyn Fn(usize, f64) -> Option<(Vec<f64>, Vec<f64>)>,
+        refine: &dyn Fn(usize, f64) -> Option<Around>,
     ) {
         let h = self.limits.h;
         let mut worst: Option<(f64, usize, usize, f64, f64)> = None;
-        let mut finer: Vec<Vec<Option<(Vec<f64>, Vec<f64>)>>> = vec![Vec::new(); jt.n];
+        let mut finer: Vec<Vec<Option<Around>>> = vec![Vec::new(); jt.n];
         for i in 1..=jt.n {
             for k in 1..=jt.m {
                 let t = jt.get(k, i);
