@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::{Args, ValueEnum};
 use xaif_interp::{compare, Harness, HarnessSpec, Jacobian, Mode, Params};
 
@@ -75,7 +75,7 @@ fn sibling(file: &Path, name: &str) -> Option<PathBuf> {
 
 /// Runs `xaifb run`.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let (program, source) = match xaif_model::read_program_file(&args.file) {
+    let (program, source) = match crate::input::read_program(&args.file) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");
@@ -92,11 +92,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .or_else(|| sibling(&args.file, "params.conf"));
     let params = match &params_path {
         Some(p) => Some(
-            Params::parse(
-                &std::fs::read_to_string(p)
-                    .with_context(|| format!("cannot read {}", p.display()))?,
-            )
-            .map_err(|e| anyhow!("{}: {e}", p.display()))?,
+            Params::parse(&crate::input::read_text(p)?)
+                .map_err(|e| anyhow!("{}: {e}", p.display()))?,
         ),
         None => None,
     };
@@ -105,10 +102,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .clone()
         .or_else(|| sibling(&args.file, "harness.json"));
     let mut spec = match &harness_path {
-        Some(p) => HarnessSpec::parse_json(
-            &std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?,
-        )
-        .map_err(|e| anyhow!("{}: {e}", p.display()))?,
+        Some(p) => HarnessSpec::parse_json(&crate::input::read_text(p)?)
+            .map_err(|e| anyhow!("{}: {e}", p.display()))?,
         None => {
             let n = args
                 .n
@@ -174,9 +169,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             }
         }
     };
-    match &args.output {
-        Some(path) => crate::output::write_atomic(path, text.as_bytes())?,
-        None => print!("{text}"),
+    // The Jacobian file and the statistics file: both or neither.
+    let mut outputs = crate::output::Outputs::new();
+    if let Some(path) = &args.output {
+        outputs.add(path, text.as_bytes())?;
     }
     if let Some(outcome) = &stats {
         let s = &outcome.stats;
@@ -204,7 +200,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             }),
             None => serde_json::json!({ "file": file, "mode": "fd" }),
         };
-        crate::output::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        outputs.add(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    }
+    outputs.commit()?;
+    if args.output.is_none() {
+        print!("{text}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -227,8 +227,7 @@ pub struct CompareArgs {
 /// Runs `xaifb compare`: exit 0 when the files agree within the tolerances.
 pub fn compare_files(args: CompareArgs) -> Result<ExitCode> {
     let read = |p: &Path| -> Result<Jacobian> {
-        let text =
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+        let text = crate::input::read_text(p)?;
         Jacobian::parse(&text).map_err(|e| anyhow!("{}: {e}", p.display()))
     };
     let (a, b) = (read(&args.a)?, read(&args.b)?);

@@ -5,11 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use xaif_elim::{Chain, Config, Extent, Filter, Method, Mode, Strategy};
 use xaif_linearize::{Catalogue, FlattenOptions, TangentOptions};
 use xaif_model::{NonInlinableCatalogue, Program};
+
+use crate::output::Outputs;
 
 /// Flags of the transformation drivers.
 #[derive(Args, Clone)]
@@ -28,6 +30,9 @@ pub struct TransformArgs {
     /// Worker threads for many inputs (default: available cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Print a line for every file, not only for failures.
+    #[arg(long)]
+    pub verbose: bool,
     /// Schema directory: the output's schemaLocation names xaif_output.xsd
     /// there; with -v the input is validated against it.
     #[arg(short = 's')]
@@ -210,6 +215,9 @@ impl TransformArgs {
 
     /// Reads the catalogues.
     pub fn catalogues(&self) -> Result<(Catalogue, Option<NonInlinableCatalogue>), String> {
+        for path in std::iter::once(&self.catalogue).chain(&self.noninlinable) {
+            crate::input::check(path).map_err(|e| e.to_string())?;
+        }
         xaif_linearize::catalogue::read_catalogues(&self.catalogue, self.noninlinable.as_deref())
             .map_err(|e| e.to_string())
     }
@@ -231,12 +239,12 @@ impl TransformArgs {
 
     /// Reads and gates an input (and validates it with -v -s).
     pub fn read_input(&self, path: &Path) -> Result<Program, String> {
-        let (p, source) = xaif_model::read_program_file(path).map_err(|e| e.to_string())?;
+        let (p, source) = crate::input::read_program(path)?;
         xaif_model::validate_program(&p, &source).map_err(|e| e.to_string())?;
         if self.validate {
             let dir = crate::schema::schema_dir(self.schema.as_deref())
                 .ok_or_else(|| "-v needs a schema directory (-s or XAIF_SCHEMA_DIR)".to_string())?;
-            crate::schema::xmllint(path, &dir, "xaif.xsd").map_err(|e| format!("{e:#}"))?;
+            crate::schema::xmllint_file(path, &dir, "xaif.xsd").map_err(|e| format!("{e:#}"))?;
         }
         Ok(p)
     }
@@ -252,51 +260,46 @@ impl TransformArgs {
         xaif_model::write_program(&p)
     }
 
-    /// Writes the output program.
-    pub fn write(&self, p: Program) -> Result<()> {
+    /// Writes the output program together with the job's other outputs
+    /// (the -d file with `debug`, and what `outputs` holds): all or none.
+    /// Without -o the program goes to standard output.
+    pub fn write(&self, mut outputs: Outputs, debug: &str, p: Program) -> Result<()> {
         let text = self.output_text(p);
-        match &self.output {
-            Some(path) => crate::output::write_atomic(path, text.as_bytes()),
-            None => {
-                print!("{text}");
-                Ok(())
-            }
+        if let Some(path) = &self.debug_file {
+            outputs.add(path, debug.as_bytes())?;
         }
+        if let Some(path) = &self.output {
+            outputs.add(path, text.as_bytes())?;
+        }
+        outputs.commit()?;
+        if self.output.is_none() {
+            print!("{text}");
+        }
+        Ok(())
     }
 
-    /// Writes debug output.
-    pub fn debug(&self, text: &str) -> Result<()> {
+    /// Debug output: kept in `buffer` for the -d file, or printed to
+    /// standard error.
+    pub fn debug(&self, buffer: &mut String, text: &str) {
         match &self.debug_file {
-            Some(path) => {
-                use std::io::Write;
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .with_context(|| format!("cannot open {}", path.display()))?;
-                f.write_all(text.as_bytes())?;
-                Ok(())
-            }
-            None => {
-                eprint!("{text}");
-                Ok(())
-            }
+            Some(_) => buffer.push_str(text),
+            None => eprint!("{text}"),
         }
     }
 }
 
-fn write_dots(dir: &Path, dots: &[xaif_linearize::tangent::DotGraph]) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+fn write_dots(
+    outputs: &mut Outputs,
+    dir: &Path,
+    dots: &[xaif_linearize::tangent::DotGraph],
+) -> Result<()> {
     for d in dots {
-        crate::output::write_atomic(
+        outputs.add(
             &dir.join(format!("{}_before.dot", d.name)),
             d.before.as_bytes(),
         )?;
         if let Some(after) = &d.after {
-            crate::output::write_atomic(
-                &dir.join(format!("{}_after.dot", d.name)),
-                after.as_bytes(),
-            )?;
+            outputs.add(&dir.join(format!("{}_after.dot", d.name)), after.as_bytes())?;
         }
     }
     Ok(())
@@ -328,6 +331,7 @@ where
     if inputs.is_empty() {
         bail!("no .xaif files found");
     }
+    crate::batch::check_destinations(&inputs, |rel| out_dir.join(rel))?;
     let jobs = common.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -338,15 +342,11 @@ where
         let result = transform(&program).map_err(|e| format!("{}: {e}", input.display()))?;
         let dest = out_dir.join(rel);
         crate::output::write_atomic(&dest, common.output_text(result).as_bytes())
-            .map_err(|e| format!("{}: {e:#}", input.display()))?;
+            .map_err(|e| crate::batch::output_failure(input, &e))?;
         Ok(Some(format!("written to {}", dest.display())))
     });
-    let failed = crate::batch::report(&outcomes, verb, false);
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    let failed = crate::batch::report(&outcomes, verb, common.verbose);
+    Ok(crate::batch::exit_code(failed))
 }
 
 /// Runs `xaifb tangent`.
@@ -377,6 +377,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
             Ok(r) => r,
             Err(e) => return fail(format!("{}: {e}", args.single_input().display())),
         };
+    let (mut outputs, mut debug) = (Outputs::new(), String::new());
     if args.debug_mask & 64 != 0 {
         let mut text = String::new();
         for r in &result.stats.routines {
@@ -394,7 +395,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
                 r.routine, t.multiplications, t.additions, t.subtractions, t.divisions
             ));
         }
-        args.debug(&text)?;
+        args.debug(&mut debug, &text);
     }
     if args.debug_mask & 8 != 0 {
         let mut text = String::new();
@@ -404,10 +405,10 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
                 text.push_str(&format!("// {} after elimination\n{a}\n", d.name));
             }
         }
-        args.debug(&text)?;
+        args.debug(&mut debug, &text);
     }
     if let Some(dir) = &args.dot {
-        write_dots(dir, &result.dots)?;
+        write_dots(&mut outputs, dir, &result.dots)?;
     }
     if let Some(path) = &args.stats_json {
         let report = serde_json::json!({
@@ -416,15 +417,18 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
             "routines": result.stats.routines,
             "total": result.stats.total,
         });
-        crate::output::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        outputs.add(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
-    args.write(result.program)?;
     if args.debug_mask & 16 != 0 {
-        args.debug(&format!(
-            "timing: tangent transformation {:.3} ms\n",
-            start.elapsed().as_secs_f64() * 1e3
-        ))?;
+        args.debug(
+            &mut debug,
+            &format!(
+                "timing: tangent transformation {:.3} ms\n",
+                start.elapsed().as_secs_f64() * 1e3
+            ),
+        );
     }
+    args.write(outputs, &debug, result.program)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -468,6 +472,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         Ok(r) => r,
         Err(e) => return fail(format!("{}: {e}", common.single_input().display())),
     };
+    let (mut outputs, mut debug) = (Outputs::new(), String::new());
     let stats = &result.transformed.stats;
     if common.debug_mask & 64 != 0 {
         let mut text = String::new();
@@ -488,7 +493,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
                 if tp.structured { "structured" } else { "unstructured" }
             ));
         }
-        common.debug(&text)?;
+        common.debug(&mut debug, &text);
     }
     if let Some(path) = &common.stats_json {
         let report = serde_json::json!({
@@ -498,14 +503,17 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
             "total": stats.total,
             "tapes": result.tapes,
         });
-        crate::output::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        outputs.add(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
-    common.write(result.transformed.program)?;
     if common.debug_mask & 16 != 0 {
-        common.debug(&format!(
-            "timing: adjoint transformation {:.3} ms\n",
-            start.elapsed().as_secs_f64() * 1e3
-        ))?;
+        common.debug(
+            &mut debug,
+            &format!(
+                "timing: adjoint transformation {:.3} ms\n",
+                start.elapsed().as_secs_f64() * 1e3
+            ),
+        );
     }
+    common.write(outputs, &debug, result.transformed.program)?;
     Ok(ExitCode::SUCCESS)
 }
