@@ -15,6 +15,9 @@
 //! - `cargo xtask speed`: oracle throughput on the heaviest corpus runs and
 //!   transformation time per input and per batch (for
 //!   `docs/performance.md`).
+//! - `cargo xtask robust --mutants N --seed S`: the robustness campaign
+//!   (mutants of corpus inputs through every subcommand, file-system and
+//!   signal cases); exits non-zero on any finding. See `docs/testing.md`.
 
 mod corpus;
 mod engine;
@@ -56,6 +59,9 @@ enum Task {
     /// Measure the oracle's throughput and xaifb's transformation time on
     /// the corpus; prints markdown.
     Speed(CorpusArgs),
+    /// Run the robustness campaign: mutants through every subcommand under
+    /// a memory limit and a timeout; exit non-zero on any finding.
+    Robust(RobustArgs),
     /// Run a command and print its peak resident set size in KiB (used by
     /// `bench`, in a process of its own so that no other child counts).
     #[command(hide = true)]
@@ -74,6 +80,37 @@ struct CorpusArgs {
     /// Where the table goes.
     #[arg(long, default_value = "docs/corpus-status.md")]
     out: PathBuf,
+}
+
+#[derive(Args)]
+struct RobustArgs {
+    /// Number of mutants.
+    #[arg(long, default_value_t = 200)]
+    mutants: usize,
+    /// Seed: the same seed gives the same mutants.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Mutants processed at once.
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    /// Seconds one command may take before it counts as a hang.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+    /// Address-space limit of one command, in MiB.
+    #[arg(long, default_value_t = 2048)]
+    memory_mib: u64,
+    /// Skip the checks that need xmllint.
+    #[arg(long)]
+    no_schema: bool,
+    /// Only this mutant (to reproduce a finding).
+    #[arg(long)]
+    only: Option<usize>,
+    /// Scratch directory (findings are kept in its findings/).
+    #[arg(long)]
+    work: Option<PathBuf>,
+    /// The reference material (default: $XAIFB_SHARED or ../shared).
+    #[arg(long)]
+    shared: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -112,6 +149,7 @@ fn main() -> Result<()> {
             print!("{report}");
             Ok(())
         }
+        Task::Robust(args) => robust(args),
         Task::PeakRss { command } => {
             let kib = peak_rss_kib(&command)?;
             println!("{kib}");
@@ -214,6 +252,46 @@ fn bench(args: BenchArgs) -> Result<()> {
         input_bytes as f64 / 1e6,
         if ratio <= MEMORY_TARGET { "meets" } else { "MISSES" },
     );
+    Ok(())
+}
+
+fn robust(args: RobustArgs) -> Result<()> {
+    let shared = args.shared.unwrap_or_else(shared_dir);
+    let mut build = cargo();
+    build.args(["build", "--release", "-p", "xaifb"]);
+    run(build)?;
+    let xaifb = target_dir().join("release").join("xaifb");
+    let work = args.work.unwrap_or_else(|| target_dir().join("robust"));
+    let work = if work.is_absolute() {
+        work
+    } else {
+        std::env::current_dir()?.join(work)
+    };
+    let mut cfg = xaif_testkit::robust::Config::new(
+        xaifb,
+        shared.canonicalize().context("the reference material")?,
+        work.clone(),
+        args.mutants,
+        args.seed,
+    );
+    cfg.jobs = args.jobs;
+    cfg.timeout = std::time::Duration::from_secs(args.timeout);
+    cfg.memory = args.memory_mib << 20;
+    cfg.schema = !args.no_schema
+        && Command::new("xmllint")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    cfg.only = args.only;
+    let report = xaif_testkit::robust::run(&cfg);
+    print!("{}", report.render());
+    if !report.findings.is_empty() {
+        bail!(
+            "{} findings; reproducers in {}",
+            report.findings.len(),
+            work.join("findings").display()
+        );
+    }
     Ok(())
 }
 

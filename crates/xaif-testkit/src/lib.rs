@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod robust;
+
 use quick_xml::events::Event;
 use quick_xml::name::ResolveResult;
 use quick_xml::NsReader;

@@ -92,8 +92,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .or_else(|| sibling(&args.file, "params.conf"));
     let params = match &params_path {
         Some(p) => Some(
-            Params::parse(&crate::input::read_text(p)?)
-                .map_err(|e| anyhow!("{}: {e}", p.display()))?,
+            Params::parse(&crate::input::read_text(p)?).map_err(|e| crate::input::invalid(p, e))?,
         ),
         None => None,
     };
@@ -103,7 +102,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .or_else(|| sibling(&args.file, "harness.json"));
     let mut spec = match &harness_path {
         Some(p) => HarnessSpec::parse_json(&crate::input::read_text(p)?)
-            .map_err(|e| anyhow!("{}: {e}", p.display()))?,
+            .map_err(|e| crate::input::invalid(p, e))?,
         None => {
             let n = args
                 .n
@@ -228,10 +227,17 @@ pub struct CompareArgs {
 pub fn compare_files(args: CompareArgs) -> Result<ExitCode> {
     let read = |p: &Path| -> Result<Jacobian> {
         let text = crate::input::read_text(p)?;
-        Jacobian::parse(&text).map_err(|e| anyhow!("{}: {e}", p.display()))
+        Ok(Jacobian::parse(&text).map_err(|e| crate::input::invalid(p, e))?)
     };
     let (a, b) = (read(&args.a)?, read(&args.b)?);
-    let c = compare(&a, &b, args.rel, args.abs).map_err(|e| anyhow!(e))?;
+    let c = match compare(&a, &b, args.rel, args.abs) {
+        Ok(c) => c,
+        Err(e) => {
+            // Jacobians that cannot be compared are inputs in error.
+            eprintln!("{} versus {}: {e}", args.a.display(), args.b.display());
+            return Ok(ExitCode::from(1));
+        }
+    };
     println!(
         "worst absolute difference {:.3e}, worst relative difference {:.3e}",
         c.max_abs, c.max_rel
