@@ -991,7 +991,7 @@ fn program_runs(
         if !ok {
             sh.finding(
                 "output rejected by the gate",
-                &format!("{mode}"),
+                mode,
                 Some(k),
                 kinds,
                 "validate fails on the output",
@@ -1108,19 +1108,22 @@ fn determinism(
     }
 }
 
+/// The kinds of Jacobian file mutation.
+const JACOBIAN_KINDS: [&str; 6] = [
+    "jac-value",
+    "jac-index",
+    "jac-delete",
+    "jac-duplicate",
+    "jac-truncate",
+    "jac-garbage",
+];
+
 /// Mutates a Jacobian file (`ad.out` format): non-finite and huge entries,
 /// huge indices, deleted, duplicated or truncated lines, garbage.
 fn mutate_jacobian(text: &[u8], rng: &mut Rng) -> (Vec<u8>, Vec<&'static str>) {
     let t = String::from_utf8_lossy(text).into_owned();
     let mut lines: Vec<String> = t.lines().map(str::to_string).collect();
-    let kind: &'static str = *rng.pick(&[
-        "jac-value",
-        "jac-index",
-        "jac-delete",
-        "jac-duplicate",
-        "jac-truncate",
-        "jac-garbage",
-    ]);
+    let kind: &'static str = JACOBIAN_KINDS[rng.below(JACOBIAN_KINDS.len())];
     let pick_line = |rng: &mut Rng, lines: &Vec<String>| {
         if lines.len() > 1 {
             1 + rng.below(lines.len() - 1)

@@ -459,7 +459,7 @@ pub fn apply(kind: &str, text: &[u8], rng: &mut Rng, ctx: &Context<'_>) -> Optio
                     ranges.push((a.value.0, a.value.1, format!("{}c", value(&copy, a))));
                 }
             }
-            ranges.sort_by(|a, b| b.0.cmp(&a.0));
+            ranges.sort_by_key(|r| std::cmp::Reverse(r.0));
             for (a, b, v) in ranges {
                 copy = splice(&copy, (a, b), v.as_bytes());
             }
@@ -562,8 +562,7 @@ pub fn apply(kind: &str, text: &[u8], rng: &mut Rng, ctx: &Context<'_>) -> Optio
             let t = splice(text, (0, end), d.as_bytes());
             if rng.chance(0.3) {
                 // Really UTF-16, with a byte order mark.
-                let s = String::from_utf8_lossy(&t)
-                    .replace("encoding=\"UTF-16\"", "encoding=\"UTF-16\"");
+                let s = String::from_utf8_lossy(&t);
                 let mut out = vec![0xff, 0xfe];
                 out.extend(s.encode_utf16().flat_map(|u| u.to_le_bytes()));
                 return Some(out);
@@ -656,7 +655,7 @@ pub fn apply(kind: &str, text: &[u8], rng: &mut Rng, ctx: &Context<'_>) -> Optio
                 scope.map(|s| value(text, s).to_string()),
             );
             let mut ca = attributes(text, call);
-            ca.sort_by(|a, b| b.value.0.cmp(&a.value.0));
+            ca.sort_by_key(|a| std::cmp::Reverse(a.value.0));
             let mut t = text.to_vec();
             for a in ca {
                 if a.name == "symbol_id" {
@@ -687,8 +686,7 @@ pub fn apply(kind: &str, text: &[u8], rng: &mut Rng, ctx: &Context<'_>) -> Optio
             // The expression graph it is in.
             let graph = els
                 .iter()
-                .filter(|g| g.start < i.start && i.end <= g.end && g.depth + 1 == i.depth)
-                .last()?;
+                .rfind(|g| g.start < i.start && i.end <= g.end && g.depth + 1 == i.depth)?;
             let edges: Vec<Elem> = els
                 .iter()
                 .filter(|e| {
@@ -711,7 +709,7 @@ pub fn apply(kind: &str, text: &[u8], rng: &mut Rng, ctx: &Context<'_>) -> Optio
                 let mut copy = text[e.start..e.end].to_vec();
                 let ce = elements(&copy);
                 let mut ca = attributes(&copy, ce.first()?);
-                ca.sort_by(|a, b| b.value.0.cmp(&a.value.0));
+                ca.sort_by_key(|a| std::cmp::Reverse(a.value.0));
                 for a in ca {
                     let v = match a.name.as_str() {
                         "position" => Some(rng.pick(&["3", "4", "9", "0"]).to_string()),
