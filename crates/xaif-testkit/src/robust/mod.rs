@@ -377,6 +377,18 @@ pub fn classify(e: &Exec, names: &[&Path], exits: &[i32]) -> Option<(String, Str
     None
 }
 
+/// Whether `stderr` names one of `names` with a line number
+/// (`FILE:LINE`), as the reader's and the gate's errors do.
+fn with_line(stderr: &str, names: &[&Path]) -> bool {
+    names.iter().any(|n| {
+        let full = n.display().to_string();
+        stderr.match_indices(&full).any(|(i, _)| {
+            let rest = &stderr[i + full.len()..];
+            rest.starts_with(':') && rest[1..].starts_with(|c: char| c.is_ascii_digit())
+        })
+    })
+}
+
 /// Files below `dir` whose name says they are temporaries.
 fn temporaries(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -783,7 +795,14 @@ fn check(
         }
         None => {
             let ok = e.end == End::Code(0);
-            sh.outcome(name, if ok { "ok" } else { "error" });
+            let label = if ok {
+                "ok"
+            } else if with_line(&e.stderr, names) {
+                "error"
+            } else {
+                "error (file, no line)"
+            };
+            sh.outcome(name, label);
             ok
         }
     }
