@@ -8,7 +8,8 @@ use std::time::Instant;
 use xaif_interp::corpus::{example_divided_differences, read_index, run_file, Example};
 use xaif_interp::{compare, CompileOptions, Mode};
 
-const BUDGET: u64 = 50_000_000;
+/// The default step budget of `xaifb run` (per run; no time limit here).
+const BUDGET: u64 = xaif_interp::Limits::STEPS;
 
 fn mode_name(mode: Mode) -> &'static str {
     match mode {

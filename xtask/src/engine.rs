@@ -13,7 +13,8 @@ use xaif_interp::{compare, CompileOptions, Mode};
 use xaif_linearize::catalogue::read_catalogues;
 use xaif_linearize::TangentOptions;
 
-const BUDGET: u64 = 50_000_000;
+/// The default step budget of `xaifb run` (per run; no time limit here).
+const BUDGET: u64 = xaif_interp::Limits::STEPS;
 
 /// Transforms `input` of `ex` in `mode` (tangent, or adjoint for split and
 /// joint) into `dir`; returns the output file.

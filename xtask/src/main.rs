@@ -12,16 +12,25 @@
 //! - `cargo xtask corpus`: the numerical oracle over the whole regression
 //!   corpus, on the reference outputs and on ours, as the table
 //!   `docs/corpus-status.md`.
-//! - `cargo xtask speed`: oracle throughput on the heaviest corpus runs and
+//! - `cargo xtask speed`: oracle throughput on the heaviest corpus runs,
 //!   transformation time per input and per batch (for
-//!   `docs/performance.md`).
+//!   `docs/performance.md`), and how long a runaway program runs under the
+//!   default limits of `xaifb run` (for `docs/limits.md`).
+//! - `cargo xtask gen`: a generated front-end program of any size (see
+//!   `xaif_testkit::scale`), for the figures at scale.
+//! - `cargo xtask versus --reference PATH`: xaifb and the reference engine
+//!   side by side, whole process, alternating runs (`docs/performance.md`).
+//! - `cargo xtask same-bytes --baseline BIN`: outputs byte for byte those of
+//!   an earlier build, and the same with `--jobs 1` and `--jobs N`.
 //! - `cargo xtask robust --mutants N --seed S`: the robustness campaign
 //!   (mutants of corpus inputs through every subcommand, file-system and
 //!   signal cases); exits non-zero on any finding. See `docs/testing.md`.
 
 mod corpus;
 mod engine;
+mod same_bytes;
 mod speed;
+mod versus;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -59,6 +68,15 @@ enum Task {
     /// Measure the oracle's throughput and xaifb's transformation time on
     /// the corpus; prints markdown.
     Speed(CorpusArgs),
+    /// Write a generated front-end program of the given size.
+    Gen(GenArgs),
+    /// Time xaifb and the reference engine side by side (whole process,
+    /// alternating runs) on the corpus, its largest inputs and generated
+    /// programs; prints markdown.
+    Versus(versus::Args),
+    /// Check that outputs are byte for byte those of a baseline xaifb, and
+    /// the same with --jobs 1 and --jobs N.
+    SameBytes(same_bytes::Args),
     /// Run the robustness campaign: mutants through every subcommand under
     /// a memory limit and a timeout; exit non-zero on any finding.
     Robust(RobustArgs),
@@ -79,6 +97,22 @@ struct CorpusArgs {
     shared: Option<PathBuf>,
     /// Where the table goes.
     #[arg(long, default_value = "docs/corpus-status.md")]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+struct GenArgs {
+    /// Number of routines.
+    #[arg(long, default_value_t = 100)]
+    routines: usize,
+    /// Statements in all.
+    #[arg(long, default_value_t = 10_000)]
+    statements: usize,
+    /// Seed choosing fragments and callees (same seed, same bytes).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output file.
+    #[arg(short = 'o', long)]
     out: PathBuf,
 }
 
@@ -147,8 +181,24 @@ fn main() -> Result<()> {
             let xaifb = target_dir().join("release").join("xaifb");
             let report = speed::run(&shared, &xaifb).map_err(|e| anyhow::anyhow!(e))?;
             print!("{report}");
+            let runaway = repo_root().join("fixtures/interp/runaway.xaif");
+            print!(
+                "{}",
+                speed::runaway(&xaifb, &runaway).map_err(|e| anyhow::anyhow!(e))?
+            );
             Ok(())
         }
+        Task::Gen(args) => {
+            let text = xaif_testkit::scale::program(&xaif_testkit::scale::Shape {
+                routines: args.routines,
+                statements: args.statements,
+                seed: args.seed,
+            });
+            std::fs::write(&args.out, text)
+                .with_context(|| format!("writing {}", args.out.display()))
+        }
+        Task::Versus(args) => versus::run(args),
+        Task::SameBytes(args) => same_bytes::run(args),
         Task::Robust(args) => robust(args),
         Task::PeakRss { command } => {
             let kib = peak_rss_kib(&command)?;
@@ -167,19 +217,19 @@ fn repo_root() -> PathBuf {
 
 /// The reference material: `$XAIFB_SHARED`, or `../shared` beside the
 /// repository.
-fn shared_dir() -> PathBuf {
+pub(crate) fn shared_dir() -> PathBuf {
     std::env::var_os(SHARED_ENV)
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("../shared"))
 }
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(repo_root());
     cmd
 }
 
-fn run(mut cmd: Command) -> Result<()> {
+pub(crate) fn run(mut cmd: Command) -> Result<()> {
     let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed with {status}");
@@ -187,7 +237,7 @@ fn run(mut cmd: Command) -> Result<()> {
     Ok(())
 }
 
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target"))

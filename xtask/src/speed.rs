@@ -9,6 +9,8 @@
 //!   process on every input (the way the reference engine is timed: one
 //!   process per input, each writing a new file), and the whole corpus in
 //!   one batch call.
+//! - Limits: how long `xaifb run` lets a runaway program run under its
+//!   default limits (`docs/limits.md`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -34,7 +36,8 @@ fn time_oracle(ex: &Example, mode: Mode, reps: usize) -> Option<(Duration, u64, 
     let mut times = Vec::new();
     let mut counters = (0, 0);
     for _ in 0..reps {
-        let h = Harness::new(&prog, spec.clone());
+        let mut h = Harness::new(&prog, spec.clone());
+        h.limits = xaif_interp::Limits::untimed();
         let start = Instant::now();
         let o = h.run(mode).ok()?;
         times.push(start.elapsed());
@@ -177,4 +180,42 @@ pub fn run(shared: &Path, xaifb: &Path) -> Result<String, String> {
     }
     std::fs::remove_dir_all(&out).ok();
     Ok(s)
+}
+
+/// How long `xaifb run` takes to stop the runaway program `fixture` (a
+/// `do while (.true.)` loop) under its default limits: the median of three
+/// runs, and the limit that stopped each.
+pub fn runaway(xaifb: &Path, fixture: &Path) -> Result<String, String> {
+    let mut times = Vec::new();
+    let mut stopped_by = Vec::new();
+    for _ in 0..3 {
+        let start = Instant::now();
+        let out = Command::new(xaifb)
+            .arg("run")
+            .arg(fixture)
+            .args(["--n", "1", "--m", "1"])
+            .output()
+            .map_err(|e| e.to_string())?;
+        times.push(start.elapsed());
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            return Err(format!("{} ran to completion", fixture.display()));
+        }
+        stopped_by.push(if err.contains("step budget") {
+            "step budget"
+        } else if err.contains("time limit") {
+            "time limit"
+        } else {
+            return Err(format!(
+                "{} stopped by something else: {err}",
+                fixture.display()
+            ));
+        });
+    }
+    Ok(format!(
+        "\nA runaway program (`{}`) under the default limits of `xaifb run` stops after {:.2} s (median of 3; stopped by: {}).\n",
+        fixture.file_name().unwrap_or_default().to_string_lossy(),
+        median(times).as_secs_f64(),
+        stopped_by.join(", ")
+    ))
 }

@@ -6,9 +6,6 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
-#[path = "support/generate.rs"]
-mod generate;
-
 const SIZES: [(usize, usize); 4] = [(10, 1_000), (100, 10_000), (300, 30_000), (1_000, 100_000)];
 
 fn bench(c: &mut Criterion) {
@@ -16,7 +13,11 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10);
     group.measurement_time(std::time::Duration::from_secs(5));
     for (routines, stmts) in SIZES {
-        let text = generate::program(routines, stmts);
+        let text = xaif_testkit::scale::program(&xaif_testkit::scale::Shape {
+            routines,
+            statements: stmts,
+            seed: 0,
+        });
         let (p, sm) = xaif_model::read_program_str(&text, None).expect("generated XAIF reads");
         xaif_model::validate_program(&p, &sm).expect("generated XAIF passes the gate");
         let count = p.stmts.len() as u64;

@@ -1,10 +1,12 @@
 //! Times each phase on generated programs (development aid).
-#[path = "../benches/support/generate.rs"]
-mod generate;
 
 fn main() {
     for (routines, stmts) in [(10, 1_000), (1_000, 100_000)] {
-        let text = generate::program(routines, stmts);
+        let text = xaif_testkit::scale::program(&xaif_testkit::scale::Shape {
+            routines,
+            statements: stmts,
+            seed: 0,
+        });
         let (p, _) = xaif_model::read_program_str(&text, None).unwrap();
         let n = p.stmts.len() as f64;
         let t = std::time::Instant::now();

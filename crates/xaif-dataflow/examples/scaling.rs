@@ -1,11 +1,13 @@
 //! Times the analyses on generated programs of growing size (a quick check
 //! of linear scaling; the criterion benchmark is the reference).
-#[path = "../benches/support/generate.rs"]
-mod generate;
 
 fn main() {
     for (routines, stmts) in [(10, 1_000), (100, 10_000), (300, 30_000), (1_000, 100_000)] {
-        let text = generate::program(routines, stmts);
+        let text = xaif_testkit::scale::program(&xaif_testkit::scale::Shape {
+            routines,
+            statements: stmts,
+            seed: 0,
+        });
         let (p, sm) = xaif_model::read_program_str(&text, None).unwrap();
         xaif_model::validate_program(&p, &sm).unwrap();
         let n = p.stmts.len();

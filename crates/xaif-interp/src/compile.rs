@@ -40,6 +40,8 @@ pub struct VarDecl {
     /// The type is one the interpreter cannot compute with (complex,
     /// opaque); any use is refused.
     pub unsupported: Option<&'static str>,
+    /// Line of the declaration (the `Symbol` element) in the XAIF file.
+    pub line: u32,
 }
 
 /// Where a variable lives.
@@ -156,19 +158,55 @@ pub enum Inquiry {
     Len,
 }
 
-/// A compiled expression.
+/// A compiled expression: the vertices of its graph in evaluation order,
+/// each operation taking its operands from earlier nodes; the last node is
+/// the result.
+///
+/// XAIF expressions are graphs, written flat: a chain may be 10^5 deep and
+/// a vertex may feed several operations. Kept as a graph, compiling and
+/// evaluating are loops over the nodes (no native recursion in the depth)
+/// and a shared vertex is evaluated once (no blow-up of a DAG into a tree).
 #[derive(Clone, Debug)]
-pub enum CExpr {
+pub struct CExpr {
+    /// The nodes, operands before the operations that use them.
+    pub nodes: Vec<ENode>,
+}
+
+/// One operand of an operation node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Operand {
+    /// Index of the node that computes it.
+    pub node: u32,
+    /// Whether this is the node's last use in evaluation order: its value
+    /// is moved rather than copied.
+    pub last: bool,
+}
+
+/// One node of a compiled expression.
+#[derive(Clone, Debug)]
+pub enum ENode {
     /// A constant.
     Const(Scalar),
     /// A variable's value (or derivative part).
     Ref(Box<CRef>),
-    /// An operation on evaluated arguments.
-    Op(Op, Vec<CExpr>),
-    /// An inquiry on a variable, with further value arguments.
-    Inquiry(Inquiry, Box<CRef>, Vec<CExpr>),
+    /// An operation on the values of earlier nodes.
+    Op(Op, Vec<Operand>),
+    /// An inquiry on a variable, with further value operands.
+    Inquiry(Inquiry, Box<CRef>, Vec<Operand>),
     /// Something that cannot be evaluated.
     Refuse(ErrorKind),
+}
+
+impl CExpr {
+    /// An expression of one node.
+    pub fn leaf(node: ENode) -> Self {
+        CExpr { nodes: vec![node] }
+    }
+
+    /// An expression that refuses with `kind` when evaluated.
+    pub fn refuse(kind: ErrorKind) -> Self {
+        CExpr::leaf(ENode::Refuse(kind))
+    }
 }
 
 /// An actual argument.
@@ -416,6 +454,9 @@ pub struct Prog {
     pub global_names: FxHashMap<String, u32>,
     /// Routine `symbol_id` to index.
     pub by_symbol: FxHashMap<String, usize>,
+    /// Whether the program is a transformation result (see
+    /// [`Program::is_output`]): only those hold derivative code.
+    pub is_output: bool,
 }
 
 impl Prog {
@@ -428,6 +469,10 @@ impl Prog {
             .position(|r| fortran_routine_name(&r.name) == want && !matches!(r.body, Body::Empty))
     }
 }
+
+/// The largest argument position a formal may have (Fortran allows 255
+/// arguments; positions come from the input and size a table).
+const MAX_POSITION: usize = 1 << 16;
 
 /// Choices that change how much the oracle trusts the XAIF.
 #[derive(Clone, Copy, Debug, Default)]
@@ -564,6 +609,11 @@ impl<'a> Compiler<'a> {
                     };
                     let slot = self.local_slot(index, sym);
                     let pos = pos.max(1) as usize;
+                    if pos > MAX_POSITION {
+                        // No routine has that many arguments; a call that
+                        // passes one there finds no formal and is refused.
+                        continue;
+                    }
                     let formals = &mut self.routines[index].formals;
                     if formals.len() < pos {
                         formals.resize(pos, None);
@@ -600,6 +650,7 @@ impl<'a> Compiler<'a> {
             globals: self.globals,
             global_names: self.global_names,
             by_symbol: self.by_symbol,
+            is_output: p.is_output(),
         }
     }
 
@@ -630,6 +681,7 @@ impl<'a> Compiler<'a> {
             single: ty == Ty::Real && s.fe_type() == "F4" && !s.is_active(),
             active: s.is_active(),
             unsupported,
+            line: self.line(s.attrs.span),
         }
     }
 
@@ -761,7 +813,7 @@ impl<'a> Compiler<'a> {
     fn cond(&mut self, routine: usize, c: Option<&Expr>, _line: u32) -> CExpr {
         match c {
             Some(e) => self.expr(routine, e),
-            None => CExpr::Refuse(ErrorKind::Unsupported(
+            None => CExpr::refuse(ErrorKind::Unsupported(
                 "a control vertex without condition".into(),
             )),
         }
@@ -1023,7 +1075,7 @@ impl<'a> Compiler<'a> {
         if element_refs > 1 {
             // A reference chain with several subscript lists (components of
             // derived types) is not something the front ends we know write.
-            subs = vec![CSub::Index(CExpr::Refuse(ErrorKind::Unsupported(format!(
+            subs = vec![CSub::Index(CExpr::refuse(ErrorKind::Unsupported(format!(
                 "a reference to `{name}` with {element_refs} subscript lists"
             ))))];
         }
@@ -1038,51 +1090,120 @@ impl<'a> Compiler<'a> {
     fn expr(&mut self, routine: usize, e: &Expr) -> CExpr {
         match ExprGraph::new(e) {
             Some(g) => self.expr_at(routine, e, &g, g.root),
-            None => CExpr::Refuse(ErrorKind::Unsupported("an empty expression".into())),
+            None => CExpr::refuse(ErrorKind::Unsupported("an empty expression".into())),
         }
     }
 
-    fn expr_at(&mut self, routine: usize, e: &Expr, g: &ExprGraph, v: usize) -> CExpr {
+    /// Lowers the subgraph of `e` whose result is vertex `root`: a
+    /// post-order walk with an explicit stack, each vertex lowered once.
+    fn expr_at(&mut self, routine: usize, e: &Expr, g: &ExprGraph, root: usize) -> CExpr {
+        const NONE: u32 = u32::MAX;
+        // Node of each vertex, once lowered.
+        let mut node_of = vec![NONE; e.vertices.len()];
+        let mut nodes: Vec<ENode> = Vec::new();
+        // Whether the vertex's operands are lowered as values (an inquiry's
+        // first argument is a variable, not a value).
+        let operands = |v: usize| -> &[usize] {
+            let args = &g.args[v];
+            let vertex = &e.vertices[v];
+            let is_inquiry = matches!(
+                vertex.kind,
+                ExprVertexKind::Intrinsic | ExprVertexKind::BooleanOperation
+            ) && inquiry(vertex.attrs.get("name").unwrap_or("")).is_some();
+            if is_inquiry && !args.is_empty() {
+                &args[1..]
+            } else if matches!(
+                vertex.kind,
+                ExprVertexKind::Intrinsic | ExprVertexKind::BooleanOperation
+            ) {
+                args
+            } else {
+                &[]
+            }
+        };
+        let mut stack: Vec<(usize, bool)> = vec![(root, false)];
+        while let Some((v, expanded)) = stack.pop() {
+            if node_of[v] != NONE {
+                continue;
+            }
+            if !expanded {
+                stack.push((v, true));
+                for &a in operands(v).iter().rev() {
+                    if node_of[a] == NONE {
+                        stack.push((a, false));
+                    }
+                }
+                continue;
+            }
+            let ops: Vec<Operand> = operands(v)
+                .iter()
+                .map(|&a| Operand {
+                    node: node_of[a],
+                    last: false,
+                })
+                .collect();
+            let node = self.expr_node(routine, e, g, v, ops);
+            node_of[v] = nodes.len() as u32;
+            nodes.push(node);
+        }
+        // Mark each node's last use in evaluation order: its value moves.
+        let mut last_use: Vec<Option<(usize, usize)>> = vec![None; nodes.len()];
+        for (i, n) in nodes.iter().enumerate() {
+            if let ENode::Op(_, ops) | ENode::Inquiry(_, _, ops) = n {
+                for (k, o) in ops.iter().enumerate() {
+                    last_use[o.node as usize] = Some((i, k));
+                }
+            }
+        }
+        for (i, k) in last_use.into_iter().flatten() {
+            if let ENode::Op(_, ops) | ENode::Inquiry(_, _, ops) = &mut nodes[i] {
+                ops[k].last = true;
+            }
+        }
+        CExpr { nodes }
+    }
+
+    /// The node of vertex `v` of `e`, whose value operands are `ops`.
+    fn expr_node(
+        &mut self,
+        routine: usize,
+        e: &Expr,
+        g: &ExprGraph,
+        v: usize,
+        ops: Vec<Operand>,
+    ) -> ENode {
         let vertex = &e.vertices[v];
         let args = &g.args[v];
         match &vertex.kind {
             ExprVertexKind::Constant => match constant(&vertex.attrs) {
-                Ok(c) => CExpr::Const(c),
-                Err(k) => CExpr::Refuse(k),
+                Ok(c) => ENode::Const(c),
+                Err(k) => ENode::Refuse(k),
             },
             ExprVertexKind::VariableReference(rg) => {
-                CExpr::Ref(Box::new(self.var_ref(routine, rg, &vertex.attrs)))
+                ENode::Ref(Box::new(self.var_ref(routine, rg, &vertex.attrs)))
             }
             ExprVertexKind::Intrinsic | ExprVertexKind::BooleanOperation => {
                 let name = vertex.attrs.get("name").unwrap_or("");
                 if let Some(inq) = inquiry(name) {
                     let first = args.first().map(|&a| &e.vertices[a].kind);
                     let Some(ExprVertexKind::VariableReference(rg)) = first else {
-                        return CExpr::Refuse(ErrorKind::Unsupported(format!(
+                        return ENode::Refuse(ErrorKind::Unsupported(format!(
                             "`{name}` of an expression that is not a variable"
                         )));
                     };
                     let r = self.var_ref(routine, rg, &e.vertices[args[0]].attrs);
-                    let rest = args[1..]
-                        .iter()
-                        .map(|&a| self.expr_at(routine, e, g, a))
-                        .collect();
-                    return CExpr::Inquiry(inq, Box::new(r), rest);
+                    return ENode::Inquiry(inq, Box::new(r), ops);
                 }
-                let compiled: Vec<CExpr> = args
-                    .iter()
-                    .map(|&a| self.expr_at(routine, e, g, a))
-                    .collect();
                 match op(name) {
-                    Some(op) => CExpr::Op(op, compiled),
-                    None => CExpr::Refuse(ErrorKind::UnknownIntrinsic(name.to_string())),
+                    Some(op) => ENode::Op(op, ops),
+                    None => ENode::Refuse(ErrorKind::UnknownIntrinsic(name.to_string())),
                 }
             }
-            ExprVertexKind::FunctionCall(_) => CExpr::Refuse(ErrorKind::Unsupported(format!(
+            ExprVertexKind::FunctionCall(_) => ENode::Refuse(ErrorKind::Unsupported(format!(
                 "function call `{}` inside an expression",
                 vertex.attrs.get("symbol_id").unwrap_or("?")
             ))),
-            ExprVertexKind::ArgumentReference => CExpr::Refuse(ErrorKind::Unsupported(
+            ExprVertexKind::ArgumentReference => ENode::Refuse(ErrorKind::Unsupported(
                 "an argument reference outside a catalogue".into(),
             )),
         }
@@ -1096,7 +1217,18 @@ pub fn constant(attrs: &Attrs) -> Result<Scalar, ErrorKind> {
     let fe = attrs.get("feType").unwrap_or("");
     let bad = || ErrorKind::Type(format!("constant `{value}` of type {ty}"));
     Ok(match ty {
-        "integer" => Scalar::Int(parse_int(value).ok_or_else(bad)?),
+        "integer" => Scalar::Int(parse_int(value).ok_or_else(|| {
+            let digits = value.trim_start_matches(['-', '+']);
+            let integral = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+            let real_beyond = parse_real(value).is_some_and(|x| x.is_finite() && x.fract() == 0.0);
+            if integral || real_beyond {
+                ErrorKind::IntegerOverflow(format!(
+                    "constant `{value}` is out of the integer range"
+                ))
+            } else {
+                bad()
+            }
+        })?),
         "bool" => Scalar::Bool(match value.to_ascii_lowercase().trim_matches('.') {
             "true" | "1" | "t" => true,
             "false" | "0" | "f" => false,
@@ -1110,11 +1242,20 @@ pub fn constant(attrs: &Attrs) -> Result<Scalar, ErrorKind> {
     })
 }
 
+/// An integer constant: an `i64` literal, or a real literal with an
+/// integral value inside the `i64` range (never saturated).
 fn parse_int(text: &str) -> Option<i64> {
     text.parse::<i64>().ok().or_else(|| {
+        if text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'-' || b == b'+')
+        {
+            // An integer literal beyond the range, not a real.
+            return None;
+        }
         parse_real(text)
             .filter(|x| x.fract() == 0.0)
-            .map(|x| x as i64)
+            .and_then(crate::value::real_to_int)
     })
 }
 
@@ -1326,6 +1467,20 @@ mod tests {
             c(&[("type", "bool"), ("value", ".true.")]),
             Scalar::Bool(true)
         );
+    }
+
+    #[test]
+    fn integer_constants_are_never_saturated() {
+        let c = |v: &str| constant(&Attrs::from_pairs([("type", "integer"), ("value", v)]));
+        assert_eq!(c("-9223372036854775808").unwrap(), Scalar::Int(i64::MIN));
+        assert_eq!(c("3.0").unwrap(), Scalar::Int(3));
+        for beyond in ["9223372036854775808", "-9223372036854775809", "1e30"] {
+            assert!(
+                matches!(c(beyond), Err(ErrorKind::IntegerOverflow(_))),
+                "{beyond}"
+            );
+        }
+        assert!(matches!(c("x"), Err(ErrorKind::Type(_))));
     }
 
     #[test]

@@ -210,7 +210,7 @@ pub fn run_file(
     };
     let prog = crate::compile_with(&program, &source, options);
     let mut harness = Harness::new(&prog, spec);
-    harness.step_budget = step_budget;
+    harness.limits = crate::Limits::with_steps(step_budget);
     let outcome = harness.run(mode).map_err(|e| e.to_string());
     let comparison = match (&outcome, example.ad_out()) {
         (Ok(o), Ok(ad)) => compare(&o.jacobian, &ad, 1e-10, 1e-13).ok(),
@@ -255,7 +255,7 @@ pub fn example_divided_differences(
     xaif_model::validate_program(&program, &source).map_err(|e| e.to_string())?;
     let prog = crate::compile(&program, &source);
     let mut harness = Harness::new(&prog, example.harness()?);
-    harness.step_budget = step_budget;
+    harness.limits = crate::Limits::with_steps(step_budget);
     harness
         .divided_differences(params.h)
         .map_err(|e| e.to_string())

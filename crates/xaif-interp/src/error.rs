@@ -57,9 +57,40 @@ pub enum ErrorKind {
     /// A loop with a zero step.
     #[error("DO loop with zero step")]
     ZeroStep,
-    /// The run exceeded its step budget.
-    #[error("step budget of {0} exhausted (runaway program?)")]
+    /// A run exceeded its step budget.
+    #[error("step budget of {0} exhausted in one run (runaway program?)")]
     StepBudget(u64),
+    /// A run exceeded its wall-clock time limit.
+    #[error("time limit of {0} s exceeded in one run (runaway program?)")]
+    TimeLimit(f64),
+    /// Calls nested deeper than the call depth limit.
+    #[error("call depth limit of {0} exceeded (unbounded recursion?)")]
+    CallDepth(usize),
+    /// Storage, tapes and checkpoints would hold more elements than the
+    /// limit allows (checked before allocating).
+    #[error("{what} needs {need} elements; with {live} in use that exceeds the limit of {limit} elements")]
+    TooLarge {
+        /// What needs the storage (a variable, a tape, the harness).
+        what: String,
+        /// Elements it needs (saturated at `u128::MAX`).
+        need: u128,
+        /// Elements already in use.
+        live: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Integer arithmetic of the program whose result does not fit the
+    /// integer type (Fortran leaves it undefined; compiled code wraps).
+    #[error("integer overflow: {0}")]
+    IntegerOverflow(String),
+    /// A derivative mode asked of a file that holds no code of that kind.
+    #[error("cannot run in {mode} mode: {reason}")]
+    WrongMode {
+        /// The mode asked for.
+        mode: &'static str,
+        /// What the file holds instead.
+        reason: String,
+    },
     /// The harness cannot be set up for this program.
     #[error("harness: {0}")]
     Harness(String),

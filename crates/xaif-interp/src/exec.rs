@@ -8,16 +8,19 @@
 //! machines of the split and joint subroutine templates.
 
 use std::rc::Rc;
+use std::time::Instant;
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
+use smallvec::SmallVec;
 
 use crate::compile::{
-    Body, CArg, CCfg, CExpr, CProp, CRef, CStmt, CSub, CVertex, DoLoop, InlineOp, Inquiry, Loc,
-    Prog, SKind, VKind, VarDecl,
+    Body, CArg, CCfg, CExpr, CProp, CRef, CStmt, CSub, CVertex, DoLoop, ENode, InlineOp, Inquiry,
+    Loc, Operand, Prog, SKind, VKind, VarDecl,
 };
 use crate::error::{ErrorKind, InterpError, Result};
 use crate::intrinsics;
+use crate::limits::{elements_of, Limits};
 use crate::memory::{whole, BufId, Cells, Dim, Memory, Place};
 use crate::value::{Scalar, Shape, Ty, Value};
 
@@ -99,8 +102,15 @@ pub struct Stats {
     pub flops_derivative: u64,
     /// Statements and control flow vertices executed.
     pub steps: u64,
+    /// Steps of the longest run (what the step budget bounds).
+    pub peak_run_steps: u64,
     /// Routine calls.
     pub calls: u64,
+    /// Largest number of elements held at once by variables, frames,
+    /// tapes and checkpoint stacks (what the element limit bounds).
+    pub peak_elements: u64,
+    /// Deepest nesting of routine calls.
+    pub peak_call_depth: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -136,7 +146,8 @@ impl Stacks {
 
 #[derive(Clone, Copy)]
 struct LoopState {
-    remaining: i64,
+    /// Trips left: up to 2^64 (from -2^63 to 2^63-1), exact in i128.
+    remaining: i128,
     step: i64,
 }
 
@@ -169,18 +180,47 @@ pub struct Machine<'p> {
     checkpoint_total: usize,
     /// Counters.
     pub stats: Stats,
-    budget: u64,
+    limits: Limits,
+    /// Steps executed before the current run began.
+    run_start: u64,
+    /// When the current run's time limit runs out.
+    deadline: Option<Instant>,
+    /// Work done (steps plus elements read and written), and the amount
+    /// at which the clock is read next.
+    work: u64,
+    next_clock: u64,
+    /// Frame slots of the active calls (counted against the element
+    /// limit with storage, tapes and checkpoints).
+    frame_slots: usize,
     remembered: FxHashMap<(usize, u32), Shape>,
     derivative_code: bool,
 }
+
+/// Work between two readings of the clock: about a millisecond.
+const CLOCK_EVERY: u64 = 4096;
 
 fn err(kind: ErrorKind) -> InterpError {
     InterpError::new(kind)
 }
 
+/// A variable for messages: its name and where it is declared.
+fn describe(decl: &VarDecl) -> String {
+    if decl.line > 0 {
+        format!("`{}` (declared at line {})", decl.name, decl.line)
+    } else {
+        format!("`{}`", decl.name)
+    }
+}
+
 impl<'p> Machine<'p> {
-    /// A fresh machine for `prog`.
+    /// A fresh machine for `prog` with the default limits, `step_budget`
+    /// as its step budget and no time limit.
     pub fn new(prog: &'p Prog, template: Template, step_budget: u64) -> Self {
+        Self::with_limits(prog, template, Limits::with_steps(step_budget))
+    }
+
+    /// A fresh machine for `prog` under `limits`; its first run begins.
+    pub fn with_limits(prog: &'p Prog, template: Template, limits: Limits) -> Self {
         Machine {
             prog,
             mem: Memory::default(),
@@ -192,7 +232,12 @@ impl<'p> Machine<'p> {
             checkpoints: vec![Stacks::default(); prog.routines.len()],
             checkpoint_total: 0,
             stats: Stats::default(),
-            budget: step_budget,
+            limits,
+            run_start: 0,
+            deadline: limits.time.map(|t| Instant::now() + t),
+            work: 0,
+            next_clock: CLOCK_EVERY,
+            frame_slots: 0,
             remembered: FxHashMap::default(),
             derivative_code: false,
         }
@@ -201,6 +246,14 @@ impl<'p> Machine<'p> {
     /// The compiled program.
     pub fn prog(&self) -> &'p Prog {
         self.prog
+    }
+
+    /// Begins a run (one evaluation: the calls that compute one column or
+    /// row of a Jacobian): the step budget and the time limit start anew.
+    pub fn begin_run(&mut self) {
+        self.end_run();
+        self.deadline = self.limits.time.map(|t| Instant::now() + t);
+        self.next_clock = self.work + CLOCK_EVERY;
     }
 
     /// Empties the tapes (done once before the first taping run).
@@ -219,17 +272,50 @@ impl<'p> Machine<'p> {
     }
 
     /// Allocates storage outside any frame (for the harness): a scalar when
-    /// `len` is `None`, else a rank-one array with bounds `1:len`.
-    pub fn alloc(&mut self, ty: Ty, len: Option<usize>) -> Place {
-        let buf = self.mem.alloc(ty, len.unwrap_or(1), false);
-        match len {
+    /// `len` is `None`, else a rank-one array with bounds `1:len`. `what`
+    /// names it if it exceeds the element limit.
+    pub fn alloc(&mut self, ty: Ty, len: Option<usize>, what: &str) -> Result<Place> {
+        let n = len.unwrap_or(1);
+        self.reserve(n as u128, || what.to_string())?;
+        let buf = self.mem.alloc(ty, n, false);
+        Ok(match len {
             None => Place {
                 buf,
                 offset: 0,
                 dims: Default::default(),
             },
             Some(n) => whole(buf, 0, &[(1, n as i64)]),
+        })
+    }
+
+    /// Elements held now by storage, frames, tapes and checkpoints.
+    pub fn elements_in_use(&self) -> usize {
+        self.mem.elements() + self.frame_slots + self.tapes.len() + self.checkpoint_total
+    }
+
+    /// Checks that `need` more elements stay within the element limit
+    /// (called before every allocation, so it also keeps the peak).
+    fn reserve(&mut self, need: u128, what: impl FnOnce() -> String) -> Result<()> {
+        let live = self.elements_in_use();
+        let total = need.saturating_add(live as u128);
+        if total > self.limits.elements as u128 {
+            return Err(err(ErrorKind::TooLarge {
+                what: what(),
+                need,
+                live,
+                limit: self.limits.elements,
+            }));
         }
+        self.stats.peak_elements = self.stats.peak_elements.max(total as u64);
+        Ok(())
+    }
+
+    /// The element count of a variable's bounds, checked against the
+    /// element limit.
+    fn reserve_bounds(&mut self, decl: &VarDecl, bounds: &[(i64, i64)]) -> Result<usize> {
+        let need = elements_of(bounds);
+        self.reserve(need, || describe(decl))?;
+        Ok(need as usize)
     }
 
     /// The storage of the global whose unified name is `name` (see
@@ -249,22 +335,65 @@ impl<'p> Machine<'p> {
     }
 
     /// Calls routine `routine` with the given actual arguments (position 1
-    /// first).
+    /// first). An error in binding the arguments is located at the
+    /// routine, as there is no calling statement.
     pub fn call(&mut self, routine: usize, actuals: Vec<Actual>) -> Result<()> {
         let args = actuals
             .into_iter()
             .enumerate()
             .map(|(i, a)| (i + 1, a))
             .collect();
-        self.call_routine(routine, args)
+        self.call_routine(routine, args).map_err(|mut e| {
+            if e.line == 0 {
+                let r = &self.prog.routines[routine];
+                e.line = r.line;
+                e.routine = Some(r.name.clone());
+            }
+            e
+        })
     }
 
+    #[inline]
     fn step(&mut self) -> Result<()> {
         self.stats.steps += 1;
-        if self.stats.steps > self.budget {
-            return Err(err(ErrorKind::StepBudget(self.budget)));
+        if self.stats.steps > self.run_start.saturating_add(self.limits.steps) {
+            return Err(err(ErrorKind::StepBudget(self.limits.steps)));
+        }
+        self.work += 1;
+        self.clock()
+    }
+
+    /// Ends a run: its steps count towards the longest run's.
+    pub fn end_run(&mut self) {
+        let run = self.stats.steps - self.run_start;
+        self.stats.peak_run_steps = self.stats.peak_run_steps.max(run);
+        self.run_start = self.stats.steps;
+    }
+
+    /// Reads the clock when enough work was done since the last reading.
+    #[inline]
+    fn clock(&mut self) -> Result<()> {
+        if self.work < self.next_clock {
+            return Ok(());
+        }
+        self.read_clock()
+    }
+
+    #[cold]
+    fn read_clock(&mut self) -> Result<()> {
+        self.next_clock = self.work + CLOCK_EVERY;
+        if let Some(deadline) = self.deadline {
+            if Instant::now() >= deadline {
+                let secs = self.limits.time.map(|t| t.as_secs_f64()).unwrap_or(0.0);
+                return Err(err(ErrorKind::TimeLimit(secs)));
+            }
         }
         Ok(())
+    }
+
+    /// Counts `n` elements read or written as work for the time limit.
+    fn charge(&mut self, n: usize) {
+        self.work += n as u64 / 16;
     }
 
     fn locate(&self, mut e: InterpError, line: u32) -> InterpError {
@@ -297,6 +426,13 @@ impl<'p> Machine<'p> {
         if matches!(routine.body, Body::Empty) {
             return Err(err(ErrorKind::NoBody(routine.name.clone())));
         }
+        // The machine recurses natively per call: bound the depth.
+        if self.frames.len() >= self.limits.call_depth {
+            return Err(err(ErrorKind::CallDepth(self.limits.call_depth)));
+        }
+        self.reserve(routine.slots.len() as u128, || {
+            format!("a call of `{}` (its frame)", routine.name)
+        })?;
         let mut frame = Frame {
             routine: r,
             slots: vec![Slot::Unbound; routine.slots.len()],
@@ -324,13 +460,18 @@ impl<'p> Machine<'p> {
                 Actual::Place(p) => self.bind(&mut frame, decl, p)?,
             };
         }
+        let slots = frame.slots.len();
+        self.frame_slots += slots;
         self.frames.push(frame);
+        self.stats.peak_call_depth = self.stats.peak_call_depth.max(self.frames.len() as u64);
         let result = self.run_body(r);
         let frame = self.frames.pop().expect("pushed above");
+        self.frame_slots -= slots;
         self.finish_frame(frame);
         result
     }
 
+    #[inline(never)]
     fn bind(&mut self, frame: &mut Frame, decl: &VarDecl, a: Place) -> Result<Slot> {
         let buf_ty = self.mem.buf(a.buf).cells.ty();
         let a = if buf_ty != decl.ty && decl.unsupported.is_none() {
@@ -339,6 +480,7 @@ impl<'p> Machine<'p> {
             // converted, and derivative parts are untouched. Copy in and
             // out through a temporary of the dummy's type.
             let len = a.len().max(1);
+            self.reserve(len as u128, || describe(decl))?;
             let tmp = self.mem.alloc(decl.ty, len, decl.single);
             let tmp_place = if a.is_scalar() {
                 Place {
@@ -384,17 +526,14 @@ impl<'p> Machine<'p> {
         let buf_len = self.mem.buf(a.buf).cells.len();
         match &decl.bounds {
             Some(bounds) => {
-                let need: usize = bounds
-                    .iter()
-                    .map(|(lo, hi)| (hi - lo + 1).max(0) as usize)
-                    .product();
+                let need = elements_of(bounds);
                 if a.is_scalar() || a.is_contiguous() {
                     let start = if a.is_scalar() {
                         a.offset
                     } else {
                         a.offset_of(0)
                     };
-                    if start + need > buf_len {
+                    if start as u128 + need > buf_len as u128 {
                         return Err(err(ErrorKind::Shape(format!(
                             "dummy `{}` needs {need} elements but the actual argument provides {}",
                             decl.name,
@@ -409,13 +548,14 @@ impl<'p> Machine<'p> {
                     // Copy-in/copy-out through a contiguous temporary, as the
                     // compiled code does for a section passed to an
                     // explicit-shape dummy.
-                    if a.len() < need {
+                    if (a.len() as u128) < need {
                         return Err(err(ErrorKind::Shape(format!(
                             "dummy `{}` needs {need} elements but the section has {}",
                             decl.name,
                             a.len()
                         ))));
                     }
+                    self.reserve(a.len() as u128, || describe(decl))?;
                     let tmp = self.mem.alloc(decl.ty, a.len(), false);
                     let tmp_place = whole(tmp, 0, &[(1, a.len() as i64)]);
                     self.copy(&a, &tmp_place);
@@ -479,6 +619,7 @@ impl<'p> Machine<'p> {
         }
     }
 
+    #[inline(never)]
     fn finish_frame(&mut self, frame: Frame) {
         for (tmp, actual) in &frame.copy_back {
             self.copy(tmp, actual);
@@ -648,6 +789,7 @@ impl<'p> Machine<'p> {
         }
     }
 
+    #[inline(never)]
     fn for_loop(
         &mut self,
         state: &mut Option<LoopState>,
@@ -663,17 +805,27 @@ impl<'p> Machine<'p> {
                 self.exec(i)?;
             }
             if let Some(d) = do_loop {
-                let lo = self.eval(&CExpr::Ref(Box::new(d.var.clone())))?;
+                let lo = self.eval_ref(&d.var)?;
                 let hi = self.eval(&d.hi)?;
                 let st = self.eval(&d.step)?;
                 if let (Some(Scalar::Int(lo)), Some(Scalar::Int(hi)), Some(Scalar::Int(st))) =
                     (lo.scalar(), hi.scalar(), st.scalar())
                 {
-                    let step = if d.negate { -st } else { *st };
+                    let step = if d.negate {
+                        st.checked_neg().ok_or_else(|| {
+                            err(ErrorKind::IntegerOverflow(format!(
+                                "the DO loop step -({st})"
+                            )))
+                        })?
+                    } else {
+                        *st
+                    };
                     if step == 0 {
                         return Err(err(ErrorKind::ZeroStep));
                     }
-                    let trip = ((hi - lo + step) / step).max(0);
+                    // Exact in i128: |hi - lo + step| < 2^65.
+                    let (lo, hi, st) = (*lo as i128, *hi as i128, step as i128);
+                    let trip = ((hi - lo + st) / st).max(0);
                     *state = Some(LoopState {
                         remaining: trip,
                         step,
@@ -684,8 +836,15 @@ impl<'p> Machine<'p> {
             let step = s.step;
             let place = self.place(&d.var, None)?;
             let cur = self.mem.get(place.buf, place.offset).as_int().unwrap_or(0);
-            self.mem
-                .set(place.buf, place.offset, &Scalar::Int(cur + step));
+            // The DO variable passes the last value by one step; beyond the
+            // integer range that is an overflow, not a wrapped value.
+            let next = cur.checked_add(step).ok_or_else(|| {
+                err(ErrorKind::IntegerOverflow(format!(
+                    "the DO variable `{}` = {cur} incremented by {step}",
+                    d.var.name
+                )))
+            })?;
+            self.mem.set(place.buf, place.offset, &Scalar::Int(next));
         } else if let Some(u) = update {
             self.exec(u)?;
         }
@@ -709,6 +868,7 @@ impl<'p> Machine<'p> {
         }
     }
 
+    #[inline(never)]
     fn truth(&mut self, c: &'p CExpr, line: u32) -> Result<bool> {
         let v = self.eval(c).map_err(|e| self.locate(e, line))?;
         v.scalar().and_then(Scalar::as_bool).ok_or_else(|| {
@@ -754,7 +914,7 @@ impl<'p> Machine<'p> {
     // -------------------------------------------------------- statements
 
     fn exec(&mut self, s: &'p CStmt) -> Result<()> {
-        self.step()?;
+        self.step().map_err(|e| self.locate(e, s.line))?;
         self.derivative_code = s.derivative;
         let result = match &s.kind {
             SKind::Nop => Ok(()),
@@ -767,6 +927,7 @@ impl<'p> Machine<'p> {
         result.map_err(|e| self.locate(e, s.line))
     }
 
+    #[inline(never)]
     fn assign(&mut self, lhs: &'p CRef, rhs: &'p CExpr) -> Result<()> {
         let value = self.eval(rhs)?;
         let place = self.place(lhs, Some(&value.shape()))?;
@@ -797,6 +958,7 @@ impl<'p> Machine<'p> {
                     actuals.push((*pos, Actual::Place(place)))
                 }
                 CArg::Const(c) => {
+                    self.reserve(1, || "a constant argument".into())?;
                     let ty = routine
                         .formals
                         .get(pos - 1)
@@ -832,35 +994,58 @@ impl<'p> Machine<'p> {
 
     // ------------------------------------------------------- expressions
 
-    /// Evaluates an expression.
+    /// Evaluates an expression: its nodes in order, each operation on the
+    /// values of earlier nodes (moved at their last use).
     fn eval(&mut self, e: &CExpr) -> Result<Value> {
-        match e {
-            CExpr::Const(c) => Ok(Value::Scalar(c.clone())),
-            CExpr::Ref(r) => {
-                if !r.deriv {
-                    self.check_read(r)?;
+        if let [node] = e.nodes.as_slice() {
+            return self.eval_node(node, &mut []);
+        }
+        // Most expressions have a handful of nodes: keep them on the stack.
+        let mut values: SmallVec<[Value; 4]> = SmallVec::with_capacity(e.nodes.len());
+        for node in &e.nodes {
+            let v = self.eval_node(node, &mut values)?;
+            values.push(v);
+        }
+        Ok(values.pop().expect("an expression has a node"))
+    }
+
+    /// The value of `node`, whose operands are in `values`.
+    #[inline]
+    fn eval_node(&mut self, node: &ENode, values: &mut [Value]) -> Result<Value> {
+        match node {
+            ENode::Const(c) => Ok(Value::Scalar(c.clone())),
+            ENode::Ref(r) => self.eval_ref(r),
+            ENode::Op(op, operands) => {
+                let v = match operands.as_slice() {
+                    [a] => intrinsics::apply(*op, &[take(values, a)]),
+                    [a, b] => intrinsics::apply(*op, &[take(values, a), take(values, b)]),
+                    _ => intrinsics::apply(*op, &take_operands(values, operands)),
                 }
-                let place = self.place(r, None)?;
-                Ok(self.read(&place, r.deriv))
-            }
-            CExpr::Op(op, args) => {
-                let mut values = Vec::with_capacity(args.len());
-                for a in args {
-                    values.push(self.eval(a)?);
-                }
-                let v = intrinsics::apply(*op, &values).map_err(err)?;
+                .map_err(err)?;
                 let per = intrinsics::flops(*op);
                 if per > 0 && !v.is_empty() && matches!(v.elem(0), Scalar::Real(_)) {
                     self.count(per * v.len() as u64);
                 }
                 Ok(v)
             }
-            CExpr::Inquiry(q, r, rest) => self.inquiry(*q, r, rest),
-            CExpr::Refuse(kind) => Err(err(kind.clone())),
+            ENode::Inquiry(q, r, operands) => {
+                let rest = take_operands(values, operands);
+                self.inquiry(*q, r, &rest)
+            }
+            ENode::Refuse(kind) => Err(err(kind.clone())),
         }
     }
 
-    fn inquiry(&mut self, q: Inquiry, r: &CRef, rest: &[CExpr]) -> Result<Value> {
+    /// The value (or derivative part) of a variable reference.
+    fn eval_ref(&mut self, r: &CRef) -> Result<Value> {
+        if !r.deriv {
+            self.check_read(r)?;
+        }
+        let place = self.place(r, None)?;
+        Ok(self.read(&place, r.deriv))
+    }
+
+    fn inquiry(&mut self, q: Inquiry, r: &CRef, rest: &[Value]) -> Result<Value> {
         if q == Inquiry::Present {
             return Ok(Value::bool(!matches!(
                 self.base_slot(r)?,
@@ -879,17 +1064,14 @@ impl<'p> Machine<'p> {
                 _ => Err(err(ErrorKind::Type("len of a non-string".into()))),
             };
         }
-        let dim =
-            match rest.first() {
-                Some(d) => Some(self.eval(d)?.scalar().and_then(Scalar::as_int).ok_or_else(
-                    || {
-                        err(ErrorKind::Type(
-                            "a DIM argument that is not an integer".into(),
-                        ))
-                    },
-                )?),
-                None => None,
-            };
+        let dim = match rest.first() {
+            Some(d) => Some(d.scalar().and_then(Scalar::as_int).ok_or_else(|| {
+                err(ErrorKind::Type(
+                    "a DIM argument that is not an integer".into(),
+                ))
+            })?),
+            None => None,
+        };
         let per_dim = |d: &Dim| -> i64 {
             match q {
                 Inquiry::Size => d.n as i64,
@@ -899,12 +1081,16 @@ impl<'p> Machine<'p> {
         };
         match dim {
             Some(k) => {
-                let d = place.dims.get((k - 1).max(0) as usize).ok_or_else(|| {
-                    err(ErrorKind::Shape(format!(
-                        "DIM={k} of a rank-{} array",
-                        place.dims.len()
-                    )))
-                })?;
+                let d = usize::try_from(k)
+                    .ok()
+                    .and_then(|k| k.checked_sub(1))
+                    .and_then(|k| place.dims.get(k))
+                    .ok_or_else(|| {
+                        err(ErrorKind::Shape(format!(
+                            "DIM={k} of a rank-{} array",
+                            place.dims.len()
+                        )))
+                    })?;
                 Ok(Value::int(per_dim(d)))
             }
             None if q == Inquiry::Size => Ok(Value::int(place.len() as i64)),
@@ -915,7 +1101,10 @@ impl<'p> Machine<'p> {
         }
     }
 
-    fn read(&self, place: &Place, deriv: bool) -> Value {
+    fn read(&mut self, place: &Place, deriv: bool) -> Value {
+        if !place.is_scalar() {
+            self.charge(place.len());
+        }
         let get = |off: usize| {
             if deriv {
                 Scalar::Real(self.mem.get_d(place.buf, off))
@@ -936,6 +1125,7 @@ impl<'p> Machine<'p> {
     fn write(&mut self, place: &Place, v: &Value, deriv: bool, name: &str) -> Result<()> {
         let n = place.len();
         let m = v.len();
+        self.charge(n);
         if m != 1 && (m != n || place.is_scalar()) {
             return Err(err(ErrorKind::Shape(format!(
                 "assigning {m} elements to `{name}` which has {n}"
@@ -955,12 +1145,15 @@ impl<'p> Machine<'p> {
                 self.mem.set_d(place.buf, off, x);
             } else {
                 let ty = self.mem.buf(place.buf).cells.ty();
-                self.mem.set(place.buf, off, s).ok_or_else(|| {
-                    err(ErrorKind::Type(format!(
+                self.mem.set(place.buf, off, s).ok_or_else(|| match s {
+                    Scalar::Real(x) if ty == Ty::Int => err(ErrorKind::IntegerOverflow(format!(
+                        "{x} assigned to integer `{name}` is out of the integer range"
+                    ))),
+                    _ => err(ErrorKind::Type(format!(
                         "cannot assign a {} to `{name}` of type {}",
                         s.ty().name(),
                         ty.name()
-                    )))
+                    ))),
                 })?;
             }
         }
@@ -1074,6 +1267,10 @@ impl<'p> Machine<'p> {
                 decl.name
             ))));
         }
+        // The common case first: the variable has its storage.
+        if let Some(Slot::Bound { place, .. }) = self.base_slot(r)? {
+            return Ok(Some(place.clone()));
+        }
         let remembered = match r.loc {
             Loc::Local(slot) => {
                 let f = self.frames.last().expect("inside a routine");
@@ -1093,20 +1290,21 @@ impl<'p> Machine<'p> {
                 decl.name
             )))),
             Slot::Unbound => {
+                let from_shape = |shape: &Shape| -> Vec<(i64, i64)> {
+                    shape
+                        .iter()
+                        .map(|&n| (1, i64::try_from(n).unwrap_or(i64::MAX)))
+                        .collect()
+                };
                 let (bounds, growable) = match (&decl.bounds, remembered, alloc_shape) {
                     (Some(b), _, _) => (b.clone(), false),
-                    (None, Some(shape), _) => {
-                        (shape.iter().map(|&n| (1, n as i64)).collect(), true)
-                    }
+                    (None, Some(shape), _) => (from_shape(&shape), true),
                     (None, None, Some(shape)) if shape.len() == decl.rank => {
-                        (shape.iter().map(|&n| (1, n as i64)).collect(), true)
+                        (from_shape(shape), true)
                     }
                     _ => return Ok(None),
                 };
-                let len: usize = bounds
-                    .iter()
-                    .map(|(lo, hi)| (hi - lo + 1).max(0) as usize)
-                    .product();
+                let len = self.reserve_bounds(decl, &bounds)?;
                 let buf = self.mem.alloc(decl.ty, len, decl.single);
                 let place = if decl.rank == 0 {
                     Place {
@@ -1177,7 +1375,8 @@ impl<'p> Machine<'p> {
         };
         let alloc_shape: Option<Shape> = match write_shape {
             Some(s) if subs.is_empty() => Some(s.clone()),
-            Some(_) => needed_hi(&subs).map(|hi| Shape::from_slice(&[hi.max(0) as usize])),
+            Some(_) => needed_hi(&subs)
+                .map(|hi| Shape::from_slice(&[usize::try_from(hi.max(0)).unwrap_or(usize::MAX)])),
             None => None,
         };
         let base = match self.base(r, alloc_shape.as_ref())? {
@@ -1185,7 +1384,11 @@ impl<'p> Machine<'p> {
             None => return Err(err(ErrorKind::Unallocated(r.name.to_string()))),
         };
         // Grow a lazily shaped rank-one array written beyond its end.
-        let base = match (write_shape, needed_hi(&subs), self.slot_mut(r.loc)?.clone()) {
+        let slot = match write_shape {
+            Some(_) => self.slot_mut(r.loc)?.clone(),
+            None => Slot::Unbound,
+        };
+        let base = match (write_shape, needed_hi(&subs), slot) {
             (
                 Some(_),
                 Some(hi),
@@ -1194,7 +1397,12 @@ impl<'p> Machine<'p> {
                     growable: true,
                 },
             ) if place.dims.len() == 1 && hi > place.dims[0].hi() => {
-                let n = (hi - place.dims[0].lo + 1) as usize;
+                let need = crate::limits::extent(place.dims[0].lo, hi);
+                let have = self.mem.buf(place.buf).cells.len();
+                let grown_len = (place.offset as u128).saturating_add(need);
+                let decl = self.decl_of(r.loc)?;
+                self.reserve(grown_len.saturating_sub(have as u128), || describe(decl))?;
+                let n = need as usize;
                 self.mem.grow(place.buf, place.offset + n);
                 let mut grown = place.clone();
                 grown.dims[0].n = n;
@@ -1243,16 +1451,25 @@ impl<'p> Machine<'p> {
                     }
                     let lo = lo.unwrap_or(d.lo);
                     let hi = hi.unwrap_or(d.hi());
-                    let count = ((hi - lo + st) / st).max(0);
+                    // Exact in i128 whatever the bounds.
+                    let (lo_w, hi_w, st_w) = (lo as i128, hi as i128, st as i128);
+                    let count = ((hi_w - lo_w + st_w) / st_w).max(0);
                     if count > 0 {
                         check(lo)?;
-                        check(lo + (count - 1) * st)?;
+                        // Both ends inside the bounds: every element is.
+                        let last = lo_w + (count - 1) * st_w;
+                        check(i64::try_from(last).unwrap_or(i64::MAX))?;
+                        offset += (lo - d.lo) as isize * d.stride;
                     }
-                    offset += (lo - d.lo) as isize * d.stride;
+                    // With both ends in bounds, count and stride fit.
                     dims.push(Dim {
                         lo: 1,
                         n: count as usize,
-                        stride: d.stride * st as isize,
+                        stride: if count > 1 {
+                            d.stride * st as isize
+                        } else {
+                            d.stride
+                        },
                     });
                 }
             }
@@ -1310,6 +1527,7 @@ impl<'p> Machine<'p> {
         Ok(())
     }
 
+    #[inline(never)]
     fn prop(&mut self, e: &'p CProp) -> Result<()> {
         match e {
             CProp::Set(t, s) | CProp::SetNeg(t, s) | CProp::Inc(t, s) | CProp::Dec(t, s) => {
@@ -1407,11 +1625,13 @@ impl<'p> Machine<'p> {
         }
     }
 
+    #[inline(never)]
     fn inline(&mut self, op: InlineOp, args: &'p [CArg]) -> Result<()> {
         match op {
             InlineOp::Push(ty) => {
                 let v = self.arg_value(args, 0, op)?;
                 let n = v.len();
+                self.reserve(n as u128, || format!("the {} tape", ty.name()))?;
                 for i in 0..n {
                     let s = v.elem(i);
                     match ty {
@@ -1556,6 +1776,7 @@ impl<'p> Machine<'p> {
                 let r = self.frames.last().map(|f| f.routine).unwrap_or(0);
                 let offs = Self::offsets(&p);
                 let n = offs.len();
+                self.reserve(n as u128, || format!("the {} checkpoint stack", ty.name()))?;
                 for off in offs {
                     let stack = &mut self.checkpoints[r];
                     if deriv {
@@ -1637,7 +1858,7 @@ impl<'p> Machine<'p> {
                             .ok_or_else(|| {
                                 err(ErrorKind::Type("an extent that is not an integer".into()))
                             })?;
-                        s.push(n.max(0) as usize);
+                        s.push(usize::try_from(n.max(0)).unwrap_or(usize::MAX));
                     }
                     s
                 };
@@ -1655,9 +1876,12 @@ impl<'p> Machine<'p> {
             }
         }
         let decl = self.decl_of(target.loc)?;
-        let len: usize = shape.iter().product();
+        let bounds: Vec<(i64, i64)> = shape
+            .iter()
+            .map(|&n| (1, i64::try_from(n).unwrap_or(i64::MAX)))
+            .collect();
+        let len = self.reserve_bounds(decl, &bounds)?;
         let buf = self.mem.alloc(decl.ty, len, decl.single);
-        let bounds: Vec<(i64, i64)> = shape.iter().map(|&n| (1, n as i64)).collect();
         let place = whole(buf, 0, &bounds);
         if let Some((f, _)) = self.frame_index(target.loc)? {
             self.frames[f].owned.push(buf);
@@ -1685,4 +1909,21 @@ impl<'p> Machine<'p> {
     pub fn is_real(&self, buf: BufId) -> bool {
         matches!(self.mem.buf(buf).cells, Cells::Real { .. })
     }
+}
+
+/// The value of operand `o` from `values`: moved at its last use, copied
+/// otherwise.
+#[inline]
+fn take(values: &mut [Value], o: &Operand) -> Value {
+    let slot = &mut values[o.node as usize];
+    if o.last {
+        std::mem::replace(slot, Value::Scalar(Scalar::Bool(false)))
+    } else {
+        slot.clone()
+    }
+}
+
+/// The values of `operands` from `values` (see [`take`]).
+fn take_operands(values: &mut [Value], operands: &[Operand]) -> SmallVec<[Value; 3]> {
+    operands.iter().map(|o| take(values, o)).collect()
 }

@@ -10,10 +10,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::compile::Prog;
+use crate::compile::{Body, Prog};
 use crate::error::{ErrorKind, InterpError, Result};
 use crate::exec::{Actual, Flags, Machine, Stats, Template};
 use crate::jacobian::Jacobian;
+use crate::limits::Limits;
 use crate::memory::{BufId, Place};
 use crate::value::{Scalar, Ty};
 use xaif_model::fortran_routine_name;
@@ -199,8 +200,9 @@ pub struct Outcome {
 pub struct Harness<'p> {
     prog: &'p Prog,
     spec: HarnessSpec,
-    /// Step budget of one run.
-    pub step_budget: u64,
+    /// The limits of each run: each evaluation of the function, each
+    /// tangent-linear run per independent, each adjoint run per dependent.
+    pub limits: Limits,
 }
 
 struct Bound {
@@ -221,7 +223,93 @@ impl<'p> Harness<'p> {
         Harness {
             prog,
             spec,
-            step_budget: 200_000_000,
+            limits: Limits::default(),
+        }
+    }
+
+    /// A machine under the harness's limits.
+    fn machine(&self, template: Template) -> Machine<'p> {
+        Machine::with_limits(self.prog, template, self.limits)
+    }
+
+    /// Checks the sizes the specification asks for (independents,
+    /// dependents, argument slots, the Jacobian) against the element limit
+    /// before anything is allocated.
+    fn check_sizes(&self, jacobian: bool) -> Result<()> {
+        let limit = self.limits.elements;
+        let too_large = |what: String, need: u128| {
+            InterpError::new(ErrorKind::TooLarge {
+                what,
+                need,
+                live: 0,
+                limit,
+            })
+        };
+        let (n, m) = (self.spec.n, self.spec.m);
+        let mut total: u128 = n as u128 + m as u128;
+        if jacobian {
+            total += n as u128 * m as u128;
+        }
+        for slot in &self.spec.args {
+            total += match slot {
+                ArgSlot::X { size, .. } | ArgSlot::Y { size, .. } => size.unwrap_or(1) as u128,
+                ArgSlot::Int { .. } => 1,
+                ArgSlot::Real { value } => match value {
+                    RealValue::Scalar(_) => 1,
+                    RealValue::Array(v) => v.len() as u128,
+                },
+            };
+        }
+        if total > limit as u128 {
+            return Err(too_large(
+                format!(
+                    "the harness ({n} independents, {m} dependents{})",
+                    if jacobian { ", their Jacobian" } else { "" }
+                ),
+                total,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Refuses a derivative mode whose code the program does not hold:
+    /// run as it is, it would print a zero Jacobian.
+    fn check_mode(&self, mode: Mode, top: usize) -> Result<()> {
+        let adjoint_top = matches!(self.prog.routines[top].body, Body::Template(_));
+        let adjoint_any = self
+            .prog
+            .routines
+            .iter()
+            .any(|r| matches!(r.body, Body::Template(_)));
+        let wrong = |mode: &'static str, reason: String| {
+            InterpError::new(ErrorKind::WrongMode { mode, reason })
+        };
+        match mode {
+            Mode::Plain => Ok(()),
+            Mode::Tangent if adjoint_any => Err(wrong(
+                "tangent",
+                "the file is adjoint code (routines with a ReplacementList); run it in split or joint mode".into(),
+            )),
+            Mode::Tangent if !self.prog.is_output => Err(wrong(
+                "tangent",
+                "the file is not a transformation result and holds no tangent-linear code; run it in plain mode or by divided differences".into(),
+            )),
+            Mode::Split | Mode::Joint if !adjoint_top => {
+                let name = if mode == Mode::Split { "split" } else { "joint" };
+                Err(wrong(
+                    name,
+                    format!(
+                        "the top routine `{}` is not adjoint code (it has no ReplacementList); {}",
+                        self.spec.top,
+                        if self.prog.is_output {
+                            "the file is a tangent-linear result: run it in tangent mode"
+                        } else {
+                            "the file is not a transformation result: run it in plain mode or by divided differences"
+                        }
+                    ),
+                ))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -267,31 +355,33 @@ impl<'p> Harness<'p> {
         for slot in &self.spec.args {
             let place = match slot {
                 ArgSlot::X { first, size } | ArgSlot::Y { first, size } => {
-                    let place = m.alloc(Ty::Real, *size);
                     let is_x = matches!(slot, ArgSlot::X { .. });
+                    let what = if is_x { "independents" } else { "dependents" };
+                    let place = m.alloc(Ty::Real, *size, &format!("an argument of {what}"))?;
                     for e in 0..size.unwrap_or(1) {
                         let at = (place.buf, place.offset + e);
+                        let k = first.saturating_add(e);
                         if is_x {
-                            put(&mut x, first + e, at, "independent")?;
+                            put(&mut x, k, at, "independent")?;
                         } else {
-                            put(&mut y, first + e, at, "dependent")?;
+                            put(&mut y, k, at, "dependent")?;
                         }
                     }
                     place
                 }
                 ArgSlot::Int { value } => {
-                    let place = m.alloc(Ty::Int, None);
+                    let place = m.alloc(Ty::Int, None, "an integer argument")?;
                     m.set_value(place.buf, 0, &Scalar::Int(*value));
                     place
                 }
                 ArgSlot::Real { value } => match value {
                     RealValue::Scalar(v) => {
-                        let place = m.alloc(Ty::Real, None);
+                        let place = m.alloc(Ty::Real, None, "a real argument")?;
                         m.set_value(place.buf, 0, &Scalar::Real(*v));
                         place
                     }
                     RealValue::Array(vs) => {
-                        let place = m.alloc(Ty::Real, Some(vs.len()));
+                        let place = m.alloc(Ty::Real, Some(vs.len()), "a real argument")?;
                         for (i, v) in vs.iter().enumerate() {
                             m.set_value(place.buf, i, &Scalar::Real(*v));
                         }
@@ -322,10 +412,11 @@ impl<'p> Harness<'p> {
                 )));
             }
             for (e, off) in offsets.into_iter().take(count).enumerate() {
+                let k = g.first.saturating_add(e);
                 if g.kind == "x" {
-                    put(&mut x, g.first + e, (place.buf, off), "independent")?;
+                    put(&mut x, k, (place.buf, off), "independent")?;
                 } else {
-                    put(&mut y, g.first + e, (place.buf, off), "dependent")?;
+                    put(&mut y, k, (place.buf, off), "dependent")?;
                 }
             }
         }
@@ -355,14 +446,17 @@ impl<'p> Harness<'p> {
 
     /// Evaluates the function at `x` (one fresh run).
     pub fn evaluate(&self, x: &[f64]) -> Result<(Vec<f64>, Stats)> {
+        self.check_sizes(false)?;
         let top = self.routine(&self.spec.top)?;
-        let mut m = Machine::new(self.prog, Template::Split, self.step_budget);
+        let mut m = self.machine(Template::Split);
         let b = self.bind(&mut m)?;
         let y = self.eval_in(&mut m, &b, top, x)?;
+        m.end_run();
         Ok((y, m.stats))
     }
 
     fn eval_in(&self, m: &mut Machine<'p>, b: &Bound, top: usize, x: &[f64]) -> Result<Vec<f64>> {
+        m.begin_run();
         self.set_x(m, b, x);
         self.setup_calls(m, Flags::PLAIN)?;
         m.flags = Flags::PLAIN;
@@ -372,8 +466,9 @@ impl<'p> Harness<'p> {
 
     /// Divided differences of the plain program with step `h`.
     pub fn divided_differences(&self, h: f64) -> Result<Jacobian> {
+        self.check_sizes(true)?;
         let top = self.routine(&self.spec.top)?;
-        let mut m = Machine::new(self.prog, Template::Split, self.step_budget);
+        let mut m = self.machine(Template::Split);
         let b = self.bind(&mut m)?;
         let x0 = self.spec.x0.clone();
         let y0 = self.eval_in(&mut m, &b, top, &x0)?;
@@ -389,24 +484,36 @@ impl<'p> Harness<'p> {
         Ok(j)
     }
 
-    fn plain_flops(&self) -> u64 {
-        self.evaluate(&self.spec.x0)
-            .map(|(_, s)| s.flops_original + s.flops_derivative)
-            .unwrap_or(0)
+    fn plain_flops(&self) -> Result<u64> {
+        match self.evaluate(&self.spec.x0) {
+            Ok((_, s)) => Ok(s.flops_original + s.flops_derivative),
+            // Out of time or memory: the run's result is not to be trusted
+            // to have finished either.
+            Err(e) if matches!(e.kind, ErrorKind::TimeLimit(_) | ErrorKind::TooLarge { .. }) => {
+                Err(e)
+            }
+            Err(_) => Ok(0),
+        }
     }
 
-    /// Runs a derivative mode and returns the Jacobian.
+    /// Runs a derivative mode and returns the Jacobian. A mode whose code
+    /// the program does not hold (tangent mode on anything but a
+    /// tangent-linear result, split or joint mode on anything but adjoint
+    /// code) is refused.
     pub fn run(&self, mode: Mode) -> Result<Outcome> {
+        self.check_sizes(mode != Mode::Plain)?;
         let top = self.routine(&self.spec.top)?;
+        self.check_mode(mode, top)?;
         let template = if mode == Mode::Joint {
             Template::Joint
         } else {
             Template::Split
         };
-        let mut m = Machine::new(self.prog, template, self.step_budget);
+        let mut m = self.machine(template);
         let b = self.bind(&mut m)?;
         let (n, mm) = (self.spec.n, self.spec.m);
-        let mut j = Jacobian::zeros(mm, n);
+        // Plain mode has no Jacobian: its sizes were not checked for one.
+        let mut j = Jacobian::zeros(mm, if mode == Mode::Plain { 1 } else { n });
         match mode {
             Mode::Plain => {
                 let y = self.eval_in(&mut m, &b, top, &self.spec.x0)?;
@@ -418,6 +525,7 @@ impl<'p> Harness<'p> {
             }
             Mode::Tangent => {
                 for i in 1..=n {
+                    m.begin_run();
                     self.set_x(&mut m, &b, &self.spec.x0);
                     self.setup_calls(&mut m, Flags::PLAIN)?;
                     for (k, &(buf, off)) in b.x.iter().enumerate() {
@@ -433,6 +541,7 @@ impl<'p> Harness<'p> {
             Mode::Split | Mode::Joint => {
                 m.reset_tapes();
                 for i in 1..=mm {
+                    m.begin_run();
                     self.set_x(&mut m, &b, &self.spec.x0);
                     for &(buf, off) in &b.x {
                         m.mem.set_d(buf, off, 0.0);
@@ -467,6 +576,7 @@ impl<'p> Harness<'p> {
                 }
             }
         }
+        m.end_run();
         let tapes_empty = m.tapes_empty();
         let stats = m.stats.clone();
         Ok(Outcome {
@@ -476,7 +586,7 @@ impl<'p> Harness<'p> {
             plain_flops: if mode == Mode::Plain {
                 0
             } else {
-                self.plain_flops()
+                self.plain_flops()?
             },
         })
     }

@@ -157,9 +157,10 @@ fn boolean(s: &Scalar, op: Op) -> R<bool> {
 
 fn unary(op: Op, a: &Scalar) -> R<Scalar> {
     if let Scalar::Int(i) = a {
+        let over = || ErrorKind::IntegerOverflow(format!("{op:?} of {i}"));
         match op {
-            Op::Neg => return Ok(Scalar::Int(i.wrapping_neg())),
-            Op::Abs => return Ok(Scalar::Int(i.wrapping_abs())),
+            Op::Neg => return i.checked_neg().map(Scalar::Int).ok_or_else(over),
+            Op::Abs => return i.checked_abs().map(Scalar::Int).ok_or_else(over),
             Op::Int | Op::Nint => return Ok(Scalar::Int(*i)),
             _ => {}
         }
@@ -172,17 +173,15 @@ fn unary(op: Op, a: &Scalar) -> R<Scalar> {
         },
         Op::Int => {
             let x = real(a, op)?;
-            if !x.is_finite() {
-                return Err(ErrorKind::Type(format!("int of {x}")));
-            }
-            Scalar::Int(x.trunc() as i64)
+            Scalar::Int(crate::value::real_to_int(x).ok_or_else(|| {
+                ErrorKind::IntegerOverflow(format!("int of {x} is out of the integer range"))
+            })?)
         }
         Op::Nint => {
             let x = real(a, op)?;
-            if !x.is_finite() {
-                return Err(ErrorKind::Type(format!("nint of {x}")));
-            }
-            Scalar::Int(x.round() as i64)
+            Scalar::Int(crate::value::real_to_int(x.round()).ok_or_else(|| {
+                ErrorKind::IntegerOverflow(format!("nint of {x} is out of the integer range"))
+            })?)
         }
         Op::Real => Scalar::Real(real(a, op)? as f32 as f64),
         _ => {
@@ -228,9 +227,9 @@ pub fn powi(x: f64, n: i64) -> f64 {
     acc
 }
 
-fn int_pow(b: i64, e: i64) -> i64 {
-    if e < 0 {
-        return match b {
+fn int_pow(b: i64, e: i64) -> Option<i64> {
+    if e < 0 || (-1..=1).contains(&b) {
+        return Some(match b {
             1 => 1,
             -1 => {
                 if e % 2 == 0 {
@@ -239,10 +238,11 @@ fn int_pow(b: i64, e: i64) -> i64 {
                     -1
                 }
             }
+            0 if e == 0 => 1,
             _ => 0,
-        };
+        });
     }
-    b.wrapping_pow(e.min(u32::MAX as i64) as u32)
+    b.checked_pow(u32::try_from(e).ok()?)
 }
 
 fn str_cmp(a: &str, b: &str) -> std::cmp::Ordering {
@@ -292,15 +292,17 @@ fn binary(op: Op, a: &Scalar, b: &Scalar) -> R<Scalar> {
     }
     if let (Scalar::Int(x), Scalar::Int(y)) = (a, b) {
         let (x, y) = (*x, *y);
+        // Checked: an overflow is an error, never a wrapped value.
+        let over = || ErrorKind::IntegerOverflow(format!("{op:?} of {x} and {y}"));
         return Ok(Scalar::Int(match op {
-            Op::Add => x.wrapping_add(y),
-            Op::Sub => x.wrapping_sub(y),
-            Op::Mul => x.wrapping_mul(y),
+            Op::Add => x.checked_add(y).ok_or_else(over)?,
+            Op::Sub => x.checked_sub(y).ok_or_else(over)?,
+            Op::Mul => x.checked_mul(y).ok_or_else(over)?,
             Op::Div => {
                 if y == 0 {
                     return Err(ErrorKind::Type("integer division by zero".into()));
                 }
-                x.wrapping_div(y)
+                x.checked_div(y).ok_or_else(over)?
             }
             Op::Mod => {
                 if y == 0 {
@@ -308,14 +310,15 @@ fn binary(op: Op, a: &Scalar, b: &Scalar) -> R<Scalar> {
                 }
                 x.wrapping_rem(y)
             }
-            Op::Pow => int_pow(x, y),
+            Op::Pow => int_pow(x, y).ok_or_else(over)?,
             Op::Min => x.min(y),
             Op::Max => x.max(y),
             Op::Sign => {
+                let a = x.checked_abs().ok_or_else(over)?;
                 if y >= 0 {
-                    x.wrapping_abs()
+                    a
                 } else {
-                    x.wrapping_abs().wrapping_neg()
+                    -a
                 }
             }
             _ => return Err(ErrorKind::Unsupported(format!("{op:?} with two arguments"))),
@@ -372,7 +375,10 @@ fn reduce(op: Op, a: &Value) -> R<Value> {
     if all_int && !data.is_empty() {
         let ints: Vec<i64> = data.iter().filter_map(Scalar::as_int).collect();
         return Ok(Value::int(match op {
-            Op::Sum => ints.iter().sum(),
+            Op::Sum => ints
+                .iter()
+                .try_fold(0i64, |s, &x| s.checked_add(x))
+                .ok_or_else(|| ErrorKind::IntegerOverflow("sum of an integer array".into()))?,
             Op::MaxVal => *ints.iter().max().expect("non-empty"),
             _ => *ints.iter().min().expect("non-empty"),
         }));
@@ -462,7 +468,8 @@ fn reshape(args: &[Value]) -> R<Value> {
         shape.push(n as usize);
     }
     let data = elements(a).to_vec();
-    if shape.iter().product::<usize>() != data.len() {
+    let count = shape.iter().try_fold(1usize, |p, &n| p.checked_mul(n));
+    if count != Some(data.len()) {
         return Err(ErrorKind::Shape(format!(
             "reshape of {} elements to {:?}",
             data.len(),

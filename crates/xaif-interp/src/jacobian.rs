@@ -51,16 +51,23 @@ impl Jacobian {
         s
     }
 
-    /// Parses an `ad.out`/`dd.out` file.
+    /// Parses an `ad.out`/`dd.out` file. The file must hold every entry of
+    /// an m x n Jacobian exactly once (in any order), so its size is
+    /// bounded by its length and nothing is allocated for indices it only
+    /// names; a file without entries is not a Jacobian.
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut entries = Vec::new();
-        let (mut n, mut m) = (0, 0);
+        let (mut n, mut m) = (0usize, 0usize);
+        // Line of the entry with the largest k and the largest i.
+        let (mut m_line, mut n_line) = (0, 0);
+        let mut seen: rustc_hash::FxHashMap<(usize, usize), usize> = Default::default();
         for (lineno, line) in text.lines().enumerate() {
+            let lineno = lineno + 1;
             let line = line.trim();
             if line.is_empty() || !line.starts_with("F(") {
                 continue;
             }
-            let bad = || format!("line {}: cannot read `{line}`", lineno + 1);
+            let bad = || format!("line {lineno}: cannot read `{line}`");
             let close = line.find(')').ok_or_else(bad)?;
             let (k, i) = line[2..close].split_once(',').ok_or_else(bad)?;
             let k: usize = k.trim().parse().map_err(|_| bad())?;
@@ -70,15 +77,41 @@ impl Jacobian {
             if k == 0 || i == 0 {
                 return Err(bad());
             }
-            n = n.max(i);
-            m = m.max(k);
+            if let Some(first) = seen.insert((k, i), lineno) {
+                return Err(format!(
+                    "line {lineno}: F({k},{i}) is given twice (first at line {first})"
+                ));
+            }
+            if k > m {
+                (m, m_line) = (k, lineno);
+            }
+            if i > n {
+                (n, n_line) = (i, lineno);
+            }
             entries.push((k, i, x));
+        }
+        if entries.is_empty() {
+            return Err("no Jacobian entries (lines `F(k,i)=value`)".into());
+        }
+        let total = (m as u128) * (n as u128);
+        if total != entries.len() as u128 {
+            return Err(format!(
+                "line {}: indices up to F({m},{n}) make the Jacobian {m}x{n}, but the file holds {} of its {total} entries",
+                m_line.max(n_line),
+                entries.len()
+            ));
         }
         let mut j = Jacobian::zeros(m, n);
         for (k, i, x) in entries {
             j.set(k, i, x);
         }
         Ok(j)
+    }
+
+    /// The first entry that is not a finite number, as (k, i, value).
+    pub fn first_non_finite(&self) -> Option<(usize, usize, f64)> {
+        let pos = self.entries.iter().position(|x| !x.is_finite())?;
+        Some((pos / self.n + 1, pos % self.n + 1, self.entries[pos]))
     }
 }
 
@@ -177,6 +210,13 @@ pub fn compare(a: &Jacobian, b: &Jacobian, rel: f64, abs: f64) -> Result<Compari
             if x == y || (x.is_nan() && y.is_nan()) {
                 continue;
             }
+            if !x.is_finite() || !y.is_finite() {
+                // An infinity against anything else never agrees.
+                c.max_abs = f64::INFINITY;
+                c.max_rel = f64::INFINITY;
+                c.mismatches.push((k, i, x, y));
+                continue;
+            }
             let d = (x - y).abs();
             let scale = x.abs().max(y.abs());
             let r = if scale > 0.0 { d / scale } else { 0.0 };
@@ -245,5 +285,36 @@ mod tests {
         assert_eq!(c.mismatches[0].1, 3);
         assert!(!c.matches());
         assert!(compare(&a, &Jacobian::zeros(2, 3), 1e-10, 1e-13).is_err());
+        // An infinity never agrees with a finite number (the relative
+        // difference inf/inf is NaN, which must not count as agreement).
+        let inf = Jacobian {
+            n: 1,
+            m: 1,
+            entries: vec![f64::INFINITY],
+        };
+        let one = Jacobian {
+            n: 1,
+            m: 1,
+            entries: vec![1.0],
+        };
+        assert!(!compare(&inf, &one, 1e-10, 1e-13).unwrap().matches());
+        assert!(compare(&inf, &inf, 1e-10, 1e-13).unwrap().matches());
+    }
+
+    #[test]
+    fn parsing_wants_every_entry_once() {
+        let e = |text: &str| Jacobian::parse(text).unwrap_err();
+        assert!(e(" AD\n").contains("no Jacobian entries"));
+        // F(10^12, 1) names a huge Jacobian but holds one entry: refused
+        // without allocating it.
+        assert!(e(" AD\nF(1000000000000,1)=1.0\n").starts_with("line 2: "));
+        assert!(e("F(1,1)=1.0\nF(2,2)=1.0\n").contains("2 of its 4 entries"));
+        assert!(e("F(1,1)=1.0\nF(1,1)=2.0\n").contains("given twice (first at line 1)"));
+        assert!(e("F(0,1)=1.0\n").starts_with("line 1: cannot read"));
+        let j = Jacobian::parse("F(2,1)=2.0\nF(1,1)=1.0\nF(1,2)=NaN\nF(2,2)=4.0\n").unwrap();
+        assert_eq!(j.get(2, 1), 2.0);
+        let (k, i, x) = j.first_non_finite().unwrap();
+        assert_eq!((k, i), (1, 2));
+        assert!(x.is_nan());
     }
 }

@@ -14,7 +14,8 @@
 //! allocates the top routine's arguments and runs the [`Machine`]. What the
 //! XAIF does not carry (routines without a body, markers for dropped stores,
 //! I/O, pointers) is refused with an [`InterpError`] naming the construct and
-//! its line; runaway programs stop at a step budget.
+//! its line; runaway programs, unbounded recursion and oversized arrays stop
+//! at the [`Limits`] of the run.
 //!
 //! The interpreter depends only on the model; no transformation depends on
 //! it.
@@ -26,6 +27,7 @@ pub mod exec;
 pub mod harness;
 pub mod intrinsics;
 pub mod jacobian;
+pub mod limits;
 pub mod memory;
 pub mod value;
 
@@ -34,3 +36,4 @@ pub use error::{ErrorKind, InterpError};
 pub use exec::{Flags, Machine, Stats, Template};
 pub use harness::{ArgSlot, Harness, HarnessSpec, Mode, Outcome, Params};
 pub use jacobian::{compare, fortran_en, Comparison, Jacobian};
+pub use limits::Limits;

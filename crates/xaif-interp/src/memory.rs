@@ -204,11 +204,17 @@ impl Iterator for Offsets<'_> {
 pub struct Memory {
     bufs: Vec<Option<Buffer>>,
     free: Vec<BufId>,
+    /// Elements of all live buffers, an empty buffer counting as one (the
+    /// machine checks its element limit against this before allocating, so
+    /// not even empty buffers pile up without bound).
+    elements: usize,
 }
 
 impl Memory {
-    /// Allocates a zero-initialised buffer.
+    /// Allocates a zero-initialised buffer. The caller has checked `len`
+    /// against its limits.
     pub fn alloc(&mut self, ty: Ty, len: usize, single: bool) -> BufId {
+        self.elements += len.max(1);
         let buffer = Buffer {
             cells: Cells::new(ty, len),
             single,
@@ -225,7 +231,8 @@ impl Memory {
     /// Releases a buffer (a local going out of scope).
     pub fn release(&mut self, id: BufId) {
         if let Some(slot) = self.bufs.get_mut(id as usize) {
-            if slot.take().is_some() {
+            if let Some(b) = slot.take() {
+                self.elements -= b.cells.len().max(1);
                 self.free.push(id);
             }
         }
@@ -292,7 +299,12 @@ impl Memory {
     }
 
     /// Grows a rank-one buffer to `len` elements, keeping its contents.
+    /// The caller has checked `len` against its limits.
     pub fn grow(&mut self, id: BufId, len: usize) {
+        let before = self.buf(id).cells.len().max(1);
+        if len > before {
+            self.elements += len - before;
+        }
         let buf = self.buf_mut(id);
         match &mut buf.cells {
             Cells::Real { v, d } => {
@@ -323,17 +335,23 @@ impl Memory {
     pub fn live(&self) -> usize {
         self.bufs.len() - self.free.len()
     }
+
+    /// Number of elements of all live buffers (an empty one counts as one).
+    pub fn elements(&self) -> usize {
+        self.elements
+    }
 }
 
 /// A contiguous column-major place over a whole buffer, with the given
-/// bounds (first dimension first).
+/// bounds (first dimension first). The bounds describe storage that
+/// exists, so extents and strides fit (the arithmetic saturates anyway).
 pub fn whole(buf: BufId, offset: usize, bounds: &[(i64, i64)]) -> Place {
     let mut dims = SmallVec::new();
     let mut stride = 1isize;
     for &(lo, hi) in bounds {
-        let n = (hi - lo + 1).max(0) as usize;
+        let n = usize::try_from(crate::limits::extent(lo, hi)).unwrap_or(usize::MAX);
         dims.push(Dim { lo, n, stride });
-        stride *= n as isize;
+        stride = stride.saturating_mul(isize::try_from(n).unwrap_or(isize::MAX));
     }
     Place { buf, offset, dims }
 }
@@ -360,6 +378,22 @@ mod tests {
         assert_eq!(row.offsets().collect::<Vec<_>>(), [1, 3, 5]);
         assert!(!row.is_contiguous());
         assert_eq!(row.offset_of(2), 5);
+    }
+
+    #[test]
+    fn live_elements_are_counted() {
+        let mut m = Memory::default();
+        let a = m.alloc(Ty::Real, 10, false);
+        let empty = m.alloc(Ty::Int, 0, false);
+        assert_eq!(m.elements(), 11);
+        m.grow(empty, 4);
+        m.grow(a, 5);
+        assert_eq!(m.elements(), 14);
+        m.release(a);
+        m.release(a);
+        assert_eq!(m.elements(), 4);
+        m.release(empty);
+        assert_eq!(m.elements(), 0);
     }
 
     #[test]

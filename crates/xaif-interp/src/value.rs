@@ -69,11 +69,12 @@ impl Scalar {
     }
 
     /// The value as an integer (reals truncate toward zero, as Fortran's
-    /// assignment conversion does).
+    /// assignment conversion does; `None` for a real outside the integer
+    /// range, which is never saturated).
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Scalar::Int(i) => Some(*i),
-            Scalar::Real(x) if x.is_finite() => Some(x.trunc() as i64),
+            Scalar::Real(x) => real_to_int(*x),
             Scalar::Bool(b) => Some(*b as i64),
             _ => None,
         }
@@ -100,6 +101,15 @@ impl Scalar {
             },
         })
     }
+}
+
+/// `x` truncated toward zero, when that is an `i64` (finite and in
+/// -2^63..2^63).
+pub fn real_to_int(x: f64) -> Option<i64> {
+    // 2^63 is exact in f64; every f64 below it truncates into range.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    let t = x.trunc();
+    (t.is_finite() && (-LIMIT..LIMIT).contains(&t)).then_some(t as i64)
 }
 
 /// Array extents, first dimension first.

@@ -273,7 +273,7 @@ fn refusal(prog: &Prog, top: &str) -> xaif_interp::InterpError {
         x0: Vec::new(),
     };
     let mut h = Harness::new(prog, spec);
-    h.step_budget = 10_000;
+    h.limits = xaif_interp::Limits::with_steps(10_000);
     match h.evaluate(&[]) {
         Ok((y, _)) => panic!("{top} ran and gave {y:?}"),
         Err(e) => e,

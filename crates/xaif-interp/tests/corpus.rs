@@ -7,7 +7,9 @@ use xaif_interp::corpus::{divided_differences, read_index, run_file, Example};
 use xaif_interp::{CompileOptions, Mode};
 use xaif_testkit::shared_dir;
 
-const BUDGET: u64 = 50_000_000;
+/// The default step budget of a run (with the other default limits but no
+/// time limit, see `run_file`): no corpus program may reach them.
+const BUDGET: u64 = xaif_interp::Limits::STEPS;
 
 fn examples() -> Option<Vec<Example>> {
     let shared = shared_dir()?;

@@ -163,8 +163,8 @@ fn reference_attrs(r: &VarRef, with_vertex_id: bool, deriv: bool) -> Attrs {
         Attrs::new()
     };
     for a in r.attrs.iter() {
-        if REFERENCE_ATTRIBUTES.contains(&a.key.as_str()) {
-            attrs.push(&a.key, &a.value);
+        if REFERENCE_ATTRIBUTES.contains(&a.key) {
+            attrs.push(a.key, a.value);
         }
     }
     attrs.set("deriv", if deriv { "1" } else { "0" });

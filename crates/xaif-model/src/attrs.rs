@@ -8,8 +8,6 @@
 //! accessors on the model parse them on demand, and the validation gate checks
 //! that the ones the engine interprets parse.
 
-use compact_str::CompactString;
-
 /// Where an element starts in its source file, as a byte offset.
 ///
 /// Elements created by a transformation carry [`Span::NONE`]. The
@@ -28,37 +26,192 @@ impl Span {
 }
 
 /// One attribute: its qualified name (as written, e.g. `xsi:schemaLocation`)
-/// and its unescaped value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Attr {
+/// and its unescaped value, borrowed from the [`Attrs`] that hold it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attr<'a> {
     /// The attribute name, including any namespace prefix.
-    pub key: CompactString,
+    pub key: &'a str,
     /// The unescaped attribute value.
-    pub value: CompactString,
+    pub value: &'a str,
+}
+
+/// Attribute names XAIF uses, stored as one byte each. The order is part of
+/// no format: only this module sees the codes.
+const KNOWN: [&str; 62] = [
+    "vertex_id",
+    "annotation",
+    "symbol_id",
+    "scope_id",
+    "active",
+    "deriv",
+    "constant",
+    "target",
+    "source",
+    "edge_id",
+    "position",
+    "type",
+    "alias",
+    "du_ud",
+    "statement_id",
+    "feType",
+    "kind",
+    "shape",
+    "has_condition_value",
+    "subroutine_name",
+    "temp",
+    "value",
+    "name",
+    "key",
+    "idRef",
+    "placeholder",
+    "to_virtual_address",
+    "from_virtual_address",
+    "partial",
+    "lineNumber",
+    "intent",
+    "do_chain",
+    "controlflowgraph_scope_id",
+    "upper",
+    "lower",
+    "condition_value",
+    "formalArgCount",
+    "reversal",
+    "template_name",
+    "xsi:schemaLocation",
+    "xmlns:xsi",
+    "xmlns:xaif",
+    "program_name",
+    "prefix",
+    "rType",
+    "version",
+    "encoding",
+    "partial_id",
+    "nr_arguments",
+    "builtin_name",
+    "partial_type",
+    "rShape",
+    "argument",
+    "structured",
+    "nonSmooth",
+    "shapeChange",
+    "live",
+    "indep",
+    "dep",
+    "return_type",
+    "xmlns:xaifii",
+    "xmlns:xaifnii",
+];
+
+/// The code of a name that is not in [`KNOWN`]: its length and bytes
+/// follow.
+const OTHER: u8 = u8::MAX;
+
+/// The one-byte code of a known attribute name.
+fn known(key: &str) -> Option<u8> {
+    KNOWN
+        .iter()
+        .position(|k| k.len() == key.len() && *k == key)
+        .map(|i| i as u8)
 }
 
 /// The attributes of one element, in document order, plus where it started.
 ///
+/// A model holds millions of them, so they are stored as one small byte
+/// buffer per element rather than a list of string pairs: each attribute
+/// is its name (one byte for the names XAIF uses, the text otherwise) and
+/// its value (a length and the text). Reading one decodes the buffer; the
+/// accessors below are the only way in.
+///
 /// Equality ignores the span: two models are equal when their content is.
 #[derive(Clone, Debug, Default)]
 pub struct Attrs {
-    list: Vec<Attr>,
+    data: Vec<u8>,
     /// Where the element that owns these attributes starts.
     pub span: Span,
 }
 
 impl PartialEq for Attrs {
     fn eq(&self, other: &Self) -> bool {
-        self.list == other.list
+        // The encoding is canonical: the same pairs give the same bytes.
+        self.data == other.data
     }
 }
 impl Eq for Attrs {}
+
+/// Appends a length (LEB128).
+fn put_len(data: &mut Vec<u8>, mut n: usize) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            data.push(byte);
+            return;
+        }
+        data.push(byte | 0x80);
+    }
+}
+
+/// Reads a length written by [`put_len`] at `*at`.
+fn get_len(data: &[u8], at: &mut usize) -> usize {
+    let (mut n, mut shift) = (0usize, 0);
+    loop {
+        let byte = data[*at];
+        *at += 1;
+        n |= usize::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return n;
+        }
+        shift += 7;
+    }
+}
+
+/// Iterates over encoded attributes.
+#[derive(Clone)]
+pub struct AttrIter<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> AttrIter<'a> {
+    /// The next attribute and where the one after it starts.
+    fn decode(&self) -> Option<(Attr<'a>, usize, usize)> {
+        let data = self.data;
+        let start = self.at;
+        if start >= data.len() {
+            return None;
+        }
+        let mut at = start + 1;
+        let key = match data[start] {
+            OTHER => {
+                let n = get_len(data, &mut at);
+                let k = &data[at..at + n];
+                at += n;
+                std::str::from_utf8(k).expect("attribute names are UTF-8")
+            }
+            code => KNOWN[usize::from(code)],
+        };
+        let n = get_len(data, &mut at);
+        let value = std::str::from_utf8(&data[at..at + n]).expect("attribute values are UTF-8");
+        at += n;
+        Some((Attr { key, value }, start, at))
+    }
+}
+
+impl<'a> Iterator for AttrIter<'a> {
+    type Item = Attr<'a>;
+
+    fn next(&mut self) -> Option<Attr<'a>> {
+        let (a, _, next) = self.decode()?;
+        self.at = next;
+        Some(a)
+    }
+}
 
 impl Attrs {
     /// No attributes, no source position: for elements built by a pass.
     pub fn new() -> Self {
         Attrs {
-            list: Vec::new(),
+            data: Vec::new(),
             span: Span::NONE,
         }
     }
@@ -66,7 +219,16 @@ impl Attrs {
     /// No attributes yet, starting at `span`.
     pub fn at(span: Span) -> Self {
         Attrs {
-            list: Vec::new(),
+            data: Vec::new(),
+            span,
+        }
+    }
+
+    /// No attributes yet, starting at `span`, with room for `bytes` of
+    /// encoded attributes.
+    pub fn with_capacity(span: Span, bytes: usize) -> Self {
+        Attrs {
+            data: Vec::with_capacity(bytes),
             span,
         }
     }
@@ -85,33 +247,74 @@ impl Attrs {
     /// Appends an attribute without checking for an existing one of that name
     /// (the reader uses this; XML forbids duplicates, which quick-xml reports).
     pub fn push(&mut self, key: &str, value: &str) {
-        self.list.push(Attr {
-            key: CompactString::from(key),
-            value: CompactString::from(value),
-        });
+        let data = &mut self.data;
+        match known(key) {
+            Some(code) => data.push(code),
+            None => {
+                data.push(OTHER);
+                put_len(data, key.len());
+                data.extend_from_slice(key.as_bytes());
+            }
+        }
+        put_len(data, value.len());
+        data.extend_from_slice(value.as_bytes());
+    }
+
+    /// Gives back spare capacity (the reader calls this once an element's
+    /// attributes are complete).
+    pub fn shrink(&mut self) {
+        self.data.shrink_to_fit();
     }
 
     /// The value of attribute `key`, if present.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.list
-            .iter()
-            .find(|a| a.key == key)
-            .map(|a| a.value.as_str())
+        self.find(key).map(|(a, _, _)| a.value)
+    }
+
+    /// Attribute `key` with where it starts and ends in the buffer. Only
+    /// names are compared on the way; values are skipped by their length.
+    fn find(&self, key: &str) -> Option<(Attr<'_>, usize, usize)> {
+        let data = self.data.as_slice();
+        let code = known(key);
+        let mut at = 0;
+        while at < data.len() {
+            let start = at;
+            at += 1;
+            let hit = match data[start] {
+                OTHER => {
+                    let n = get_len(data, &mut at);
+                    let hit = code.is_none() && &data[at..at + n] == key.as_bytes();
+                    at += n;
+                    hit
+                }
+                c => Some(c) == code,
+            };
+            let n = get_len(data, &mut at);
+            at += n;
+            if hit {
+                let it = AttrIter { data, at: start };
+                return it.decode();
+            }
+        }
+        None
     }
 
     /// Whether attribute `key` is present.
     pub fn has(&self, key: &str) -> bool {
-        self.get(key).is_some()
+        self.find(key).is_some()
     }
 
     /// Sets `key` to `value`: in place when present (keeping the order),
     /// appended otherwise.
     pub fn set(&mut self, key: &str, value: impl AsRef<str>) {
         let value = value.as_ref();
-        if let Some(a) = self.list.iter_mut().find(|a| a.key == key) {
-            a.value = CompactString::from(value);
-        } else {
-            self.push(key, value);
+        match self.find(key).map(|(_, start, end)| (start, end)) {
+            Some((start, end)) => {
+                let mut entry = Attrs::new();
+                entry.push(key, value);
+                self.data.splice(start..end, entry.data);
+            }
+            None => self.push(key, value),
         }
     }
 
@@ -122,24 +325,51 @@ impl Attrs {
     }
 
     /// Removes `key`, returning its value.
-    pub fn remove(&mut self, key: &str) -> Option<CompactString> {
-        let i = self.list.iter().position(|a| a.key == key)?;
-        Some(self.list.remove(i).value)
+    pub fn remove(&mut self, key: &str) -> Option<String> {
+        let (a, start, end) = self.find(key)?;
+        let value = a.value.to_string();
+        self.data.drain(start..end);
+        Some(value)
     }
 
     /// All attributes in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &Attr> + '_ {
-        self.list.iter()
+    pub fn iter(&self) -> AttrIter<'_> {
+        AttrIter {
+            data: &self.data,
+            at: 0,
+        }
+    }
+
+    /// Each attribute's name and value as bytes, without the UTF-8 checks
+    /// of [`Attrs::iter`] (for the writer, which copies them as they are).
+    pub(crate) fn for_each_raw(&self, mut f: impl FnMut(&[u8], &[u8])) {
+        let data = self.data.as_slice();
+        let mut at = 0;
+        while at < data.len() {
+            let code = data[at];
+            at += 1;
+            let key = match code {
+                OTHER => {
+                    let n = get_len(data, &mut at);
+                    at += n;
+                    &data[at - n..at]
+                }
+                c => KNOWN[usize::from(c)].as_bytes(),
+            };
+            let n = get_len(data, &mut at);
+            at += n;
+            f(key, &data[at - n..at]);
+        }
     }
 
     /// Number of attributes.
     pub fn len(&self) -> usize {
-        self.list.len()
+        self.iter().count()
     }
 
     /// Whether there are no attributes.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.data.is_empty()
     }
 
     /// An XSD boolean attribute (`true`/`false`/`1`/`0`), or `default` when
@@ -172,7 +402,7 @@ mod tests {
         let mut a = Attrs::from_pairs([("a", "1"), ("b", "2")]);
         a.set("a", "3");
         a.set("c", "4");
-        let keys: Vec<_> = a.iter().map(|x| x.key.as_str()).collect();
+        let keys: Vec<_> = a.iter().map(|x| x.key).collect();
         assert_eq!(keys, ["a", "b", "c"]);
         assert_eq!(a.get("a"), Some("3"));
     }
@@ -184,6 +414,37 @@ mod tests {
         assert!(!a.flag("y", true));
         assert!(a.flag("z", true));
         assert!(!a.flag("missing", false));
+    }
+
+    #[test]
+    fn names_outside_the_table_long_values_and_removal_round_trip() {
+        let long = "v".repeat(300);
+        let mut a = Attrs::from_pairs([
+            ("vertex_id", "1"),
+            ("my:odd", long.as_str()),
+            ("", ""),
+            ("name", "é\u{1F600}"),
+        ]);
+        let pairs: Vec<_> = a.iter().map(|x| (x.key, x.value)).collect();
+        assert_eq!(
+            pairs,
+            [
+                ("vertex_id", "1"),
+                ("my:odd", long.as_str()),
+                ("", ""),
+                ("name", "é\u{1F600}")
+            ]
+        );
+        assert_eq!(a.len(), 4);
+        a.set("my:odd", "short");
+        assert_eq!(a.get("my:odd"), Some("short"));
+        assert_eq!(a.remove("vertex_id").as_deref(), Some("1"));
+        assert_eq!(a.iter().next().map(|x| x.key), Some("my:odd"));
+        assert_eq!(a.remove("missing"), None);
+        assert_eq!(
+            a,
+            Attrs::from_pairs([("my:odd", "short"), ("", ""), ("name", "é\u{1F600}")])
+        );
     }
 
     #[test]

@@ -40,4 +40,6 @@ pub use source::SourceMap;
 pub use validate::{
     validate_document, validate_inlinable, validate_noninlinable, validate_program,
 };
-pub use writer::{write_document, write_inlinable, write_noninlinable, write_program};
+pub use writer::{
+    write_document, write_inlinable, write_noninlinable, write_program, write_program_to,
+};

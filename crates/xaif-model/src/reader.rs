@@ -338,7 +338,7 @@ impl<'a> Parser<'a> {
         let local: CompactString = std::str::from_utf8(e.local_name().as_ref())
             .unwrap_or_default()
             .into();
-        let mut attrs = Attrs::at(span);
+        let mut attrs = Attrs::with_capacity(span, 48);
         for attr in e.attributes() {
             let attr =
                 attr.map_err(|err| self.err(span, &local, ErrorKind::Xml(err.to_string())))?;
@@ -354,6 +354,7 @@ impl<'a> Parser<'a> {
                 .map_err(|err| self.err(span, &local, ErrorKind::Xml(err.to_string())))?;
             attrs.push(key, &value);
         }
+        attrs.shrink();
         Ok(Tag {
             ns,
             local,

@@ -6,6 +6,10 @@
 //! read back unchanged (including newlines and tabs). Namespace prefixes are
 //! fixed (`xaif:`, `xaifii:`, `xaifnii:`), and the root declares every prefix
 //! it uses.
+//!
+//! A program can be written to any `io::Write` ([`write_program_to`]): the
+//! text goes out in chunks as it is produced, so writing a large output
+//! never holds the whole document in memory.
 
 use crate::attrs::Attrs;
 use crate::catalogue::{
@@ -33,42 +37,23 @@ pub fn write_document(doc: &Document) -> String {
 /// Writes a program.
 pub fn write_program(p: &Program) -> String {
     let mut w = Writer::default();
-    w.decl();
-    w.root("xaif:CallGraph", &p.attrs, &[("xmlns:xaif", XAIF_NS)]);
-    w.scope_hierarchy(p);
-    if let Some(map) = &p.alias_map {
-        w.open(X, "AliasSetMap", &map.attrs, map.sets.is_empty());
-        for set in &map.sets {
-            w.open(X, "AliasSet", &set.attrs, set.ranges.is_empty());
-            for r in &set.ranges {
-                w.empty(X, "AliasRange", r);
-            }
-            w.close_if(X, "AliasSet", !set.ranges.is_empty());
-        }
-        w.close_if(X, "AliasSetMap", !map.sets.is_empty());
-    }
-    for (name, map) in [("DUUDSetMap", &p.duud_map), ("DOSetMap", &p.do_map)] {
-        if let Some(map) = map {
-            w.open(X, name, &map.attrs, map.sets.is_empty());
-            for set in &map.sets {
-                w.open(X, "StmtIdSet", &set.attrs, set.ids.is_empty());
-                for id in &set.ids {
-                    w.empty(X, "StatementId", id);
-                }
-                w.close_if(X, "StmtIdSet", !set.ids.is_empty());
-            }
-            w.close_if(X, name, !map.sets.is_empty());
-        }
-    }
-    for item in &p.items {
-        match *item {
-            CallGraphItem::Routine(r) => w.routine(p, r),
-            CallGraphItem::Edge(i) => w.empty(X, "CallGraphEdge", &p.call_edges[i]),
-        }
-    }
-    w.close(X, "CallGraph");
-    w.out
+    w.program(p);
+    w.into_string()
 }
+
+/// Writes a program to `sink` as it goes, in chunks of about
+/// [`CHUNK`] bytes; the bytes are those of [`write_program`].
+pub fn write_program_to(p: &Program, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut w = Writer {
+        sink: Some(sink),
+        ..Writer::default()
+    };
+    w.program(p);
+    w.finish()
+}
+
+/// How many bytes the writer gathers before handing them to its sink.
+pub const CHUNK: usize = 1 << 16;
 
 /// Writes an inlinable intrinsics catalogue.
 pub fn write_inlinable(c: &InlinableCatalogue) -> String {
@@ -88,7 +73,7 @@ pub fn write_inlinable(c: &InlinableCatalogue) -> String {
         w.close(II, "InlinableIntrinsic");
     }
     w.close(II, "InlinableIntrinsicDefinitions");
-    w.out
+    w.into_string()
 }
 
 /// Writes a non-inlinable intrinsics catalogue.
@@ -113,66 +98,151 @@ pub fn write_noninlinable(c: &NonInlinableCatalogue) -> String {
         }
     }
     w.close(NII, "NonInlinableIntrinsicDefinitions");
-    w.out
+    w.into_string()
 }
 
 #[derive(Default)]
-struct Writer {
-    out: String,
+struct Writer<'s> {
+    out: Vec<u8>,
     depth: usize,
+    /// Where full chunks go; without one the whole text stays in `out`.
+    sink: Option<&'s mut dyn std::io::Write>,
+    /// The first error of the sink; later output is dropped.
+    error: Option<std::io::Error>,
 }
 
-impl Writer {
+impl Writer<'_> {
+    /// The text written without a sink.
+    fn into_string(self) -> String {
+        String::from_utf8(self.out).expect("the writer writes only UTF-8 text")
+    }
+
+    /// Hands a full chunk to the sink.
+    fn spill(&mut self) {
+        if self.out.len() < CHUNK {
+            return;
+        }
+        if let Some(sink) = self.sink.as_mut() {
+            if self.error.is_none() {
+                if let Err(e) = sink.write_all(&self.out) {
+                    self.error = Some(e);
+                }
+            }
+            self.out.clear();
+        }
+    }
+
+    /// Hands the rest to the sink and reports its first error.
+    fn finish(mut self) -> std::io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if let Some(sink) = self.sink.as_mut() {
+            sink.write_all(&self.out)?;
+            sink.flush()?;
+        }
+        Ok(())
+    }
+
+    fn push_str(&mut self, s: &str) {
+        self.out.extend_from_slice(s.as_bytes());
+    }
+
+    fn push(&mut self, c: u8) {
+        self.out.push(c);
+    }
+
+    fn program(&mut self, p: &Program) {
+        self.decl();
+        self.root("xaif:CallGraph", &p.attrs, &[("xmlns:xaif", XAIF_NS)]);
+        self.scope_hierarchy(p);
+        if let Some(map) = &p.alias_map {
+            self.open(X, "AliasSetMap", &map.attrs, map.sets.is_empty());
+            for set in &map.sets {
+                self.open(X, "AliasSet", &set.attrs, set.ranges.is_empty());
+                for r in &set.ranges {
+                    self.empty(X, "AliasRange", r);
+                }
+                self.close_if(X, "AliasSet", !set.ranges.is_empty());
+            }
+            self.close_if(X, "AliasSetMap", !map.sets.is_empty());
+        }
+        for (name, map) in [("DUUDSetMap", &p.duud_map), ("DOSetMap", &p.do_map)] {
+            if let Some(map) = map {
+                self.open(X, name, &map.attrs, map.sets.is_empty());
+                for set in &map.sets {
+                    self.open(X, "StmtIdSet", &set.attrs, set.ids.is_empty());
+                    for id in &set.ids {
+                        self.empty(X, "StatementId", id);
+                    }
+                    self.close_if(X, "StmtIdSet", !set.ids.is_empty());
+                }
+                self.close_if(X, name, !map.sets.is_empty());
+            }
+        }
+        for item in &p.items {
+            match *item {
+                CallGraphItem::Routine(r) => self.routine(p, r),
+                CallGraphItem::Edge(i) => self.empty(X, "CallGraphEdge", &p.call_edges[i]),
+            }
+        }
+        self.close(X, "CallGraph");
+    }
+
     fn decl(&mut self) {
-        self.out
-            .push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        self.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     }
 
     fn indent(&mut self) {
-        for _ in 0..self.depth {
-            self.out.push_str("  ");
+        const SPACES: &[u8] = &[b' '; 128];
+        let mut n = 2 * self.depth;
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            self.out.extend_from_slice(&SPACES[..k]);
+            n -= k;
         }
     }
 
     fn attrs(&mut self, attrs: &Attrs) {
-        for a in attrs.iter() {
-            self.out.push(' ');
-            self.out.push_str(&a.key);
-            self.out.push_str("=\"");
-            escape_into(&mut self.out, &a.value);
-            self.out.push('"');
-        }
+        let out = &mut self.out;
+        attrs.for_each_raw(|key, value| {
+            out.push(b' ');
+            out.extend_from_slice(key);
+            out.extend_from_slice(b"=\"");
+            escape_into(out, value);
+            out.push(b'"');
+        });
     }
 
     /// The root element, declaring `required` namespace prefixes that the
     /// stored attributes do not declare.
     fn root(&mut self, qname: &str, attrs: &Attrs, required: &[(&str, &str)]) {
-        self.out.push('<');
-        self.out.push_str(qname);
+        self.push(b'<');
+        self.push_str(qname);
         for (key, value) in required {
             if !attrs.has(key) {
-                self.out.push(' ');
-                self.out.push_str(key);
-                self.out.push_str("=\"");
-                self.out.push_str(value);
-                self.out.push('"');
+                self.push(b' ');
+                self.push_str(key);
+                self.push_str("=\"");
+                self.push_str(value);
+                self.push(b'"');
             }
         }
         self.attrs(attrs);
-        self.out.push_str(">\n");
+        self.push_str(">\n");
         self.depth += 1;
     }
 
     fn open(&mut self, prefix: &str, name: &str, attrs: &Attrs, empty: bool) {
         self.indent();
-        self.out.push('<');
-        self.out.push_str(prefix);
-        self.out.push_str(name);
+        self.push(b'<');
+        self.push_str(prefix);
+        self.push_str(name);
         self.attrs(attrs);
         if empty {
-            self.out.push_str("/>\n");
+            self.push_str("/>\n");
         } else {
-            self.out.push_str(">\n");
+            self.push_str(">\n");
             self.depth += 1;
         }
     }
@@ -182,12 +252,13 @@ impl Writer {
     }
 
     fn close(&mut self, prefix: &str, name: &str) {
+        self.spill();
         self.depth -= 1;
         self.indent();
-        self.out.push_str("</");
-        self.out.push_str(prefix);
-        self.out.push_str(name);
-        self.out.push_str(">\n");
+        self.push_str("</");
+        self.push_str(prefix);
+        self.push_str(name);
+        self.push_str(">\n");
     }
 
     fn close_if(&mut self, prefix: &str, name: &str, opened: bool) {
@@ -511,8 +582,7 @@ impl Writer {
 }
 
 /// Escapes an attribute value so that it reads back unchanged.
-fn escape_into(out: &mut String, value: &str) {
-    let bytes = value.as_bytes();
+fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let rep = match b {
@@ -525,11 +595,11 @@ fn escape_into(out: &mut String, value: &str) {
             b'\t' => "&#9;",
             _ => continue,
         };
-        out.push_str(&value[start..i]);
-        out.push_str(rep);
+        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(rep.as_bytes());
         start = i + 1;
     }
-    out.push_str(&value[start..]);
+    out.extend_from_slice(&bytes[start..]);
 }
 
 impl Program {
@@ -578,8 +648,8 @@ mod tests {
 
     #[test]
     fn escaping_covers_markup_and_whitespace() {
-        let mut s = String::new();
-        escape_into(&mut s, "a<b>&\"c\"\n\td");
-        assert_eq!(s, "a&lt;b&gt;&amp;&quot;c&quot;&#10;&#9;d");
+        let mut s = Vec::new();
+        escape_into(&mut s, b"a<b>&\"c\"\n\td");
+        assert_eq!(s, b"a&lt;b&gt;&amp;&quot;c&quot;&#10;&#9;d");
     }
 }

@@ -51,6 +51,26 @@ pub fn out(args: fmt::Arguments<'_>) {
     }
 }
 
+/// Standard output as a writer with the same rules as [`out`]: it never
+/// fails (a closed pipe drops the rest, other errors are kept for
+/// [`finish`]), so streaming a large result to it needs no error path.
+pub struct Stdout;
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !STDOUT_CLOSED.load(Ordering::Relaxed) {
+            if let Err(e) = std::io::stdout().lock().write_all(buf) {
+                record("standard output", &e, &STDOUT_CLOSED);
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Writes formatted text to standard error (the `eprint!` of the driver).
 pub fn err(args: fmt::Arguments<'_>) {
     if STDERR_CLOSED.load(Ordering::Relaxed) {

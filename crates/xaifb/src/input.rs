@@ -81,9 +81,6 @@ pub enum Cause {
     },
     /// Not UTF-8 text (for text inputs such as Jacobian files).
     NotText,
-    /// Read, but its content is wrong (the parser's message, with its
-    /// line).
-    Invalid(String),
     /// Any other I/O error, as the system words it.
     Io(String),
 }
@@ -105,7 +102,6 @@ impl fmt::Display for Cause {
                 "is larger than the input size limit of {limit} bytes (raise it with --max-input-size)"
             ),
             Cause::NotText => write!(f, "is not UTF-8 text"),
-            Cause::Invalid(e) => write!(f, "{e}"),
             Cause::Io(e) => write!(f, "{e}"),
         }
     }
@@ -243,12 +239,6 @@ pub fn read(path: &Path) -> Result<Vec<u8>, InputError> {
         return Err(error(path, Cause::TooLarge { limit }));
     }
     Ok(bytes)
-}
-
-/// The error of a text input whose content a parser rejected (exit code 1
-/// like every other input error).
-pub fn invalid(path: &Path, e: impl fmt::Display) -> InputError {
-    error(path, Cause::Invalid(e.to_string()))
 }
 
 /// Reads a whole UTF-8 text input (a Jacobian file, `params.conf`,

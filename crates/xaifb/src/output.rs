@@ -184,6 +184,17 @@ impl Outputs {
     /// another output of this job, not a directory) and writes a temporary
     /// beside it. Nothing is visible at `dest` before [`Outputs::commit`].
     pub fn add(&mut self, dest: &Path, bytes: &[u8]) -> Result<()> {
+        self.add_with(dest, |w| w.write_all(bytes))
+    }
+
+    /// Stages what `fill` writes for `dest`, as [`Outputs::add`]: `fill`
+    /// writes into a buffered temporary as it goes, so a large result never
+    /// has to be held whole in memory.
+    pub fn add_with(
+        &mut self,
+        dest: &Path,
+        fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<()> {
         refuse_input(dest)?;
         if !self.dests.insert(normalize(dest)) {
             return Err(Refused(format!(
@@ -197,8 +208,10 @@ impl Outputs {
                 anyhow::bail!("cannot write {}: it is a directory", dest.display());
             }
             if !meta.is_file() {
+                let mut bytes = Vec::new();
+                fill(&mut bytes).with_context(|| format!("cannot write {}", dest.display()))?;
                 self.staged.push(Staged::Direct {
-                    bytes: bytes.to_vec(),
+                    bytes,
                     dest: dest.to_path_buf(),
                 });
                 return Ok(());
@@ -241,9 +254,11 @@ impl Outputs {
             dest: dest.to_path_buf(),
         };
         if let Staged::Temporary { tmp: Some(tmp), .. } = &mut staged {
-            tmp.write_all(bytes)
-                .and_then(|_| tmp.flush())
-                .with_context(|| format!("cannot write {}", tmp.path().display()))?;
+            let path = tmp.path().to_path_buf();
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+            fill(&mut w)
+                .and_then(|()| w.flush())
+                .with_context(|| format!("cannot write {}", path.display()))?;
         }
         self.staged.push(staged);
         Ok(())
@@ -302,8 +317,17 @@ impl Outputs {
 
 /// Writes `bytes` to `path` atomically (temporary file, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// Writes what `fill` produces to `path` atomically, streaming into the
+/// temporary (see [`Outputs::add_with`]).
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let mut outputs = Outputs::new();
-    outputs.add(path, bytes)?;
+    outputs.add_with(path, fill)?;
     outputs.commit()
 }
 

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use xaif_interp::{compare, Harness, HarnessSpec, Jacobian, Mode, Params};
+use xaif_interp::{compare, ErrorKind, Harness, HarnessSpec, Jacobian, Limits, Mode, Params};
 
 /// Modes of `xaifb run`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -43,14 +43,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub harness: Option<PathBuf>,
     /// Start values of the independents, comma-separated (default: i/2).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = finite, allow_hyphen_values = true)]
     pub x0: Option<Vec<f64>>,
     /// Print the divided-difference Jacobian of the program (dd.out format)
     /// instead.
     #[arg(long)]
     pub fd: bool,
     /// Divided-difference step (default: from params.conf, else 1e-6).
-    #[arg(long)]
+    #[arg(long, value_parser = positive, allow_hyphen_values = true)]
     pub h: Option<f64>,
     /// Write the run's statistics as JSON to this file.
     #[arg(long)]
@@ -58,9 +58,21 @@ pub struct RunArgs {
     /// Write the Jacobian to this file instead of standard output.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
-    /// Maximum number of executed statements and control flow vertices.
-    #[arg(long, default_value_t = 200_000_000)]
+    /// Maximum number of executed statements and control flow vertices of
+    /// one run.
+    #[arg(long, default_value_t = Limits::STEPS)]
     pub step_budget: u64,
+    /// Wall-clock limit of the whole run, in seconds.
+    #[arg(long, default_value_t = Limits::TIME, value_parser = positive, allow_hyphen_values = true)]
+    pub time_limit: f64,
+    /// Maximum number of elements held at once by variables, frames, tapes
+    /// and checkpoints (and asked for by --n, --m and the harness).
+    #[arg(long, default_value_t = Limits::ELEMENTS)]
+    pub max_elements: usize,
+    /// Maximum depth of routine calls (at most 100000).
+    #[arg(long, default_value_t = Limits::CALL_DEPTH as u64,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_CALL_DEPTH))]
+    pub max_call_depth: u64,
     /// Execute markers for statements the XAIF does not carry (READ,
     /// untranslated calls, pointer stores, dropped stores) as no-ops instead
     /// of refusing: only when you know they do not change the numbers.
@@ -73,8 +85,70 @@ fn sibling(file: &Path, name: &str) -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
-/// Runs `xaifb run`.
+/// A finite number (start values).
+fn finite(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        Ok(_) => Err("must be a finite number".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A finite number above zero (steps, time limits).
+fn positive(text: &str) -> std::result::Result<f64, String> {
+    match finite(text)? {
+        x if x > 0.0 => Ok(x),
+        _ => Err("must be greater than zero".into()),
+    }
+}
+
+/// A finite number, zero or above (tolerances).
+fn tolerance(text: &str) -> std::result::Result<f64, String> {
+    match finite(text)? {
+        x if x >= 0.0 => Ok(x),
+        _ => Err("must not be negative".into()),
+    }
+}
+
+/// What to do about an error that reached a limit.
+fn hint(kind: &ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::StepBudget(_) => "; raise it with --step-budget",
+        ErrorKind::TimeLimit(_) => "; raise it with --time-limit",
+        ErrorKind::CallDepth(_) => "; raise it with --max-call-depth",
+        ErrorKind::TooLarge { .. } => "; raise it with --max-elements",
+        _ => "",
+    }
+}
+
+/// Reports an input error of `file` (exit code 1).
+fn invalid(file: &str, message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("{file}: {message}");
+    ExitCode::from(1)
+}
+
+/// The largest `--max-call-depth`: its stack (see [`Limits::stack_bytes`])
+/// stays under a GiB of address space.
+const MAX_CALL_DEPTH: u64 = 100_000;
+
+/// Runs `xaifb run`. The interpreter recurses natively per routine call,
+/// so it runs on a thread whose stack fits the call depth limit.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let limits = Limits {
+        call_depth: args.max_call_depth as usize,
+        ..Limits::default()
+    };
+    std::thread::Builder::new()
+        .name("xaifb-run".into())
+        .stack_size(limits.stack_bytes())
+        .spawn(move || run_here(args))
+        .context("cannot start the interpreter's thread")?
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Runs `xaifb run` on the current thread.
+fn run_here(args: RunArgs) -> Result<ExitCode> {
     let (program, source) = match crate::input::read_program(&args.file) {
         Ok(x) => x,
         Err(e) => {
@@ -86,14 +160,31 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         eprintln!("{e}");
         return Ok(ExitCode::from(1));
     }
+    let file = args.file.display().to_string();
     let params_path = args
         .params
         .clone()
         .or_else(|| sibling(&args.file, "params.conf"));
     let params = match &params_path {
-        Some(p) => Some(
-            Params::parse(&crate::input::read_text(p)?).map_err(|e| crate::input::invalid(p, e))?,
-        ),
+        Some(p) => {
+            let text = crate::input::read_text(p)?;
+            match Params::parse(&text) {
+                // The step is checked where it is used: --h overrides it.
+                Ok(params)
+                    if args.fd && args.h.is_none() && !(params.h.is_finite() && params.h > 0.0) =>
+                {
+                    return Ok(invalid(
+                        &p.display().to_string(),
+                        format!(
+                            "the divided-difference step h = {} is not a number above zero",
+                            params.h
+                        ),
+                    ))
+                }
+                Ok(params) => Some(params),
+                Err(e) => return Ok(invalid(&p.display().to_string(), e)),
+            }
+        }
         None => None,
     };
     let harness_path = args
@@ -101,23 +192,45 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .clone()
         .or_else(|| sibling(&args.file, "harness.json"));
     let mut spec = match &harness_path {
-        Some(p) => HarnessSpec::parse_json(&crate::input::read_text(p)?)
-            .map_err(|e| crate::input::invalid(p, e))?,
+        Some(p) => {
+            let text = crate::input::read_text(p)?;
+            match HarnessSpec::parse_json(&text) {
+                Ok(spec) => spec,
+                Err(e) => return Ok(invalid(&p.display().to_string(), e)),
+            }
+        }
         None => {
-            let n = args
-                .n
-                .or(params.map(|p| p.n))
-                .ok_or_else(|| anyhow!("give --n or --params"))?;
-            let m = args
-                .m
-                .or(params.map(|p| p.m))
-                .ok_or_else(|| anyhow!("give --m or --params"))?;
+            let (Some(n), Some(m)) = (
+                args.n.or(params.map(|p| p.n)),
+                args.m.or(params.map(|p| p.m)),
+            ) else {
+                eprintln!(
+                    "xaifb run: give --n and --m, or --params (no params.conf beside {file})"
+                );
+                return Ok(ExitCode::from(2));
+            };
+            // The generic driver's start values are allocated here: check
+            // the sizes first.
+            if n.max(m) > args.max_elements {
+                return Ok(invalid(
+                    &file,
+                    format!(
+                        "{n} independents and {m} dependents exceed the limit of {} elements; raise it with --max-elements",
+                        args.max_elements,
+                    ),
+                ));
+            }
             HarnessSpec::generic(n, m)
         }
     };
     if let Some(x0) = &args.x0 {
         if x0.len() != spec.n {
-            bail!("--x0 has {} values for {} independents", x0.len(), spec.n);
+            eprintln!(
+                "xaifb run: --x0 has {} values for {} independents",
+                x0.len(),
+                spec.n
+            );
+            return Ok(ExitCode::from(2));
         }
         spec.x0 = x0.clone();
     }
@@ -129,16 +242,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         },
     );
     let mut harness = Harness::new(&prog, spec);
-    harness.step_budget = args.step_budget;
-    let file = args.file.display().to_string();
+    harness.limits = Limits {
+        steps: args.step_budget,
+        time: Some(std::time::Duration::from_secs_f64(args.time_limit)),
+        elements: args.max_elements,
+        call_depth: args.max_call_depth as usize,
+    };
     let (text, stats) = if args.fd {
         let h = args.h.or(params.map(|p| p.h)).unwrap_or(1e-6);
         match harness.divided_differences(h) {
             Ok(j) => (j.to_out("DD"), None),
-            Err(e) => {
-                eprintln!("{file}: {e}");
-                return Ok(ExitCode::from(1));
-            }
+            Err(e) => return Ok(invalid(&file, format!("{e}{}", hint(&e.kind)))),
         }
     } else {
         let mode = match args.mode {
@@ -162,10 +276,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
                 };
                 (text, Some(outcome))
             }
-            Err(e) => {
-                eprintln!("{file}: {e}");
-                return Ok(ExitCode::from(1));
-            }
+            Err(e) => return Ok(invalid(&file, format!("{e}{}", hint(&e.kind)))),
         }
     };
     // The Jacobian file and the statistics file: both or neither.
@@ -215,26 +326,52 @@ pub struct CompareArgs {
     pub a: PathBuf,
     /// Second Jacobian file.
     pub b: PathBuf,
-    /// Relative tolerance.
-    #[arg(long, default_value_t = 1e-10)]
+    /// Relative tolerance (finite, not negative).
+    #[arg(long, default_value_t = 1e-10, value_parser = tolerance, allow_hyphen_values = true)]
     pub rel: f64,
-    /// Absolute tolerance.
-    #[arg(long, default_value_t = 1e-13)]
+    /// Absolute tolerance (finite, not negative).
+    #[arg(long, default_value_t = 1e-13, value_parser = tolerance, allow_hyphen_values = true)]
     pub abs: f64,
 }
 
-/// Runs `xaifb compare`: exit 0 when the files agree within the tolerances.
+/// Runs `xaifb compare`: exit 0 when the files agree within the tolerances,
+/// 1 when they differ or either is not a complete Jacobian of finite
+/// numbers.
 pub fn compare_files(args: CompareArgs) -> Result<ExitCode> {
-    let read = |p: &Path| -> Result<Jacobian> {
+    let read = |p: &Path| -> Result<std::result::Result<Jacobian, String>> {
         let text = crate::input::read_text(p)?;
-        Ok(Jacobian::parse(&text).map_err(|e| crate::input::invalid(p, e))?)
+        let name = p.display();
+        Ok(match Jacobian::parse(&text) {
+            Err(e) => Err(format!("{name}: {e}")),
+            Ok(j) => match j.first_non_finite() {
+                Some((k, i, x)) => Err(format!(
+                    "{name}: F({k},{i}) = {x} is not a finite number; a comparison with it means nothing"
+                )),
+                None => Ok(j),
+            },
+        })
     };
-    let (a, b) = (read(&args.a)?, read(&args.b)?);
+    let (a, b) = match (read(&args.a)?, read(&args.b)?) {
+        (Ok(a), Ok(b)) => (a, b),
+        (a, b) => {
+            for e in [a.err(), b.err()].into_iter().flatten() {
+                eprintln!("{e}");
+            }
+            return Ok(ExitCode::from(1));
+        }
+    };
     let c = match compare(&a, &b, args.rel, args.abs) {
         Ok(c) => c,
-        Err(e) => {
-            // Jacobians that cannot be compared are inputs in error.
-            eprintln!("{} versus {}: {e}", args.a.display(), args.b.display());
+        Err(_) => {
+            eprintln!(
+                "{} holds a {}x{} Jacobian but {} a {}x{} one",
+                args.a.display(),
+                a.m,
+                a.n,
+                args.b.display(),
+                b.m,
+                b.n
+            );
             return Ok(ExitCode::from(1));
         }
     };

@@ -249,32 +249,46 @@ impl TransformArgs {
         Ok(p)
     }
 
-    /// The text of an output program.
-    fn output_text(&self, mut p: Program) -> String {
+    /// Marks `p` as a transformation result (its schema location).
+    fn mark_output(&self, p: &mut Program) {
         let dir = self
             .schema
             .as_ref()
             .map(|d| d.display().to_string())
             .unwrap_or_default();
         p.mark_as_output(&dir);
-        xaif_model::write_program(&p)
+    }
+
+    /// Writes an output program to `path`, streaming its text into the
+    /// temporary file.
+    fn write_to(&self, mut p: Program, path: &Path) -> Result<()> {
+        self.mark_output(&mut p);
+        let result =
+            crate::output::write_atomic_with(path, |w| xaif_model::write_program_to(&p, w));
+        release(p);
+        result
     }
 
     /// Writes the output program together with the job's other outputs
     /// (the -d file with `debug`, and what `outputs` holds): all or none.
-    /// Without -o the program goes to standard output.
-    pub fn write(&self, mut outputs: Outputs, debug: &str, p: Program) -> Result<()> {
-        let text = self.output_text(p);
+    /// The program is streamed into its temporary file, or to standard
+    /// output without -o.
+    pub fn write(&self, mut outputs: Outputs, debug: &str, mut p: Program) -> Result<()> {
+        self.mark_output(&mut p);
         if let Some(path) = &self.debug_file {
             outputs.add(path, debug.as_bytes())?;
         }
         if let Some(path) = &self.output {
-            outputs.add(path, text.as_bytes())?;
+            outputs.add_with(path, |w| xaif_model::write_program_to(&p, w))?;
         }
         outputs.commit()?;
         if self.output.is_none() {
-            print!("{text}");
+            use std::io::Write;
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, crate::console::Stdout);
+            xaif_model::write_program_to(&p, &mut out)?;
+            out.flush()?;
         }
+        release(p);
         Ok(())
     }
 
@@ -287,6 +301,19 @@ impl TransformArgs {
         }
     }
 }
+
+/// Hands a program that is no longer needed back. A one-file call ends
+/// right after writing its result, and freeing a large model piece by
+/// piece costs a tenth of the run, so a one-file call leaves that to the
+/// process's exit; batch workers free as usual.
+fn release(p: Program) {
+    if ONE_FILE.load(std::sync::atomic::Ordering::Relaxed) {
+        std::mem::forget(p);
+    }
+}
+
+/// Whether this process transforms one file (see [`release`]).
+static ONE_FILE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn write_dots(
     outputs: &mut Outputs,
@@ -341,7 +368,8 @@ where
         let program = common.read_input(input)?;
         let result = transform(&program).map_err(|e| format!("{}: {e}", input.display()))?;
         let dest = out_dir.join(rel);
-        crate::output::write_atomic(&dest, common.output_text(result).as_bytes())
+        common
+            .write_to(result, &dest)
             .map_err(|e| crate::batch::output_failure(input, &e))?;
         Ok(Some(format!("written to {}", dest.display())))
     });
@@ -368,6 +396,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
                 .map_err(|e| e.to_string())
         });
     }
+    ONE_FILE.store(true, std::sync::atomic::Ordering::Relaxed);
     let program = match args.input() {
         Ok(p) => p,
         Err(e) => return fail(e),
@@ -419,6 +448,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
         });
         outputs.add(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
+    release(program);
     if args.debug_mask & 16 != 0 {
         args.debug(
             &mut debug,
@@ -464,6 +494,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
                 .map_err(|e| e.to_string())
         });
     }
+    ONE_FILE.store(true, std::sync::atomic::Ordering::Relaxed);
     let program = match common.input() {
         Ok(p) => p,
         Err(e) => return fail(e),
@@ -505,6 +536,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         });
         outputs.add(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
+    release(program);
     if common.debug_mask & 16 != 0 {
         common.debug(
             &mut debug,
