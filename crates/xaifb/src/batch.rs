@@ -257,6 +257,10 @@ thread_local! {
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
+/// The message and place of the last panic on any thread (for a panic
+/// carried over from a helper thread, such as the interpreter's).
+static ANY_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
 /// Replaces the panic message on standard error by a record the batch
 /// reports as an internal error of its file (set `XAIFB_BACKTRACE` to see
 /// the usual message and backtrace as well).
@@ -275,7 +279,9 @@ pub fn install_panic_hook() {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{msg}{place}")));
+        let record = format!("{msg}{place}");
+        *ANY_PANIC.lock().unwrap_or_else(|p| p.into_inner()) = Some(record.clone());
+        LAST_PANIC.with(|p| *p.borrow_mut() = Some(record));
         if verbose {
             default(info);
         }
@@ -287,6 +293,7 @@ pub fn catch<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
     std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|_| {
         LAST_PANIC
             .with(|p| p.borrow_mut().take())
+            .or_else(|| ANY_PANIC.lock().unwrap_or_else(|p| p.into_inner()).take())
             .unwrap_or_else(|| "panic".to_string())
     })
 }

@@ -442,6 +442,26 @@ pub fn corpus_seeds(shared: &Path, max_bytes: u64) -> Vec<Seed> {
     out
 }
 
+/// Generated programs shaped like model code (`crate::scale`): several
+/// routines, loops, branches and a call DAG, which the corpus's small
+/// examples seldom combine.
+pub fn generated_seeds() -> Vec<Seed> {
+    [(2, 40, 1), (3, 90, 2), (5, 150, 3), (8, 300, 4)]
+        .into_iter()
+        .map(|(routines, statements, seed)| Seed {
+            name: format!("generated/{routines}x{statements}"),
+            text: crate::scale::program(&crate::scale::Shape {
+                routines,
+                statements,
+                seed,
+            })
+            .into_bytes(),
+            n: 10,
+            m: 10,
+        })
+        .collect()
+}
+
 struct Shared<'a> {
     cfg: &'a Config,
     seeds: Vec<Seed>,
@@ -552,6 +572,7 @@ pub fn run(cfg: &Config) -> Report {
         v
     };
     let mut seeds = corpus_seeds(&cfg.shared, cfg.max_seed_bytes);
+    seeds.extend(generated_seeds());
     seeds.extend(cfg.extra_seeds.iter().cloned());
     assert!(
         !seeds.is_empty(),
