@@ -145,6 +145,9 @@ struct RobustArgs {
     /// The reference material (default: $XAIFB_SHARED or ../shared).
     #[arg(long)]
     shared: Option<PathBuf>,
+    /// Test this xaifb binary instead of building the workspace's.
+    #[arg(long)]
+    xaifb: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -307,10 +310,15 @@ fn bench(args: BenchArgs) -> Result<()> {
 
 fn robust(args: RobustArgs) -> Result<()> {
     let shared = args.shared.unwrap_or_else(shared_dir);
-    let mut build = cargo();
-    build.args(["build", "--release", "-p", "xaifb"]);
-    run(build)?;
-    let xaifb = target_dir().join("release").join("xaifb");
+    let xaifb = match args.xaifb {
+        Some(bin) => bin.canonicalize().context("the xaifb binary")?,
+        None => {
+            let mut build = cargo();
+            build.args(["build", "--release", "-p", "xaifb"]);
+            run(build)?;
+            target_dir().join("release").join("xaifb")
+        }
+    };
     let work = args.work.unwrap_or_else(|| target_dir().join("robust"));
     let work = if work.is_absolute() {
         work
