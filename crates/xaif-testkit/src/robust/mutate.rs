@@ -219,6 +219,9 @@ pub struct Context<'a> {
     pub secret: &'a std::path::Path,
     /// Intrinsic names of the catalogue (for arity changes).
     pub intrinsics: &'a [String],
+    /// Largest repetition of deep and wide mutations (expression depth,
+    /// copies of an element).
+    pub max_repeat: usize,
 }
 
 /// Odd attribute values: empty, negative, integer limits, huge, non-finite,
@@ -588,13 +591,13 @@ pub fn apply(kind: &str, text: &[u8], rng: &mut Rng, ctx: &Context<'_>) -> Optio
             }
             Some(splice(text, (e.tag_end, e.tag_end), &ins))
         }
-        "deep-expression" => deep_expression(text, &els, rng),
+        "deep-expression" => deep_expression(text, &els, rng, ctx.max_repeat),
         "wide" => {
             if non_root.is_empty() {
                 return None;
             }
             let e = *rng.pick(&non_root);
-            let n = *rng.pick(&[1000usize, 10_000, 50_000]);
+            let n = (*rng.pick(&[1000usize, 10_000, 50_000])).min(ctx.max_repeat);
             let copy = &text[e.start..e.end];
             let mut ins = Vec::with_capacity(copy.len() * n);
             for _ in 0..n {
@@ -765,7 +768,7 @@ pub fn apply(kind: &str, text: &[u8], rng: &mut Rng, ctx: &Context<'_>) -> Optio
 /// Replaces the expression of an assignment by a chain of `n` nested calls
 /// of one-argument intrinsics around its first leaf: flat XML, deep
 /// expression.
-fn deep_expression(text: &[u8], els: &[Elem], rng: &mut Rng) -> Option<Vec<u8>> {
+fn deep_expression(text: &[u8], els: &[Elem], rng: &mut Rng, max: usize) -> Option<Vec<u8>> {
     let assigns: Vec<&Elem> = els.iter().filter(|e| e.name == "Assignment").collect();
     if assigns.is_empty() {
         return None;
@@ -774,7 +777,7 @@ fn deep_expression(text: &[u8], els: &[Elem], rng: &mut Rng) -> Option<Vec<u8>> 
     let rhs = els
         .iter()
         .find(|e| e.name == "AssignmentRHS" && e.start > asg.start && e.end <= asg.end)?;
-    let n = *rng.pick(&[1000usize, 10_000, 30_000]);
+    let n = (*rng.pick(&[1000usize, 10_000, 30_000])).min(max);
     let op = *rng.pick(&[
         "sin_scal",
         "cos_scal",
@@ -884,6 +887,7 @@ mod tests {
         let ctx = Context {
             secret,
             intrinsics: &[],
+            max_repeat: 1000,
         };
         for kind in KINDS {
             let a = apply(kind, DOC, &mut Rng::new(7), &ctx);
