@@ -17,6 +17,7 @@ fn mode_name(mode: Mode) -> &'static str {
         Mode::Tangent => "tangent",
         Mode::Split => "split",
         Mode::Joint => "joint",
+        Mode::Trace => "trace",
     }
 }
 

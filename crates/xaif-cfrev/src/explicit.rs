@@ -440,10 +440,28 @@ struct Frame {
     controlled: Vec<SymbolId>,
 }
 
+/// What the user says about loops (the reference driver's `-U`, `-u` and
+/// `-t`): by default a loop runs backwards only when the analysis proves
+/// its variable and bounds unchanged by its body.
+#[derive(Clone, Debug, Default)]
+pub struct LoopPolicy {
+    /// `-U`: for loops the front end marked simple (`reversal="explicit"`),
+    /// bound variables the body may change are ignored: the user vouches
+    /// for them.
+    pub trust_hints: bool,
+    /// `-u`: asked, for each such variable of a loop marked simple, whether
+    /// to ignore it (the question names the loop and the variable).
+    pub ask: Option<fn(&str) -> bool>,
+    /// `-t`: global variables that no routine the top routine reaches
+    /// writes (quasi-constant): never changed, never restored.
+    pub quasi_constant: FxHashSet<SymbolId>,
+}
+
 struct Planner<'c, 'p> {
     ctx: &'c Ctx<'p>,
     local: ScopeId,
     plan: LoopPlan,
+    policy: &'c LoopPolicy,
 }
 
 impl Planner<'_, '_> {
@@ -451,11 +469,13 @@ impl Planner<'_, '_> {
     /// (or as an outermost loop when `frame` is `None`).
     fn explicit_in(
         &self,
+        vertex: VertexId,
         l: &ExplicitLoop,
         body: &[Region],
         frame: Option<&Frame>,
         outer_fx: Option<&Effects>,
     ) -> Option<(SymbolId, Vec<SymbolId>)> {
+        let hinted = self.ctx.p.vertices[vertex].attrs.get("reversal") == Some("explicit");
         let ctx = self.ctx;
         let var = ctx.symbol_of(&l.var.graph)?;
         let mut body_fx = Effects::default();
@@ -474,7 +494,7 @@ impl Planner<'_, '_> {
                 return None;
             }
             let controlled = frame.is_some_and(|f| f.controlled.contains(&s));
-            if controlled {
+            if controlled || self.policy.quasi_constant.contains(&s) {
                 continue;
             }
             let changes = match (frame, outer_fx) {
@@ -486,7 +506,7 @@ impl Planner<'_, '_> {
                 (None, Some(fx)) => fx.changes(ctx.p, s, self.local),
                 (None, None) => true,
             };
-            if changes {
+            if changes && !(hinted && self.vouched(vertex, s)) {
                 return None;
             }
             if !restore.contains(&s) {
@@ -494,6 +514,24 @@ impl Planner<'_, '_> {
             }
         }
         Some((var, restore))
+    }
+
+    /// Whether the user vouches that `s` does not change in the simple loop
+    /// `vertex` (`-U`, or `-u` and a yes).
+    fn vouched(&self, vertex: VertexId, s: SymbolId) -> bool {
+        if self.policy.trust_hints {
+            return true;
+        }
+        let Some(ask) = self.policy.ask else {
+            return false;
+        };
+        let v = &self.ctx.p.vertices[vertex];
+        ask(&format!(
+            "loop {} (line {}) is marked simple, but its body may change `{}`: ignore that?",
+            v.attrs.get("vertex_id").unwrap_or("?"),
+            v.attrs.get("lineNumber").unwrap_or("?"),
+            self.ctx.p.symbols[s].name()
+        ))
     }
 
     fn visit(&mut self, regions: &[Region], frame: Option<&Frame>) {
@@ -530,7 +568,7 @@ impl Planner<'_, '_> {
                             region_effects(self.ctx, std::slice::from_ref(r), &mut fx);
                             let ok = header
                                 .as_ref()
-                                .and_then(|h| self.explicit_in(h, body, None, Some(&fx)));
+                                .and_then(|h| self.explicit_in(*vertex, h, body, None, Some(&fx)));
                             match (header, ok) {
                                 (Some(h), Some((var, restore))) => {
                                     self.plan.explicit.insert(*vertex, h);
@@ -550,7 +588,7 @@ impl Planner<'_, '_> {
                         Some(f) => {
                             let ok = header
                                 .as_ref()
-                                .and_then(|h| self.explicit_in(h, body, Some(f), None));
+                                .and_then(|h| self.explicit_in(*vertex, h, body, Some(f), None));
                             match (header, ok) {
                                 (Some(h), Some((var, restore))) => {
                                     self.plan.explicit.insert(*vertex, h);
@@ -585,7 +623,18 @@ impl Planner<'_, '_> {
 /// Decides which loops of a structured routine body run backwards
 /// explicitly. `local` is the routine's scope.
 pub fn plan(ctx: &Ctx<'_>, local: ScopeId, regions: &[Region]) -> LoopPlan {
+    plan_with(ctx, local, regions, &LoopPolicy::default())
+}
+
+/// [`plan`] under what the user says about loops.
+pub fn plan_with(
+    ctx: &Ctx<'_>,
+    local: ScopeId,
+    regions: &[Region],
+    policy: &LoopPolicy,
+) -> LoopPlan {
     let mut planner = Planner {
+        policy,
         ctx,
         local,
         plan: LoopPlan::default(),

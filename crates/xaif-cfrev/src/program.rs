@@ -64,6 +64,24 @@ pub struct AdjointOptions {
     /// reference engine does, instead of only those the routine or the
     /// code after it may overwrite (to-be-recorded analysis).
     pub full_checkpoints: bool,
+    /// `-F`: how the front end decorated names (for `-p` and `-w`).
+    pub decoration: xaif_model::Decoration,
+    /// `-w`: routines without a body that have hand-written wrappers.
+    pub wrappers: Vec<String>,
+    /// `-C`: `countmult(n)`/`countadd(n)` at the end of every basic
+    /// block's taping code.
+    pub counters: bool,
+    /// `-b`: pessimistic assumptions for routines without a body in the
+    /// to-be-recorded analysis that narrows argument checkpoints.
+    pub pessimistic_black_boxes: bool,
+    /// `-U`: loops the front end marked simple run backwards even where
+    /// the body may change a bound variable.
+    pub ignore_simple_loop_violations: bool,
+    /// `-u`: asked per such variable (the driver asks the user).
+    pub ask_simple_loop_violations: Option<fn(&str) -> bool>,
+    /// `-t`: the top-level routine, whose reach decides which globals are
+    /// quasi-constant.
+    pub top: Option<String>,
 }
 
 /// Per-routine taping statistics (`--stats-json` of the adjoint).
@@ -128,7 +146,13 @@ pub fn adjoint(
         mut names,
         routines,
         direct,
-    } = Start::new(p, noninlinable, &options.passive)?;
+    } = Start::with_names(
+        p,
+        noninlinable,
+        &options.passive,
+        options.decoration,
+        &options.wrappers,
+    )?;
     let is_direct = |name: &str| direct.contains(name);
     let env = BlockEnv {
         catalogue,
@@ -138,10 +162,18 @@ pub fn adjoint(
         elimination: &options.elimination,
     };
     let passed = variables_passed(p);
+    let policy = crate::explicit::LoopPolicy {
+        trust_hints: options.ignore_simple_loop_violations,
+        ask: options.ask_simple_loop_violations,
+        quasi_constant: match &options.top {
+            Some(top) => quasi_constant(p, &ctx, &routines, top)?,
+            None => Default::default(),
+        },
+    };
     let changes = if options.full_checkpoints {
         None
     } else {
-        Changes::new(p)
+        Changes::new(p, options.pessimistic_black_boxes)
     };
     let mut stats = TransformStats::default();
     let mut tapes = Vec::new();
@@ -186,7 +218,7 @@ pub fn adjoint(
                 LoopPlan::default()
             } else {
                 crate::region::parse(p, *cfg)
-                    .map(|regions| crate::explicit::plan(&ctx, scope, &regions))
+                    .map(|regions| crate::explicit::plan_with(&ctx, scope, &regions, &policy))
                     .unwrap_or_default()
             };
             let mut plan = plan;
@@ -215,8 +247,17 @@ pub fn adjoint(
                     } else {
                         None
                     };
-                    let block = adjoint_block(&ctx, &mut target, &env, stmts, stable.as_ref())
+                    let mut block = adjoint_block(&ctx, &mut target, &env, stmts, stable.as_ref())
                         .map_err(|e| TransformError::Input(format!("routine `{name}`: {e}")))?;
+                    if options.counters {
+                        let mut total = xaif_linearize::flatten::GraphStats::default();
+                        for g in &block.graphs {
+                            total.add(g);
+                        }
+                        block
+                            .taping
+                            .extend(xaif_linearize::tangent::counter_calls(&mut out, &total));
+                    }
                     if with_plan {
                         plan.add_reads(v, &block.stable_reads);
                         let mut bstats = BlockStats {
@@ -464,7 +505,7 @@ struct Changes<'p> {
 impl<'p> Changes<'p> {
     /// `None` when the analysis cannot answer for the whole program: it
     /// fails, or a marker may stand for a store the XAIF does not carry.
-    fn new(p: &'p Program) -> Option<Self> {
+    fn new(p: &'p Program, pessimistic_black_boxes: bool) -> Option<Self> {
         let opaque = p.stmts.iter().any(|(_, s)| {
             matches!(s.kind, StmtKind::Marker)
                 && crate::explicit::marker_may_store(s.attrs.get("annotation").unwrap_or(""))
@@ -476,7 +517,8 @@ impl<'p> Changes<'p> {
             tbr: true,
             ..Default::default()
         };
-        let analysis = xaif_dataflow::analyze(p, &config).ok()?;
+        let analysis =
+            xaif_dataflow::analyze_with_black_boxes(p, &config, pessimistic_black_boxes).ok()?;
         analysis.tbr.as_ref()?;
         Some(Changes { analysis })
     }
@@ -593,6 +635,109 @@ fn checkpoint_cfg(out: &mut Program, rid: RoutineId, scope_id: &str, stmts: Vec<
 }
 
 /// A copy of `cfg` (new vertex and edge entries, same statements).
+/// `-t`: the global variables (of scopes that belong to no routine) that
+/// no routine reachable from `top` writes. Writes are assignments, call
+/// arguments and inlinable-call arguments; a marker that may stand for a
+/// store leaves nothing quasi-constant.
+fn quasi_constant(
+    p: &Program,
+    ctx: &Ctx<'_>,
+    routines: &xaif_model::RoutineIndex,
+    top: &str,
+) -> Result<rustc_hash::FxHashSet<SymbolId>, TransformError> {
+    let start = p
+        .routines
+        .iter()
+        .find(|(_, r)| {
+            r.has_body(p)
+                && (r.symbol_name() == top
+                    || xaif_model::fortran_routine_name(r.symbol_name())
+                        == top.to_ascii_lowercase())
+        })
+        .map(|(id, _)| id)
+        .ok_or_else(|| {
+            TransformError::Input(format!("-t {top}: no routine of that name with code"))
+        })?;
+    let routine_scopes: rustc_hash::FxHashSet<&str> = p
+        .routines
+        .iter()
+        .filter_map(|(_, r)| r.attrs.get("controlflowgraph_scope_id"))
+        .collect();
+    let is_global = |s: SymbolId| {
+        let sym = &p.symbols[s];
+        sym.kind() == xaif_model::SymbolKind::Variable
+            && !routine_scopes.contains(p.scopes[sym.scope].attrs.get("vertex_id").unwrap_or(""))
+    };
+    let mut written: rustc_hash::FxHashSet<String> = rustc_hash::FxHashSet::default();
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut work = vec![start];
+    while let Some(r) = work.pop() {
+        if !seen.insert(r) {
+            continue;
+        }
+        let RoutineBody::Graph(cfg) = &p.routines[r].body else {
+            continue;
+        };
+        let mut note = |g: &xaif_model::RefGraph| {
+            if let Some(s) = ctx.symbol_of(g) {
+                written.insert(xaif_model::base_name(p.symbols[s].name()));
+            }
+        };
+        for v in p.cfgs[*cfg].vertex_ids() {
+            let stmts: Vec<StmtId> = match &p.vertices[v].kind {
+                VertexKind::BasicBlock(s) => s.clone(),
+                VertexKind::ForLoop { init, update, .. } => {
+                    init.iter().chain(update).copied().collect()
+                }
+                _ => Vec::new(),
+            };
+            for s in stmts {
+                match &p.stmts[s].kind {
+                    StmtKind::Assignment(a) => note(&a.lhs.graph),
+                    StmtKind::SubroutineCall(args) => {
+                        for a in args {
+                            if let xaif_model::ArgValue::Variable(v) = &a.value {
+                                note(&v.graph);
+                            }
+                        }
+                        if let Some(c) = p.stmts[s]
+                            .attrs
+                            .get("symbol_id")
+                            .and_then(|c| routines.get(c))
+                        {
+                            work.push(c);
+                        }
+                    }
+                    StmtKind::InlinableCall(args) => {
+                        for a in args {
+                            match a {
+                                xaif_model::InlinableArg::Argument(a) => {
+                                    if let xaif_model::ArgValue::Variable(v) = &a.value {
+                                        note(&v.graph);
+                                    }
+                                }
+                                xaif_model::InlinableArg::Substitute(v) => note(&v.graph),
+                            }
+                        }
+                    }
+                    StmtKind::Marker => {
+                        if crate::explicit::marker_may_store(
+                            p.stmts[s].attrs.get("annotation").unwrap_or(""),
+                        ) {
+                            return Ok(Default::default());
+                        }
+                    }
+                    StmtKind::DerivativePropagator(_) => {}
+                }
+            }
+        }
+    }
+    Ok(p.symbols
+        .ids()
+        .filter(|&s| is_global(s) && !written.contains(&xaif_model::base_name(p.symbols[s].name())))
+        .collect())
+}
+
 fn copy_cfg(p: &Program, out: &mut Program, rid: RoutineId, cfg: CfgId) -> CfgId {
     let new = out.cfgs.alloc(Cfg {
         routine: rid,

@@ -153,6 +153,17 @@ pub struct ProgramFacts<'p> {
 impl<'p> ProgramFacts<'p> {
     /// Resolves and indexes `p` (a program that passed the validation gate).
     pub fn new(p: &'p Program) -> Self {
+        Self::with_black_boxes(p, false)
+    }
+
+    /// [`ProgramFacts::new`] with the assumption made about routines
+    /// without a body (black boxes). Optimistic (`false`, the default): a
+    /// call may read and overwrite its variable arguments, each depending
+    /// on all of them. Pessimistic (`true`, the reference driver's `-b`):
+    /// it may also read and overwrite every global variable, which then
+    /// depends on all arguments and globals (seed "TBR analysis" §4: the
+    /// call's `Dep` relates everything it may touch).
+    pub fn with_black_boxes(p: &'p Program, pessimistic: bool) -> Self {
         let mut res = Resolver::new(p);
         let mut routines = Vec::new();
         let mut flows = FxHashMap::default();
@@ -218,6 +229,14 @@ impl<'p> ProgramFacts<'p> {
                     }
                 }
             }
+            if pessimistic && calls_black_box(p, fg) {
+                for sym in global_variables(p) {
+                    let st = res.storage_of(r, sym);
+                    if matches!(res.storages[st.index()].key, StorageKey::Shared(_)) {
+                        u.entry(st).or_default();
+                    }
+                }
+            }
             used.insert(r, u);
             formals.insert(r, f);
         }
@@ -277,7 +296,7 @@ impl<'p> ProgramFacts<'p> {
                 .flat_map(|n| n.stmts.iter().copied())
                 .collect();
             for s in stmts {
-                let e = effect(p, &mut res, &facts, &callgraph, r, s);
+                let e = effect(p, &mut res, &facts, &callgraph, r, s, pessimistic);
                 effects.insert(s, e);
             }
             facts.get_mut(&r).expect("analysed routine").effects = effects;
@@ -529,6 +548,38 @@ fn all_reads(p: &Program, res: &mut Resolver, u: &Universe, r: RoutineId, s: Stm
     out
 }
 
+/// Whether a flow graph calls a routine without a body.
+fn calls_black_box(p: &Program, fg: &FlowGraph) -> bool {
+    let routines = xaif_model::RoutineIndex::new(p);
+    fg.nodes.iter().flat_map(|n| n.stmts.iter()).any(|s| {
+        matches!(p.stmts[*s].kind, StmtKind::SubroutineCall(_))
+            && p.stmts[*s]
+                .attrs
+                .get("symbol_id")
+                .and_then(|c| routines.get(c))
+                .is_none_or(|r| !p.routines[r].has_body(p))
+    })
+}
+
+/// The variables of scopes that belong to no routine (the global scope and
+/// modules), temporaries left out.
+fn global_variables(p: &Program) -> Vec<SymbolId> {
+    let routine_scopes: BTreeSet<&str> = p
+        .routines
+        .iter()
+        .filter_map(|(_, r)| r.attrs.get("controlflowgraph_scope_id"))
+        .collect();
+    p.symbols
+        .iter()
+        .filter(|(_, s)| {
+            s.kind() == xaif_model::SymbolKind::Variable
+                && !s.attrs.flag("temp", false)
+                && !routine_scopes.contains(p.scopes[s.scope].attrs.get("vertex_id").unwrap_or(""))
+        })
+        .map(|(id, _)| id)
+        .collect()
+}
+
 fn effect(
     p: &Program,
     res: &mut Resolver,
@@ -536,6 +587,7 @@ fn effect(
     cg: &CallGraph,
     r: RoutineId,
     s: StmtId,
+    pessimistic: bool,
 ) -> Effect {
     let u = &facts[&r].universe;
     let mut e = Effect {
@@ -610,8 +662,22 @@ fn effect(
                 }
                 None => {
                     e.opaque = true;
-                    e.writes = actuals.clone();
-                    e.dp = actuals
+                    let mut touched = actuals.clone();
+                    if pessimistic {
+                        for (slot, sl) in u.slots() {
+                            if matches!(res.storages[sl.storage.index()].key, StorageKey::Shared(_))
+                            {
+                                touched.push(slot);
+                            }
+                        }
+                        touched.sort_unstable();
+                        touched.dedup();
+                        e.reads.extend(touched.iter().copied());
+                        e.reads.sort_unstable();
+                        e.reads.dedup();
+                    }
+                    e.writes = touched.clone();
+                    e.dp = touched
                         .iter()
                         .copied()
                         .filter(|x| res.storages[u.slot(*x).storage.index()].differentiable)

@@ -80,7 +80,18 @@ pub struct Analysis<'p> {
 
 /// Analyses a program that passed [`xaif_model::validate_program`].
 pub fn analyze<'p>(p: &'p Program, config: &Config) -> Result<Analysis<'p>, DataflowError> {
-    let facts = ProgramFacts::new(p);
+    analyze_with_black_boxes(p, config, false)
+}
+
+/// [`analyze`] with the pessimistic assumption for routines without a
+/// body when `pessimistic` (the reference driver's `-b`): see
+/// [`ProgramFacts::with_black_boxes`].
+pub fn analyze_with_black_boxes<'p>(
+    p: &'p Program,
+    config: &Config,
+    pessimistic: bool,
+) -> Result<Analysis<'p>, DataflowError> {
+    let facts = ProgramFacts::with_black_boxes(p, pessimistic);
     let activity = analyze_activity(&facts, &config.activity, config.solver)?;
     let tbr = config
         .tbr

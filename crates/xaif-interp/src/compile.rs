@@ -191,6 +191,9 @@ pub enum ENode {
     Ref(Box<CRef>),
     /// An operation on the values of earlier nodes.
     Op(Op, Vec<Operand>),
+    /// A tracing version of an intrinsic (`oad_tan_scal`): the intrinsic,
+    /// and for `tan` a `<Tan sd=".."/>` trace record.
+    Traced(Op, Vec<Operand>),
     /// An inquiry on a variable, with further value operands.
     Inquiry(Inquiry, Box<CRef>, Vec<Operand>),
     /// Something that cannot be evaluated.
@@ -265,6 +268,73 @@ pub enum InlineOp {
     AllocateShape,
     /// `oad_ShapeTest(a, b)`: only checks shapes.
     ShapeTest,
+    /// `countmult(n)` (`true`) and `countadd(n)` of `-C`: add `n` to the
+    /// run's operation counters.
+    Count(bool),
+    /// An `oad_trace_*` call of trace output: writes one record.
+    Trace(TraceRecord),
+}
+
+/// The records of OpenAD's trace run-time support (`OAD_trace.f90`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceRecord {
+    /// `oad_trace_call(name, line)`: `<Call name=".." line="..">`.
+    Call,
+    /// `</Call>`.
+    ECall,
+    /// `oad_trace_arg(name)`: `<Arg name="..">`.
+    Arg,
+    /// `</Arg>`.
+    EArg,
+    /// `oad_trace_index(i)`: `<Index val=".."/>`.
+    Index,
+    /// `oad_trace_loop(line)`: `<Loop line="..">`.
+    Loop,
+    /// `</Loop>`.
+    ELoop,
+    /// `oad_trace_branch(line)`: `<Branch line="..">`.
+    Branch,
+    /// `</Branch>`.
+    EBranch,
+    /// `<Initialization>`.
+    Initialization,
+    /// `</Initialization>`.
+    EInitialization,
+    /// `<Condition>`.
+    Condition,
+    /// `</Condition>`.
+    ECondition,
+    /// `<Update>`.
+    Update,
+    /// `</Update>`.
+    EUpdate,
+    /// `oad_trace_CFval(i)`: `<Cfval val=".."/>`.
+    CfVal,
+}
+
+impl TraceRecord {
+    /// The record of `oad_trace_<name>`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "call" => TraceRecord::Call,
+            "ecall" => TraceRecord::ECall,
+            "arg" => TraceRecord::Arg,
+            "earg" => TraceRecord::EArg,
+            "index" => TraceRecord::Index,
+            "loop" => TraceRecord::Loop,
+            "eloop" => TraceRecord::ELoop,
+            "branch" => TraceRecord::Branch,
+            "ebranch" => TraceRecord::EBranch,
+            "initialization" => TraceRecord::Initialization,
+            "einitialization" => TraceRecord::EInitialization,
+            "condition" => TraceRecord::Condition,
+            "econdition" => TraceRecord::ECondition,
+            "update" => TraceRecord::Update,
+            "eupdate" => TraceRecord::EUpdate,
+            "cfval" => TraceRecord::CfVal,
+            _ => return None,
+        })
+    }
 }
 
 /// A derivative propagator entry.
@@ -1196,7 +1266,12 @@ impl<'a> Compiler<'a> {
                 }
                 match op(name) {
                     Some(op) => ENode::Op(op, ops),
-                    None => ENode::Refuse(ErrorKind::UnknownIntrinsic(name.to_string())),
+                    // Trace output's tracing versions of non-smooth
+                    // intrinsics (`oad_tan_scal`, …).
+                    None => match name.strip_prefix("oad_").and_then(op) {
+                        Some(op) => ENode::Traced(op, ops),
+                        None => ENode::Refuse(ErrorKind::UnknownIntrinsic(name.to_string())),
+                    },
                 }
             }
             ExprVertexKind::FunctionCall(_) => ENode::Refuse(ErrorKind::Unsupported(format!(
@@ -1390,7 +1465,14 @@ fn inline_op(name: &str) -> Option<InlineOp> {
         "oad_AllocateMatching" => InlineOp::AllocateMatching,
         "oad_AllocateShape" => InlineOp::AllocateShape,
         "oad_ShapeTest" => InlineOp::ShapeTest,
-        _ => return checkpoint_op(name),
+        "countmult" => InlineOp::Count(true),
+        "countadd" => InlineOp::Count(false),
+        _ => {
+            if let Some(record) = name.strip_prefix("oad_trace_") {
+                return TraceRecord::from_name(record).map(InlineOp::Trace);
+            }
+            return checkpoint_op(name);
+        }
     })
 }
 

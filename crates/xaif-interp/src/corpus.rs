@@ -38,11 +38,11 @@ pub struct Example {
 }
 
 impl Example {
-    /// The reference output file for `mode` (`Plain` gives the front-end
-    /// input).
+    /// The reference output file for `mode` (`Plain` and `Trace` give
+    /// the front-end input).
     pub fn reference(&self, mode: Mode) -> PathBuf {
         self.dir.join(match mode {
-            Mode::Plain => "tlmhead_sf.pre.xaif",
+            Mode::Plain | Mode::Trace => "tlmhead_sf.pre.xaif",
             Mode::Tangent => "tlmnonehead_sf.pre.xb.xaif",
             Mode::Split => "admsplithead_sf.pre.xb.xaif",
             Mode::Joint => "admjointhead_sf.pre.xb.xaif",
@@ -64,7 +64,7 @@ impl Example {
             Mode::Tangent => &self.oracle_tlm,
             Mode::Split => &self.oracle_split,
             Mode::Joint => &self.oracle_joint,
-            Mode::Plain => "",
+            Mode::Plain | Mode::Trace => "",
         }
     }
 

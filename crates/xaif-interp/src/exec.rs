@@ -74,6 +74,9 @@ pub enum Template {
     Split,
     /// Joint reversal: the five-test state machine.
     Joint,
+    /// Trace output (`tracing_subroutine_template`): every routine runs
+    /// its placeholder 2, the copy that writes trace records.
+    Trace,
 }
 
 /// Counters of one run.
@@ -111,6 +114,10 @@ pub struct Stats {
     pub peak_elements: u64,
     /// Deepest nesting of routine calls.
     pub peak_call_depth: u64,
+    /// Multiplications counted by `countmult` calls (`-C` output).
+    pub counted_multiplications: u64,
+    /// Additions counted by `countadd` calls (`-C` output).
+    pub counted_additions: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -194,6 +201,8 @@ pub struct Machine<'p> {
     frame_slots: usize,
     remembered: FxHashMap<(usize, u32), Shape>,
     derivative_code: bool,
+    /// Trace records written so far (trace output), one per line.
+    pub trace: Vec<String>,
 }
 
 /// Work between two readings of the clock: about a millisecond.
@@ -240,6 +249,7 @@ impl<'p> Machine<'p> {
             frame_slots: 0,
             remembered: FxHashMap::default(),
             derivative_code: false,
+            trace: Vec::new(),
         }
     }
 
@@ -648,6 +658,7 @@ impl<'p> Machine<'p> {
             Body::Empty => Err(err(ErrorKind::NoBody(routine.name.clone()))),
             Body::Plain(g) => self.run_cfg(g),
             Body::Template(_) => match self.template {
+                Template::Trace => self.run_placeholder(r, 2),
                 Template::Split => {
                     let f = self.flags;
                     if f.plain {
@@ -1026,6 +1037,21 @@ impl<'p> Machine<'p> {
                 if per > 0 && !v.is_empty() && matches!(v.elem(0), Scalar::Real(_)) {
                     self.count(per * v.len() as u64);
                 }
+                Ok(v)
+            }
+            ENode::Traced(op, operands) => {
+                let args = take_operands(values, operands);
+                // `<Tan sd=".."/>`: which branch of tan the argument is on.
+                let record = match (op, args.first()) {
+                    (crate::compile::Op::Tan, Some(Value::Scalar(Scalar::Real(x)))) => {
+                        let half = std::f64::consts::FRAC_PI_2;
+                        let sd = ((x + half) / std::f64::consts::PI).trunc() as i64;
+                        Some(format!("<Tan sd=\"{sd}\"/>"))
+                    }
+                    _ => None,
+                };
+                let v = intrinsics::apply(*op, &args).map_err(err)?;
+                self.trace.extend(record);
                 Ok(v)
             }
             ENode::Inquiry(q, r, operands) => {
@@ -1865,6 +1891,54 @@ impl<'p> Machine<'p> {
                 self.allocate(target, &shape)
             }
             InlineOp::ShapeTest => Ok(()),
+            InlineOp::Count(mult) => {
+                let n = self
+                    .arg_value(args, 0, op)?
+                    .elem(0)
+                    .as_int()
+                    .unwrap_or(0)
+                    .max(0) as u64;
+                if mult {
+                    self.stats.counted_multiplications += n;
+                } else {
+                    self.stats.counted_additions += n;
+                }
+                Ok(())
+            }
+            InlineOp::Trace(record) => {
+                let text = |m: &mut Self, k: usize| -> Result<String> {
+                    Ok(match m.arg_value(args, k, op)?.elem(0) {
+                        Scalar::Str(s) => s.trim_end().to_string(),
+                        Scalar::Int(i) => i.to_string(),
+                        other => format!("{other:?}"),
+                    })
+                };
+                use crate::compile::TraceRecord as T;
+                let line = match record {
+                    T::Call => format!(
+                        "<Call name=\"{}\" line=\"{}\">",
+                        text(self, 0)?,
+                        text(self, 1)?
+                    ),
+                    T::ECall => "</Call>".into(),
+                    T::Arg => format!("<Arg name=\"{}\">", text(self, 0)?),
+                    T::EArg => "</Arg>".into(),
+                    T::Index => format!("<Index val=\"{}\"/>", text(self, 0)?),
+                    T::Loop => format!("<Loop line=\"{}\">", text(self, 0)?),
+                    T::ELoop => "</Loop>".into(),
+                    T::Branch => format!("<Branch line=\"{}\">", text(self, 0)?),
+                    T::EBranch => "</Branch>".into(),
+                    T::Initialization => "<Initialization>".into(),
+                    T::EInitialization => "</Initialization>".into(),
+                    T::Condition => "<Condition>".into(),
+                    T::ECondition => "</Condition>".into(),
+                    T::Update => "<Update>".into(),
+                    T::EUpdate => "</Update>".into(),
+                    T::CfVal => format!("<Cfval val=\"{}\"/>", text(self, 0)?),
+                };
+                self.trace.push(line);
+                Ok(())
+            }
         }
     }
 

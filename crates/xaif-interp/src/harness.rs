@@ -181,6 +181,9 @@ pub enum Mode {
     Split,
     /// Adjoint output under the joint template, one run per dependent.
     Joint,
+    /// Trace output: one evaluation under the tracing template, which
+    /// writes the trace records (the "Jacobian" is the dependents).
+    Trace,
 }
 
 /// The result of running a derivative mode.
@@ -194,6 +197,8 @@ pub struct Outcome {
     pub tapes_empty: bool,
     /// Floating-point operations of one plain evaluation.
     pub plain_flops: u64,
+    /// The trace records of a trace run (empty otherwise).
+    pub trace: Vec<String>,
 }
 
 /// Drives a compiled program.
@@ -294,8 +299,12 @@ impl<'p> Harness<'p> {
                 "tangent",
                 "the file is not a transformation result and holds no tangent-linear code; run it in plain mode or by divided differences".into(),
             )),
-            Mode::Split | Mode::Joint if !adjoint_top => {
-                let name = if mode == Mode::Split { "split" } else { "joint" };
+            Mode::Split | Mode::Joint | Mode::Trace if !adjoint_top => {
+                let name = match mode {
+                    Mode::Split => "split",
+                    Mode::Joint => "joint",
+                    _ => "trace",
+                };
                 Err(wrong(
                     name,
                     format!(
@@ -504,10 +513,10 @@ impl<'p> Harness<'p> {
         self.check_sizes(mode != Mode::Plain)?;
         let top = self.routine(&self.spec.top)?;
         self.check_mode(mode, top)?;
-        let template = if mode == Mode::Joint {
-            Template::Joint
-        } else {
-            Template::Split
+        let template = match mode {
+            Mode::Joint => Template::Joint,
+            Mode::Trace => Template::Trace,
+            _ => Template::Split,
         };
         let mut m = self.machine(template);
         let b = self.bind(&mut m)?;
@@ -515,7 +524,7 @@ impl<'p> Harness<'p> {
         // Plain mode has no Jacobian: its sizes were not checked for one.
         let mut j = Jacobian::zeros(mm, if mode == Mode::Plain { 1 } else { n });
         match mode {
-            Mode::Plain => {
+            Mode::Plain | Mode::Trace => {
                 let y = self.eval_in(&mut m, &b, top, &self.spec.x0)?;
                 let mut jy = Jacobian::zeros(mm, 1);
                 for (k, v) in y.iter().enumerate() {
@@ -583,11 +592,12 @@ impl<'p> Harness<'p> {
             jacobian: j,
             stats,
             tapes_empty,
-            plain_flops: if mode == Mode::Plain {
+            plain_flops: if matches!(mode, Mode::Plain | Mode::Trace) {
                 0
             } else {
                 self.plain_flops()?
             },
+            trace: std::mem::take(&mut m.trace),
         })
     }
 }

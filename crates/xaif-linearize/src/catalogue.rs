@@ -50,6 +50,50 @@ pub struct Template {
 }
 
 impl Template {
+    /// The template as linearization emits it: a term in which a node
+    /// reached again is written `#k` (its first visit's number), constants
+    /// by type and value. Two templates with the same canonical form
+    /// produce the same code.
+    pub fn canonical(&self) -> String {
+        fn walk(
+            t: &Template,
+            n: usize,
+            seen: &mut Vec<Option<usize>>,
+            k: &mut usize,
+            out: &mut String,
+        ) {
+            if let Some(i) = seen[n] {
+                out.push_str(&format!("#{i}"));
+                return;
+            }
+            seen[n] = Some(*k);
+            *k += 1;
+            match &t.nodes[n] {
+                TNode::Arg(j) => out.push_str(&format!("a{j}")),
+                TNode::Const(a) => out.push_str(&format!(
+                    "{}:{}",
+                    a.get("type").unwrap_or(""),
+                    a.get("value").unwrap_or("")
+                )),
+                TNode::Op { name, args } => {
+                    out.push_str(name);
+                    out.push('(');
+                    for (i, a) in args.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        walk(t, *a, seen, k, out);
+                    }
+                    out.push(')');
+                }
+            }
+        }
+        let mut out = String::new();
+        let mut seen = vec![None; self.nodes.len()];
+        walk(self, self.root, &mut seen, &mut 0, &mut out);
+        out
+    }
+
     /// The arguments the template reads (0 is the result).
     pub fn arguments(&self) -> Vec<usize> {
         let mut out: Vec<usize> = self
@@ -82,6 +126,9 @@ pub struct Intrinsic {
     pub name: String,
     /// Number of arguments.
     pub arity: usize,
+    /// The catalogue marks it `nonSmooth` (`abs`, `tan`, `int`, …): the
+    /// trace mode records where it is evaluated.
+    pub non_smooth: bool,
     /// Partial with respect to argument `j` at index `j - 1`.
     pub partials: Vec<Partial>,
 }
@@ -206,11 +253,30 @@ impl Catalogue {
                 Intrinsic {
                     name,
                     arity,
+                    non_smooth: i.attrs.flag("nonSmooth", false),
                     partials,
                 },
             );
         }
         Ok(Catalogue { entries })
+    }
+
+    /// A catalogue of the given intrinsics (a later one of the same name
+    /// replaces an earlier one).
+    pub fn from_intrinsics(intrinsics: impl IntoIterator<Item = Intrinsic>) -> Self {
+        Catalogue {
+            entries: intrinsics
+                .into_iter()
+                .map(|i| (i.name.clone(), i))
+                .collect(),
+        }
+    }
+
+    /// The intrinsics, sorted by name.
+    pub fn intrinsics(&self) -> Vec<&Intrinsic> {
+        let mut all: Vec<&Intrinsic> = self.entries.values().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
     }
 
     /// The intrinsic called `name`.
@@ -268,10 +334,56 @@ mod tests {
         let tan = cat.get("tan_scal").unwrap();
         // 1 + tan^2 reads the result (argument 0).
         assert_eq!(tan.partials[0].template.as_ref().unwrap().arguments(), [0]);
+        assert!(tan.non_smooth && !cat.get("sin_scal").unwrap().non_smooth);
         let pow = cat.get("pow_scal_scal").unwrap();
         assert_eq!(
             pow.partials[1].template.as_ref().unwrap().arguments(),
             [1, 2]
         );
+    }
+
+    /// The built-in catalogue states the same intrinsics, arities,
+    /// smoothness and partials as the catalogue of the XAIF distribution.
+    #[test]
+    fn builtin_catalogue_equals_the_distributed_file() {
+        let Some(shared) = xaif_testkit::shared_dir() else {
+            return;
+        };
+        let parsed =
+            xaif_model::read_file(&shared.join("xaif/schema/examples/inlinable_intrinsics.xaif"))
+                .unwrap();
+        let xaif_model::Document::Inlinable(c) = parsed.document else {
+            panic!("not a catalogue")
+        };
+        let file = Catalogue::new(&c).unwrap();
+        let ours = crate::builtin();
+        let names = |c: &Catalogue| {
+            c.intrinsics()
+                .iter()
+                .map(|i| i.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&file), names(ours));
+        for f in file.intrinsics() {
+            let b = ours.get(&f.name).unwrap();
+            assert_eq!(
+                (f.arity, f.non_smooth),
+                (b.arity, b.non_smooth),
+                "{}",
+                f.name
+            );
+            for (j, (pf, pb)) in f.partials.iter().zip(&b.partials).enumerate() {
+                assert_eq!(pf.kind, pb.kind, "{} partial {}", f.name, j + 1);
+                if matches!(pf.kind, PartialKind::Linear | PartialKind::Nonlinear) {
+                    assert_eq!(
+                        pf.template.as_ref().map(Template::canonical),
+                        pb.template.as_ref().map(Template::canonical),
+                        "{} partial {}",
+                        f.name,
+                        j + 1
+                    );
+                }
+            }
+        }
     }
 }

@@ -4,8 +4,8 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use xaif_model::{
-    base_name, index::SymbolType, Attrs, Expr, ExprGraph, ExprVertexKind, IndexTriplet, Program,
-    RefGraph, RefVertexKind, ScopeId, SymbolId, SymbolIndex, VarRef,
+    base_name, index::SymbolType, Attrs, Decoration, Expr, ExprGraph, ExprVertexKind, IndexTriplet,
+    Program, RefGraph, RefVertexKind, ScopeId, SymbolId, SymbolIndex, VarRef,
 };
 
 use crate::dag::{Dag, Node};
@@ -68,6 +68,11 @@ pub struct Ctx<'a> {
     pub global_scope: Option<ScopeId>,
     /// Symbols forced passive (`-p`).
     pub forced_passive: FxHashSet<SymbolId>,
+    /// How the front end decorated names (`-F`).
+    pub decoration: Decoration,
+    /// Routines without a body that have hand-written wrappers (`-w`), as
+    /// the user named them.
+    pub wrappers: Vec<String>,
 }
 
 impl<'a> Ctx<'a> {
@@ -75,6 +80,18 @@ impl<'a> Ctx<'a> {
     /// symbol ids and their names without the numeric suffix, ignoring
     /// case).
     pub fn new(p: &'a Program, passive_names: &[String]) -> Self {
+        Self::with_names(p, passive_names, Decoration::Open64, &[])
+    }
+
+    /// Facts about `p` with the front end's naming style (`-F`) and the
+    /// routines with hand-written wrappers (`-w`); `passive_names` are
+    /// matched under that style.
+    pub fn with_names(
+        p: &'a Program,
+        passive_names: &[String],
+        decoration: Decoration,
+        wrappers: &[String],
+    ) -> Self {
         let symbols = SymbolIndex::new(p);
         let mut duud = FxHashMap::default();
         if let Some(map) = &p.duud_map {
@@ -90,26 +107,36 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
-        let wanted: FxHashSet<String> = passive_names
-            .iter()
-            .map(|n| n.to_ascii_lowercase())
-            .collect();
-        let forced_passive = p
-            .symbols
-            .iter()
-            .filter(|(_, s)| {
-                let id = s.name().to_ascii_lowercase();
-                wanted.contains(&id) || wanted.contains(&base_name(&id))
-            })
-            .map(|(id, _)| id)
-            .collect();
+        let forced_passive = if passive_names.is_empty() {
+            FxHashSet::default()
+        } else {
+            p.symbols
+                .iter()
+                .filter(|(_, s)| {
+                    passive_names
+                        .iter()
+                        .any(|n| decoration.names(s.name(), false, n))
+                })
+                .map(|(id, _)| id)
+                .collect()
+        };
         Ctx {
             p,
             global_scope: symbols.scope("1"),
             symbols,
             duud,
             forced_passive,
+            decoration,
+            wrappers: wrappers.to_vec(),
         }
+    }
+
+    /// Whether the routine `symbol_id` (one without a body) has a
+    /// hand-written wrapper (`-w`).
+    pub fn has_wrapper(&self, symbol_id: &str) -> bool {
+        self.wrappers
+            .iter()
+            .any(|w| self.decoration.names(symbol_id, true, w))
     }
 
     /// The symbol a reference names.

@@ -14,6 +14,7 @@
 //! depends on the interpreter (tests use it to check derivatives).
 
 pub mod adjoint;
+pub mod builtin;
 pub mod catalogue;
 pub mod context;
 pub mod dag;
@@ -23,7 +24,10 @@ pub mod preaccumulate;
 pub mod rename;
 pub mod tangent;
 pub mod temps;
+pub mod typechange;
 
+pub use builtin::builtin;
 pub use catalogue::Catalogue;
 pub use flatten::FlattenOptions;
 pub use tangent::{tangent, TangentOptions, TransformError, TransformStats, Transformed};
+pub use typechange::{typechange, TypeChangeOptions};

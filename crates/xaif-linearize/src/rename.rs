@@ -91,3 +91,34 @@ pub fn complete_call_counts(out: &mut Program) {
         out.stmts[s].attrs.set("formalArgCount", count.to_string());
     }
 }
+
+/// `-I`: every formal argument of every routine gets intent `inout`, so
+/// that hand-written drivers and checkpointing code may pass and change
+/// any argument.
+pub fn all_intents_inout(out: &mut Program) {
+    for r in out.routines.values_mut() {
+        if let Some(list) = &mut r.arguments {
+            for a in &mut list.args {
+                a.set("intent", "inout");
+            }
+        }
+    }
+}
+
+/// `-w`: a call to routine `callee` (without a body) that has a
+/// hand-written wrapper calls `<prefix><callee>` instead; the wrapper's
+/// symbol is added to the global scope once (`temp="1"`). Returns the new
+/// name.
+pub fn wrapper_symbol(out: &mut Program, callee: &str, prefix: &str) -> String {
+    let new = format!("{prefix}{callee}");
+    let symbols = SymbolIndex::new(out);
+    if symbols.symbol("1", &new).is_none() {
+        if let (Some(global), Some(old)) = (symbols.scope("1"), symbols.symbol("1", callee)) {
+            let mut attrs = out.symbols[old].attrs.clone();
+            attrs.set("symbol_id", &new);
+            attrs.set("temp", "1");
+            out.add_symbol(global, attrs, Vec::new());
+        }
+    }
+    new
+}

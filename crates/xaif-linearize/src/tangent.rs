@@ -46,6 +46,15 @@ pub struct TangentOptions {
     pub dot: bool,
     /// `-r`: give transformed routines the program's prefix.
     pub rename: bool,
+    /// `-F`: how the front end decorated names (for `-p` and `-w`).
+    pub decoration: xaif_model::Decoration,
+    /// `-w`: routines without a body that have hand-written wrappers.
+    pub wrappers: Vec<String>,
+    /// `-C`: append `countmult(n)` and `countadd(n)` with the block's
+    /// operation counts to every basic block.
+    pub counters: bool,
+    /// `-I`: every formal argument gets intent inout.
+    pub all_inout: bool,
 }
 
 /// Statistics of one basic block.
@@ -170,13 +179,31 @@ impl<'p> Start<'p> {
         noninlinable: Option<&NonInlinableCatalogue>,
         passive: &[String],
     ) -> Result<Self, TransformError> {
+        Self::with_names(
+            p,
+            noninlinable,
+            passive,
+            xaif_model::Decoration::Open64,
+            &[],
+        )
+    }
+
+    /// [`Start::new`] with the front end's naming style (`-F`) and the
+    /// routines with hand-written wrappers (`-w`).
+    pub fn with_names(
+        p: &'p Program,
+        noninlinable: Option<&NonInlinableCatalogue>,
+        passive: &[String],
+        decoration: xaif_model::Decoration,
+        wrappers: &[String],
+    ) -> Result<Self, TransformError> {
         if p.is_output() {
             return Err(TransformError::Input(
                 "the input is already a transformation result (it has derivative code)".into(),
             ));
         }
         Ok(Start {
-            ctx: Ctx::new(p, passive),
+            ctx: Ctx::with_names(p, passive, decoration, wrappers),
             out: p.clone(),
             names: Names::new(p.attrs.get("prefix").unwrap_or("OpenAD_")),
             routines: RoutineIndex::new(p),
@@ -198,7 +225,13 @@ pub fn tangent(
         mut names,
         routines,
         direct,
-    } = Start::new(p, noninlinable, &options.passive)?;
+    } = Start::with_names(
+        p,
+        noninlinable,
+        &options.passive,
+        options.decoration,
+        &options.wrappers,
+    )?;
     let is_direct = |name: &str| direct.contains(name);
     let mut stats = TransformStats::default();
     let mut dots = Vec::new();
@@ -291,6 +324,9 @@ pub fn tangent(
                     ),
                 }
             }
+            if options.counters {
+                new_stmts.extend(counter_calls(&mut out, &bstats.total));
+            }
             out.vertices[v].kind = VertexKind::BasicBlock(new_stmts);
             if !bstats.graphs.is_empty() {
                 rstats.total.add(&bstats.total);
@@ -304,6 +340,9 @@ pub fn tangent(
         stats.routines.push(rstats);
     }
     crate::rename::complete_call_counts(&mut out);
+    if options.all_inout {
+        crate::rename::all_intents_inout(&mut out);
+    }
     if options.rename {
         crate::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
     }
@@ -312,6 +351,27 @@ pub fn tangent(
         stats,
         dots,
     })
+}
+
+/// `countmult(n)` and `countadd(n)` for a block whose derivative code
+/// costs `stats` (`-C`): multiplications and divisions, additions and
+/// subtractions, as the operation-count metric counts them.
+pub fn counter_calls(out: &mut Program, stats: &GraphStats) -> Vec<StmtId> {
+    let count = |name: &str, n: usize| {
+        inlinable_call(
+            name,
+            &format!("inline_{name}"),
+            vec![ArgValue::Constant(
+                Attrs::new()
+                    .with("vertex_id", "1")
+                    .with("type", "integer")
+                    .with("value", n.to_string()),
+            )],
+        )
+    };
+    let mult = count("countmult", stats.multiplications + stats.divisions);
+    let add_ = count("countadd", stats.additions + stats.subtractions);
+    vec![add(out, mult), add(out, add_)]
 }
 
 fn prop_entry(kind: PropKind) -> PropEntry {
@@ -581,6 +641,23 @@ pub fn convert_call(
         };
     };
     let callee = stmt.attrs.get("symbol_id").unwrap_or("");
+    let external = routines
+        .get(callee)
+        .is_none_or(|r| !ctx.p.routines[r].has_body(ctx.p));
+    if external && ctx.has_wrapper(callee) {
+        // -w: the hand-written wrapper takes the active arguments as they
+        // are.
+        let prefix = ctx.p.attrs.get("prefix").unwrap_or("OpenAD_");
+        let name = crate::rename::wrapper_symbol(out, callee, prefix);
+        let mut call = stmt.clone();
+        call.attrs.set("symbol_id", name);
+        return ConvertedCall {
+            before: Vec::new(),
+            call: add(out, call),
+            after: Vec::new(),
+            converted: Vec::new(),
+        };
+    }
     let formals = callee_formals(ctx, routines, callee);
     let mut before = Vec::new();
     let mut after = Vec::new();
@@ -592,22 +669,29 @@ pub fn convert_call(
             new_args.push(a.clone());
             continue;
         };
-        let formal = formals.get(pos.wrapping_sub(1)).copied().flatten();
-        let (Some(formal), Some(actual_sym)) = (formal, ctx.symbol_of(&actual.graph)) else {
+        let real = |s: SymbolId| ctx.p.symbols[s].ty() == xaif_model::SymbolType::Real;
+        let Some(actual_sym) = ctx.symbol_of(&actual.graph) else {
             new_args.push(a.clone());
             continue;
         };
-        let real = |s: SymbolId| ctx.p.symbols[s].ty() == xaif_model::SymbolType::Real;
-        let (fa, aa) = (ctx.symbol_active(formal), ctx.symbol_active(actual_sym));
-        if fa == aa || !real(formal) || !real(actual_sym) {
+        // The formal's activity and rank; a routine without a body
+        // (external) takes passive values of the actual's shape.
+        let formal = match formals.get(pos.wrapping_sub(1)).copied().flatten() {
+            Some(f) if real(f) => Some((ctx.symbol_active(f), ctx.p.symbols[f].rank())),
+            Some(_) => None,
+            None if external => Some((false, ctx.ref_shape(&actual.graph).rank)),
+            None => None,
+        };
+        let aa = ctx.symbol_active(actual_sym);
+        let Some((fa, formal_rank)) = formal.filter(|(fa, _)| *fa != aa && real(actual_sym)) else {
             new_args.push(a.clone());
             continue;
-        }
+        };
         let (scope_id, symbol_id) = actual.graph.symbol_ids().expect("resolved above");
         // A scalar formal sees one element: convert just that element.
         // Otherwise the callee may reach the rest of the actual's storage
         // (sequence association), so the whole variable is converted.
-        let element = ctx.p.symbols[formal].rank() == 0 && ctx.ref_shape(&actual.graph).rank == 0;
+        let element = formal_rank == 0 && ctx.ref_shape(&actual.graph).rank == 0;
         let whole = if element {
             // The callee may change the subscripts' variables (a global
             // index): the conversion back uses their values at the call.

@@ -120,6 +120,12 @@ impl<T> Arena<T> {
             .map(|(i, v)| (Id::from_index(i), v))
     }
 
+    /// All values, mutably, in creation order (for passes that rewrite
+    /// every element of a kind).
+    pub fn values_mut(&mut self) -> impl ExactSizeIterator<Item = &mut T> + '_ {
+        self.items.iter_mut()
+    }
+
     /// All handles, in creation order.
     pub fn ids(&self) -> impl ExactSizeIterator<Item = Id<T>> {
         (0..self.items.len()).map(Id::from_index)

@@ -87,6 +87,62 @@ pub const SHAPES: [&str; 8] = [
     "seven_tensor",
 ];
 
+/// How the front end decorated the names it wrote (the reference driver's
+/// `-F`): Open64 appends `_<digits>` to every symbol and `__<digits>` to
+/// user routines (`X_1`, `head__24`); other front ends write names as they
+/// are. Names users give on the command line (`-p`, `-w`) and names the
+/// trace mode prints are matched and shown without the decoration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Decoration {
+    /// Open64's decorations (`OPEN64_STYLE`, the default).
+    #[default]
+    Open64,
+    /// No decorations (`NO_STYLE`).
+    Plain,
+}
+
+impl Decoration {
+    /// The style named by the reference driver's `-F` argument.
+    pub fn from_flag(s: &str) -> Option<Self> {
+        match s {
+            "OPEN64_STYLE" => Some(Decoration::Open64),
+            "NO_STYLE" => Some(Decoration::Plain),
+            _ => None,
+        }
+    }
+
+    /// The name the user wrote for symbol `symbol_id`: with Open64
+    /// decorations `X_1` → `X` and, for a routine, `foo__24` → `foo`; a
+    /// name without a numeric suffix is kept whole.
+    pub fn plain_name(self, symbol_id: &str, routine: bool) -> String {
+        match self {
+            Decoration::Plain => symbol_id.to_string(),
+            Decoration::Open64 => match symbol_id.rfind('_') {
+                Some(i)
+                    if i + 1 < symbol_id.len()
+                        && symbol_id[i + 1..].bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    let stem = &symbol_id[..i];
+                    if routine {
+                        stem.strip_suffix('_').unwrap_or(stem).to_string()
+                    } else {
+                        stem.to_string()
+                    }
+                }
+                _ => symbol_id.to_string(),
+            },
+        }
+    }
+
+    /// Whether `symbol_id` is the symbol a user calls `name` (case
+    /// ignored, as Fortran does).
+    pub fn names(self, symbol_id: &str, routine: bool, name: &str) -> bool {
+        self.plain_name(symbol_id, routine)
+            .eq_ignore_ascii_case(name)
+            || symbol_id.eq_ignore_ascii_case(name)
+    }
+}
+
 /// `head__24` → `head`, `OpenAD_head__28` → `openad_head`,
 /// `ad_roehf5__24` → `ad_roehf5`: the front end's numeric suffix and the
 /// underscores before it removed, lower case. The name drivers, harness

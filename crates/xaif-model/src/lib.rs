@@ -20,6 +20,7 @@ pub mod index;
 pub mod model;
 pub mod reader;
 pub mod source;
+pub mod terse;
 pub mod validate;
 pub mod writer;
 
@@ -29,8 +30,8 @@ pub use build::ExprBuilder;
 pub use catalogue::{InlinableCatalogue, InlinableIntrinsic, NonInlinable, NonInlinableCatalogue};
 pub use error::{ErrorKind, IdKind, ModelError, ModelErrors, RefKind};
 pub use index::{
-    base_name, fortran_routine_name, shape_rank, CfgGraph, ExprGraph, RoutineIndex, SymbolIndex,
-    SymbolKind, SymbolType,
+    base_name, fortran_routine_name, shape_rank, CfgGraph, Decoration, ExprGraph, RoutineIndex,
+    SymbolIndex, SymbolKind, SymbolType,
 };
 pub use model::*;
 pub use reader::{

@@ -15,6 +15,10 @@ use xaif_dataflow::{
 /// Arguments of `xaifb analyze`.
 #[derive(Args)]
 pub struct AnalyzeArgs {
+    /// Pessimistic assumptions for routines without a body (the
+    /// reference's -b): a call may also read and overwrite every global.
+    #[arg(short = 'b', long)]
+    pub pessimistic: bool,
     /// The XAIF program (a front-end input).
     pub file: PathBuf,
     /// Report activity (varied, useful, active). With neither --activity
@@ -85,13 +89,14 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         tbr: args.tbr || both,
     };
     let (text, plan) = {
-        let analysis = match xaif_dataflow::analyze(&program, &config) {
-            Ok(a) => a,
-            Err(e) => {
-                eprintln!("xaifb: {}: {e}", args.file.display());
-                return Ok(ExitCode::from(2));
-            }
-        };
+        let analysis =
+            match xaif_dataflow::analyze_with_black_boxes(&program, &config, args.pessimistic) {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("xaifb: {}: {e}", args.file.display());
+                    return Ok(ExitCode::from(2));
+                }
+            };
         let opts = report::ReportOptions {
             activity: args.activity || both,
             tbr: args.tbr || both,

@@ -241,6 +241,23 @@ pub fn read(path: &Path) -> Result<Vec<u8>, InputError> {
     Ok(bytes)
 }
 
+/// Reads standard input (an input named `-`), bounded by the input size
+/// limit like a file.
+pub fn read_stdin() -> Result<Vec<u8>, InputError> {
+    let path = Path::new("<stdin>");
+    let limit = max_input_size();
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| error(path, Cause::Io(plain_io_message(&e))))?;
+    if bytes.len() as u64 > limit {
+        return Err(error(path, Cause::TooLarge { limit }));
+    }
+    Ok(bytes)
+}
+
 /// Reads a whole UTF-8 text input (a Jacobian file, `params.conf`,
 /// `harness.json`).
 pub fn read_text(path: &Path) -> Result<String, InputError> {

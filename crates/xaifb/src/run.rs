@@ -19,6 +19,9 @@ pub enum RunMode {
     Split,
     /// Adjoint output under the joint template.
     Joint,
+    /// Trace output: print the trace records of one run (OpenAD's
+    /// `OAD_trace.f90` format).
+    Trace,
 }
 
 /// Arguments of `xaifb run`.
@@ -260,10 +263,19 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
             RunMode::Tangent => Mode::Tangent,
             RunMode::Split => Mode::Split,
             RunMode::Joint => Mode::Joint,
+            RunMode::Trace => Mode::Trace,
         };
         match harness.run(mode) {
             Ok(outcome) => {
-                let text = if mode == Mode::Plain {
+                let text = if mode == Mode::Trace {
+                    let mut t = String::from("<Trace number=\"1\">\n");
+                    for r in &outcome.trace {
+                        t.push_str(r);
+                        t.push('\n');
+                    }
+                    t.push_str("</Trace>\n");
+                    t
+                } else if mode == Mode::Plain {
                     outcome
                         .jacobian
                         .entries
@@ -284,8 +296,17 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
     if let Some(path) = &args.output {
         outputs.add(path, text.as_bytes())?;
     }
-    if let Some(outcome) = &stats {
+    if let Some(outcome) = stats
+        .as_ref()
+        .filter(|_| !matches!(args.mode, RunMode::Trace))
+    {
         let s = &outcome.stats;
+        if s.counted_multiplications + s.counted_additions > 0 {
+            eprintln!(
+                "counters: {} multiplications and {} additions counted",
+                s.counted_multiplications, s.counted_additions
+            );
+        }
         eprintln!(
             "tape: {} doubles and {} integers pushed, peaks {} / {}, {}; checkpoint peak {}; flops: plain {} / run original {} + derivative {}",
             s.doubles_pushed,

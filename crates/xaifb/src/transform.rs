@@ -16,15 +16,21 @@ use crate::output::Outputs;
 /// Flags of the transformation drivers.
 #[derive(Args, Clone)]
 pub struct TransformArgs {
-    /// Inlinable intrinsics catalogue (required).
+    /// Input XAIF files or directories (`-` reads standard input), the
+    /// same as -i.
+    #[arg(value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// Inlinable intrinsics catalogue (default: the built-in one, the same
+    /// as the XAIF distribution's `inlinable_intrinsics.xaif`).
     #[arg(short = 'c')]
-    pub catalogue: PathBuf,
-    /// Input XAIF (required). Repeat it, or name a directory, to transform
-    /// many files in one call (then -o names the output directory).
-    #[arg(short = 'i', required = true, action = clap::ArgAction::Append)]
+    pub catalogue: Option<PathBuf>,
+    /// Input XAIF (`-` reads standard input). Repeat it, or name a
+    /// directory, to transform many files in one call (then -o names the
+    /// output directory).
+    #[arg(short = 'i', action = clap::ArgAction::Append)]
     pub input: Vec<PathBuf>,
-    /// Output XAIF (default: standard output); the output directory for
-    /// several inputs.
+    /// Output XAIF (default or `-`: standard output); the output directory
+    /// for several inputs.
     #[arg(short = 'o')]
     pub output: Option<PathBuf>,
     /// Worker threads for many inputs (default: available cores).
@@ -94,6 +100,9 @@ pub struct TransformArgs {
     /// elimination into this directory.
     #[arg(long)]
     pub dot: Option<PathBuf>,
+    /// The reference drivers' other flags.
+    #[command(flatten)]
+    pub reference: crate::compat::ReferenceFlags,
 }
 
 /// Flags only the adjoint driver has.
@@ -101,29 +110,6 @@ pub struct TransformArgs {
 pub struct AdjointArgs {
     #[command(flatten)]
     common: TransformArgs,
-    /// Every formal gets intent inout.
-    #[arg(short = 'I')]
-    all_inout: bool,
-    /// Restore argument checkpoints in store order.
-    #[arg(short = 'f')]
-    restore_in_store_order: bool,
-    /// Checkpoint formals even when every call site passes a constant.
-    #[arg(short = 'P')]
-    checkpoint_all_formals: bool,
-    /// Simple-loop rule violations: ask (accepted for compatibility: a loop
-    /// runs backwards only when the analysis proves its variable and bounds
-    /// unchanged by its body, and is counted otherwise, so there is nothing
-    /// to ask).
-    #[arg(short = 'u')]
-    ask_simple_loops: bool,
-    /// Simple-loop rule violations: ignore (accepted for compatibility; a
-    /// violation is never ignored, the loop is counted instead).
-    #[arg(short = 'U')]
-    ignore_simple_loops: bool,
-    /// Top-level routine for quasi-constant globals (accepted for
-    /// compatibility).
-    #[arg(short = 't')]
-    top: Option<String>,
     /// Checkpoint every variable of the front end's Read lists (the
     /// reference's argument checkpoints) instead of only those the
     /// to-be-recorded analysis finds may change before the reversal.
@@ -210,46 +196,55 @@ impl TransformArgs {
             elimination: self.elimination()?,
             dot: self.dot.is_some() || self.debug_mask & 8 != 0,
             rename: self.rename,
+            decoration: self.reference.decoration(),
+            wrappers: self.reference.wrapper_names(),
+            counters: self.reference.counters,
+            all_inout: self.reference.all_inout,
         })
     }
 
-    /// Reads the catalogues.
-    pub fn catalogues(&self) -> Result<(Catalogue, Option<NonInlinableCatalogue>), String> {
-        for path in std::iter::once(&self.catalogue).chain(&self.noninlinable) {
-            crate::input::check(path).map_err(|e| e.to_string())?;
-        }
-        xaif_linearize::catalogue::read_catalogues(&self.catalogue, self.noninlinable.as_deref())
-            .map_err(|e| e.to_string())
+    /// Reads the catalogues (the built-in inlinable one without -c).
+    pub fn catalogues(
+        &self,
+    ) -> Result<
+        (
+            std::borrow::Cow<'static, Catalogue>,
+            Option<NonInlinableCatalogue>,
+        ),
+        String,
+    > {
+        crate::modes::catalogues(self.catalogue.as_deref(), self.noninlinable.as_deref())
+    }
+
+    /// Every input: the positional ones, then those of -i.
+    pub fn all_inputs(&self) -> Vec<PathBuf> {
+        self.inputs.iter().chain(&self.input).cloned().collect()
     }
 
     /// Whether several inputs are transformed in one call.
     pub fn is_batch(&self) -> bool {
-        self.input.len() > 1 || self.input.iter().any(|p| p.is_dir())
+        let all = self.all_inputs();
+        all.len() > 1 || all.iter().any(|p| p.is_dir())
     }
 
     /// The single input of a one-file call.
-    pub fn single_input(&self) -> &Path {
-        &self.input[0]
+    pub fn single_input(&self) -> PathBuf {
+        self.all_inputs().into_iter().next().unwrap_or_default()
     }
 
     /// Reads and gates the single input (and validates it with -v -s).
     pub fn input(&self) -> Result<Program, String> {
-        self.read_input(self.single_input())
+        self.read_input(&self.single_input())
     }
 
-    /// Reads and gates an input (and validates it with -v -s).
+    /// Reads and gates an input (`-`: standard input) and validates it
+    /// against the schema with -v.
     pub fn read_input(&self, path: &Path) -> Result<Program, String> {
-        let (p, source) = crate::input::read_program(path)?;
-        xaif_model::validate_program(&p, &source).map_err(|e| e.to_string())?;
-        if self.validate {
-            let dir = crate::schema::schema_dir(self.schema.as_deref())
-                .ok_or_else(|| "-v needs a schema directory (-s or XAIF_SCHEMA_DIR)".to_string())?;
-            crate::schema::xmllint_file(path, &dir, "xaif.xsd").map_err(|e| format!("{e:#}"))?;
-        }
-        Ok(p)
+        crate::modes::read_input(self, path)
     }
 
-    /// Marks `p` as a transformation result (its schema location).
+    /// Marks `p` as a transformation result (its schema location) and,
+    /// without -V, gives it the reference's short form.
     fn mark_output(&self, p: &mut Program) {
         let dir = self
             .schema
@@ -257,11 +252,14 @@ impl TransformArgs {
             .map(|d| d.display().to_string())
             .unwrap_or_default();
         p.mark_as_output(&dir);
+        if !self.reference.verbose_xaif {
+            p.make_terse();
+        }
     }
 
     /// Writes an output program to `path`, streaming its text into the
     /// temporary file.
-    fn write_to(&self, mut p: Program, path: &Path) -> Result<()> {
+    pub(crate) fn write_to(&self, mut p: Program, path: &Path) -> Result<()> {
         self.mark_output(&mut p);
         let result =
             crate::output::write_atomic_with(path, |w| xaif_model::write_program_to(&p, w));
@@ -272,17 +270,18 @@ impl TransformArgs {
     /// Writes the output program together with the job's other outputs
     /// (the -d file with `debug`, and what `outputs` holds): all or none.
     /// The program is streamed into its temporary file, or to standard
-    /// output without -o.
+    /// output without -o or with `-o -`.
     pub fn write(&self, mut outputs: Outputs, debug: &str, mut p: Program) -> Result<()> {
         self.mark_output(&mut p);
         if let Some(path) = &self.debug_file {
             outputs.add(path, debug.as_bytes())?;
         }
-        if let Some(path) = &self.output {
+        let file = self.output.as_ref().filter(|p| p.as_os_str() != "-");
+        if let Some(path) = file {
             outputs.add_with(path, |w| xaif_model::write_program_to(&p, w))?;
         }
         outputs.commit()?;
-        if self.output.is_none() {
+        if file.is_none() {
             use std::io::Write;
             let mut out = std::io::BufWriter::with_capacity(1 << 16, crate::console::Stdout);
             xaif_model::write_program_to(&p, &mut out)?;
@@ -292,9 +291,11 @@ impl TransformArgs {
         Ok(())
     }
 
-    /// Debug output: kept in `buffer` for the -d file, or printed to
-    /// standard error.
+    /// Debug output, the records `-T` selects: kept in `buffer` for the
+    /// -d file, or printed to standard error.
     pub fn debug(&self, buffer: &mut String, text: &str) {
+        let text = crate::modes::select_debug(self.reference.tags.as_deref(), text);
+        let text = text.as_str();
         match &self.debug_file {
             Some(_) => buffer.push_str(text),
             None => eprint!("{text}"),
@@ -336,7 +337,7 @@ fn write_dots(
 /// threads; outputs go to the `-o` directory under the inputs' relative
 /// paths. Per-file reports (statistics, Graphviz, debug output) belong to
 /// one-file calls.
-fn batch<F>(common: &TransformArgs, verb: &str, transform: F) -> Result<ExitCode>
+pub(crate) fn batch<F>(common: &TransformArgs, verb: &str, transform: F) -> Result<ExitCode>
 where
     F: Fn(&Program) -> Result<Program, String> + Sync,
 {
@@ -354,7 +355,7 @@ where
         eprintln!("xaifb: several inputs need -o DIRECTORY");
         return Ok(ExitCode::from(2));
     };
-    let inputs = crate::batch::collect_inputs(&common.input)?;
+    let inputs = crate::batch::collect_inputs(&common.all_inputs())?;
     if inputs.is_empty() {
         bail!("no .xaif files found");
     }
@@ -380,6 +381,9 @@ where
 /// Runs `xaifb tangent`.
 pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
     let start = std::time::Instant::now();
+    if let Some(code) = crate::modes::check(crate::compat::Mode::Tangent, &args) {
+        return Ok(code);
+    }
     let fail = |msg: String| -> Result<ExitCode> {
         eprintln!("{msg}");
         Ok(ExitCode::from(1))
@@ -391,7 +395,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
     let options = args.tangent_options()?;
     if args.is_batch() {
         return batch(&args, "tangent", |p| {
-            xaif_linearize::tangent(p, &catalogue, noninlinable.as_ref(), &options)
+            xaif_linearize::tangent(p, catalogue.as_ref(), noninlinable.as_ref(), &options)
                 .map(|r| r.program)
                 .map_err(|e| e.to_string())
         });
@@ -401,11 +405,15 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    let result =
-        match xaif_linearize::tangent(&program, &catalogue, noninlinable.as_ref(), &options) {
-            Ok(r) => r,
-            Err(e) => return fail(format!("{}: {e}", args.single_input().display())),
-        };
+    let result = match xaif_linearize::tangent(
+        &program,
+        catalogue.as_ref(),
+        noninlinable.as_ref(),
+        &options,
+    ) {
+        Ok(r) => r,
+        Err(e) => return fail(format!("{}: {e}", args.single_input().display())),
+    };
     let (mut outputs, mut debug) = (Outputs::new(), String::new());
     if args.debug_mask & 64 != 0 {
         let mut text = String::new();
@@ -439,6 +447,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
     if let Some(dir) = &args.dot {
         write_dots(&mut outputs, dir, &result.dots)?;
     }
+    crate::modes::render_graphs(&args, &result.dots)?;
     if let Some(path) = &args.stats_json {
         let report = serde_json::json!({
             "input": args.single_input().display().to_string(),
@@ -466,6 +475,10 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
 pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
     let start = std::time::Instant::now();
     let common = &args.common;
+    if let Some(code) = crate::modes::check(crate::compat::Mode::Adjoint, common) {
+        return Ok(code);
+    }
+    let r = &common.reference;
     let fail = |msg: String| -> Result<ExitCode> {
         eprintln!("{msg}");
         Ok(ExitCode::from(1))
@@ -480,16 +493,25 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         passive: t.passive,
         elimination: t.elimination,
         zero_locals: common.zero_locals,
-        all_inout: args.all_inout,
-        checkpoint_all_formals: args.checkpoint_all_formals,
-        restore_in_store_order: args.restore_in_store_order,
+        all_inout: r.all_inout,
+        checkpoint_all_formals: r.checkpoint_all_formals,
+        restore_in_store_order: r.restore_in_store_order,
         rename: common.rename,
         force_enumeration: args.enumerate_blocks,
         full_checkpoints: args.full_checkpoints,
+        decoration: r.decoration(),
+        wrappers: r.wrapper_names(),
+        counters: r.counters,
+        pessimistic_black_boxes: r.pessimistic,
+        ignore_simple_loop_violations: r.ignore_simple_loops,
+        ask_simple_loop_violations: r
+            .ask_simple_loops
+            .then_some(crate::modes::ask_user as fn(&str) -> bool),
+        top: r.top.clone(),
     };
     if common.is_batch() {
         return batch(common, "adjoint", |p| {
-            xaif_cfrev::adjoint(p, &catalogue, noninlinable.as_ref(), &options)
+            xaif_cfrev::adjoint(p, catalogue.as_ref(), noninlinable.as_ref(), &options)
                 .map(|r| r.transformed.program)
                 .map_err(|e| e.to_string())
         });
@@ -499,7 +521,12 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    let result = match xaif_cfrev::adjoint(&program, &catalogue, noninlinable.as_ref(), &options) {
+    let result = match xaif_cfrev::adjoint(
+        &program,
+        catalogue.as_ref(),
+        noninlinable.as_ref(),
+        &options,
+    ) {
         Ok(r) => r,
         Err(e) => return fail(format!("{}: {e}", common.single_input().display())),
     };

@@ -885,6 +885,21 @@ fn readme_options_are_accepted() {
             }
         }
     }
+    // The flag table of the four transforming commands.
+    let transforming = ["tangent", "adjoint", "trace", "typechange"];
+    let helps: Vec<(&str, String)> = transforming.iter().map(|c| (*c, help(c))).collect();
+    for line in readme.lines().filter(|l| l.starts_with("| `-")) {
+        let first = line.split(" | ").next().unwrap_or("");
+        for flag in flags_in(first) {
+            for (cmd, h) in &helps {
+                assert!(
+                    h.contains(&format!(" {flag} ")) || h.contains(&format!(" {flag},")) || h.contains(&format!(" {flag}\n")),
+                    "README documents `{flag}` for the transforming commands; `xaifb {cmd}` does not accept it"
+                );
+                checked += 1;
+            }
+        }
+    }
     // Options documented for every batch command and every subcommand.
     let paragraph = |start: &str| -> String {
         let i = readme
