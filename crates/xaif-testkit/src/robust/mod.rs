@@ -937,7 +937,7 @@ fn program_runs(
     }
     let check_det = cfg.determinism_every > 0 && k % cfg.determinism_every == 0;
     let mut results: Vec<(String, PathBuf)> = Vec::new();
-    for mode in ["tangent", "adjoint"] {
+    for mode in ["tangent", "adjoint", "trace", "typechange"] {
         let args = vec![
             mode.into(),
             "-c".into(),
@@ -1083,10 +1083,11 @@ fn program_runs(
                 );
             }
         }
-        let modes: &[&str] = if mode == "tangent" {
-            &["tangent"]
-        } else {
-            &["split", "joint"]
+        let modes: &[&str] = match mode.as_str() {
+            "tangent" => &["tangent"],
+            "adjoint" => &["split", "joint"],
+            "trace" => &["trace"],
+            _ => &["plain"],
         };
         for rm in modes {
             let args = vec![
@@ -1107,7 +1108,7 @@ fn program_runs(
                 &["jac.out"],
                 &[out],
             );
-            if ok == Some(true) {
+            if ok == Some(true) && matches!(*rm, "tangent" | "split" | "joint") {
                 jacobians.push(cdir.join("jac.out"));
             }
         }
