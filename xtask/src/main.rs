@@ -148,6 +148,10 @@ struct RobustArgs {
     /// Test this xaifb binary instead of building the workspace's.
     #[arg(long)]
     xaifb: Option<PathBuf>,
+    /// Largest expression depth and element repetition of the deep and
+    /// wide mutations.
+    #[arg(long, default_value_t = 50_000)]
+    max_repeat: usize,
 }
 
 #[derive(Args)]
@@ -341,6 +345,7 @@ fn robust(args: RobustArgs) -> Result<()> {
             .output()
             .is_ok_and(|o| o.status.success());
     cfg.only = args.only;
+    cfg.max_repeat = args.max_repeat;
     let report = xaif_testkit::robust::run(&cfg);
     print!("{}", report.render());
     if !report.findings.is_empty() {
