@@ -612,12 +612,29 @@ pub fn run(cfg: &Config) -> Report {
         None => (0..cfg.mutants).collect(),
     };
     let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..cfg.jobs.max(1) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&k) = items.get(i) else { break };
                 mutant(&shared, k);
+                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if d % 250 == 0 {
+                    // A report so far, so that a long campaign stopped early
+                    // still tells what it found.
+                    let mut r = shared.report.lock().unwrap_or_else(|p| p.into_inner());
+                    r.mutants = d;
+                    r.elapsed = start.elapsed();
+                    let _ = std::fs::write(cfg.work.join("report-so-far.md"), r.render());
+                    eprintln!(
+                        "robust: {d}/{} mutants, {} runs, {} findings, {:.0} s",
+                        items.len(),
+                        r.runs,
+                        r.findings.len(),
+                        r.elapsed.as_secs_f64()
+                    );
+                }
             });
         }
     });
