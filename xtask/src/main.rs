@@ -346,6 +346,16 @@ fn robust(args: RobustArgs) -> Result<()> {
             .is_ok_and(|o| o.status.success());
     cfg.only = args.only;
     cfg.max_repeat = args.max_repeat;
+    // The campaign holds mutants of up to tens of MB per job: bound its own
+    // address space, so that a bug in it ends it rather than the machine.
+    // SAFETY: setrlimit on this process with a valid struct.
+    unsafe {
+        let limit = libc::rlimit {
+            rlim_cur: 8 << 30,
+            rlim_max: 8 << 30,
+        };
+        libc::setrlimit(libc::RLIMIT_AS, &limit);
+    }
     let report = xaif_testkit::robust::run(&cfg);
     print!("{}", report.render());
     if !report.findings.is_empty() {

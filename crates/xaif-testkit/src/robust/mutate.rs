@@ -272,6 +272,13 @@ const INT_LIMITS: &[&str] = &[
     "100000000",
 ];
 
+/// The most bytes a `wide` mutation adds.
+const WIDE_BYTES: usize = 16 << 20;
+
+/// A mutant this long gets no further mutation (scanning it again would
+/// cost the campaign more than it tells).
+const MUTANT_BYTES: usize = 8 << 20;
+
 /// The kinds of mutation, by name (for reports).
 pub const KINDS: &[&str] = &[
     "truncate",
@@ -597,8 +604,12 @@ pub fn apply(kind: &str, text: &[u8], rng: &mut Rng, ctx: &Context<'_>) -> Optio
                 return None;
             }
             let e = *rng.pick(&non_root);
-            let n = (*rng.pick(&[1000usize, 10_000, 50_000])).min(ctx.max_repeat);
             let copy = &text[e.start..e.end];
+            // At most WIDE_BYTES more: a wide document, not an exhausted
+            // campaign.
+            let n = (*rng.pick(&[1000usize, 10_000, 50_000]))
+                .min(ctx.max_repeat)
+                .min((WIDE_BYTES / copy.len().max(1)).max(1));
             let mut ins = Vec::with_capacity(copy.len() * n);
             for _ in 0..n {
                 ins.extend_from_slice(copy);
@@ -843,7 +854,7 @@ pub fn mutate(
     let mut t = text.to_vec();
     let mut kinds = Vec::new();
     let mut tries = 0;
-    while kinds.len() < count && tries < 20 {
+    while kinds.len() < count && tries < 20 && t.len() <= MUTANT_BYTES {
         tries += 1;
         let kind = *rng.pick(KINDS);
         // Whole-document rewrites combine badly with later mutations.
