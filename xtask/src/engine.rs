@@ -70,14 +70,16 @@ fn verdict(report: &RunReport) -> String {
     }
 }
 
-/// Values pushed, peak checkpoint stack and values checkpointed in a run.
-fn pushed(report: &RunReport) -> Option<(u64, u64, u64)> {
+/// Values pushed, peak checkpoint stack, values checkpointed and
+/// derivative operations of a run.
+fn pushed(report: &RunReport) -> Option<(u64, u64, u64, u64)> {
     let o = report.outcome.as_ref().ok()?;
     let s = &o.stats;
     Some((
         s.doubles_pushed + s.integers_pushed + s.logicals_pushed,
         s.peak_checkpoint,
         s.checkpoint_stored,
+        s.flops_derivative,
     ))
 }
 
@@ -90,6 +92,8 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
     let mut totals = [(0u64, 0u64); 2];
     let mut stored = (0u64, 0u64);
     let mut flops = (0u64, 0u64);
+    let mut adjoint_flops = [(0u64, 0u64); 2];
+    let mut worse: Vec<String> = Vec::new();
     let mut failures_right = Vec::new();
     for ex in examples {
         let executable = matches!(
@@ -113,6 +117,9 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
                         flops.0 += a;
                         flops.1 += b;
                         operations = format!("{a} / {b}");
+                        if a > b {
+                            worse.push(format!("{} tangent operations {a} > {b}", ex.name));
+                        }
                     }
                     checked += 1;
                     let v = verdict(&r);
@@ -171,14 +178,28 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
                             (Some(a), Some(b)) => {
                                 totals[k].0 += a.0;
                                 totals[k].1 += b.0;
+                                adjoint_flops[k].0 += a.3;
+                                adjoint_flops[k].1 += b.3;
+                                if a.0 > b.0 {
+                                    worse.push(format!(
+                                        "{} {mode:?} pushes {} > {}",
+                                        ex.name, a.0, b.0
+                                    ));
+                                }
+                                if a.3 > b.3 {
+                                    worse.push(format!(
+                                        "{} {mode:?} operations {} > {}",
+                                        ex.name, a.3, b.3
+                                    ));
+                                }
                                 if mode == Mode::Joint {
                                     stored.0 += a.2;
                                     stored.1 += b.2;
                                 }
-                                format!("{} / {} | {} / {}", a.0, b.0, a.1, b.1)
+                                format!("{} / {} | {} / {} | {} / {}", a.3, b.3, a.0, b.0, a.1, b.1)
                             }
-                            (Some(a), None) => format!("{} / - | {} / -", a.0, a.1),
-                            _ => " | ".into(),
+                            (Some(a), None) => format!("{} / - | {} / - | {} / -", a.3, a.0, a.1),
+                            _ => " |  | ".into(),
                         };
                         cells.push(v);
                         cells.push(tape);
@@ -187,15 +208,20 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
                 Err(_) => {
                     cells = vec![
                         "transformation failed".into(),
-                        " | ".into(),
+                        " |  | ".into(),
                         String::new(),
-                        " | ".into(),
+                        " |  | ".into(),
                     ];
                 }
             }
         }
         if cells.is_empty() {
-            cells = vec![String::new(), " | ".into(), String::new(), " | ".into()];
+            cells = vec![
+                String::new(),
+                " |  | ".into(),
+                String::new(),
+                " |  | ".into(),
+            ];
         }
         if ex.adjoint_fails_in_reference()
             && cells[0] == "reproduces dd.out"
@@ -221,7 +247,7 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
          1e-10 relative or 1e-13 absolute and every tape ends empty; verdicts are given for the examples the reference \
          chain could check (`executable-*-harness`). On examples where the reference adjoint fails (`FAILREASON_adm_*`), \
          `reproduces dd.out` means our split or joint Jacobian agrees with the divided differences at the example's \
-         tolerance. Tangent flops: floating-point operations of the derivative code, ours / the reference output's. Pushed: doubles, integers and logicals pushed over the whole run (all dependents), ours / the \
+         tolerance. Tangent flops, flops split, flops joint: floating-point operations of the derivative code, ours / the reference output's. Pushed: doubles, integers and logicals pushed over the whole run (all dependents), ours / the \
          reference output's; checkpoint: peak checkpoint stack, ours / reference.\n"
     );
     let _ = writeln!(
@@ -243,6 +269,25 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
     );
     let _ = writeln!(
         s,
+        "Derivative operations of the adjoint code (both sweeps, the oracle's count beyond the original program) over the executable examples: split {} / {} = {:.3}, joint {} / {} = {:.3} of the reference.\n",
+        adjoint_flops[0].0,
+        adjoint_flops[0].1,
+        ratio(adjoint_flops[0]),
+        adjoint_flops[1].0,
+        adjoint_flops[1].1,
+        ratio(adjoint_flops[1]),
+    );
+    let _ = writeln!(
+        s,
+        "Examples where our output needs more derivative operations or pushes more values than the reference's (tangent, split, joint): {}.\n",
+        if worse.is_empty() {
+            "none".to_string()
+        } else {
+            worse.join("; ")
+        }
+    );
+    let _ = writeln!(
+        s,
         "Values stored in argument checkpoints (joint mode): {} / {} = {:.3} of the reference.\n",
         stored.0,
         stored.1,
@@ -257,8 +302,8 @@ pub fn section(shared: &Path, examples: &[Example]) -> String {
             failures_right.join(", ")
         }
     );
-    let _ = writeln!(s, "| example | verdict | tangent | tangent flops | split | pushed split | checkpoint split | joint | pushed joint | checkpoint joint |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "| example | verdict | tangent | tangent flops | split | flops split | pushed split | checkpoint split | joint | flops joint | pushed joint | checkpoint joint |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     s.push_str(&rows);
     s
 }

@@ -18,6 +18,9 @@
 //!   default limits of `xaifb run` (for `docs/limits.md`).
 //! - `cargo xtask gen`: a generated front-end program of any size (see
 //!   `xaif_testkit::scale`), for the figures at scale.
+//! - `cargo xtask elim-report`: the elimination over every corpus graph
+//!   (proofs, gaps, the exact method's reach, the elimination alone timed
+//!   per effort level) as `docs/elimination.md`.
 //! - `cargo xtask versus --reference PATH`: xaifb and the reference engine
 //!   side by side, whole process, alternating runs (`docs/performance.md`).
 //! - `cargo xtask same-bytes --baseline BIN`: outputs byte for byte those of
@@ -27,6 +30,7 @@
 //!   signal cases); exits non-zero on any finding. See `docs/testing.md`.
 
 mod corpus;
+mod elim;
 mod engine;
 mod same_bytes;
 mod speed;
@@ -68,6 +72,10 @@ enum Task {
     /// Measure the oracle's throughput and xaifb's transformation time on
     /// the corpus; prints markdown.
     Speed(CorpusArgs),
+    /// Run the elimination over every corpus graph (proofs, gaps, the
+    /// exact method's reach, the elimination alone timed per effort) and
+    /// write docs/elimination.md.
+    ElimReport(ElimReportArgs),
     /// Write a generated front-end program of the given size.
     Gen(GenArgs),
     /// Time xaifb and the reference engine side by side (whole process,
@@ -97,6 +105,16 @@ struct CorpusArgs {
     shared: Option<PathBuf>,
     /// Where the table goes.
     #[arg(long, default_value = "docs/corpus-status.md")]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+struct ElimReportArgs {
+    /// The reference material (default: $XAIFB_SHARED or ../shared).
+    #[arg(long)]
+    shared: Option<PathBuf>,
+    /// Where the report goes.
+    #[arg(long, default_value = "docs/elimination.md")]
     out: PathBuf,
 }
 
@@ -179,6 +197,15 @@ fn main() -> Result<()> {
                 repo_root().join(args.out)
             };
             corpus::run(&shared, &out).map_err(|e| anyhow::anyhow!(e))
+        }
+        Task::ElimReport(args) => {
+            let shared = args.shared.unwrap_or_else(shared_dir);
+            let out = if args.out.is_absolute() {
+                args.out
+            } else {
+                repo_root().join(args.out)
+            };
+            elim::run(&shared, &out).map_err(|e| anyhow::anyhow!(e))
         }
         Task::Speed(args) => {
             let shared = args.shared.unwrap_or_else(shared_dir);

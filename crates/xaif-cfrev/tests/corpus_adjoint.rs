@@ -68,21 +68,51 @@ fn transform_input(
     Ok(path)
 }
 
-/// Values pushed at run time (doubles, integers, logicals) and the peak
-/// checkpoint stack of one run.
-fn tape_use(report: &xaif_interp::corpus::RunReport) -> Option<(u64, u64)> {
+/// Values pushed at run time (doubles, integers, logicals), the peak
+/// checkpoint stack and the derivative operations of one run.
+fn tape_use(report: &xaif_interp::corpus::RunReport) -> Option<(u64, u64, u64)> {
     let o = report.outcome.as_ref().ok()?;
     let s = &o.stats;
     Some((
         s.doubles_pushed + s.integers_pushed + s.logicals_pushed,
         s.peak_checkpoint,
+        s.flops_derivative,
     ))
 }
 
+/// Examples whose adjoint pushes more values or needs more derivative
+/// operations than the reference's output, and why. Every other example
+/// must do no worse than the reference in either.
+const BEYOND_REFERENCE: &[(&str, &str)] = &[
+    (
+        "argumentArrayIndex",
+        "one more integer: the index of the call's array argument is taped",
+    ),
+    (
+        "Loop_simple_10a",
+        "one more integer: the loop's trip count is taped",
+    ),
+    (
+        "dfdcfj_MemOps",
+        "one more scalar factor per execution of its large block: the reference's          chain reaches 12 run-time factors where ours and every search reach 13",
+    ),
+    (
+        "simple2",
+        "4 more operations for 2 fewer taped factors (push and pop count two each)",
+    ),
+    (
+        "simple3",
+        "2 more operations for 6 fewer taped factors (push and pop count two each)",
+    ),
+];
+
 /// Runs every checked example in split and joint mode; with
-/// `compare_reference`, also runs the reference outputs and requires our
-/// runs to push at most 0.8 times as many values in total, with no
-/// checkpoint stack peak above the reference's.
+/// `compare_reference`, also runs the reference outputs and requires, over
+/// the executable corpus, at most 0.615 times as many pushed values (what
+/// was reached before the elimination search) and at most 0.85 times the
+/// derivative operations, no example beyond the reference in either
+/// (except [`BEYOND_REFERENCE`]), and no checkpoint stack peak above the
+/// reference's.
 fn run_variant(name: &str, base: AdjointOptions) {
     run_variant_with(name, base, false)
 }
@@ -96,6 +126,7 @@ fn run_variant_with(name: &str, base: AdjointOptions, compare_reference: bool) {
     let mut outputs = Vec::new();
     let mut runs = 0;
     let (mut ours, mut reference) = (0u64, 0u64);
+    let (mut our_ops, mut reference_ops) = ([0u64; 2], [0u64; 2]);
     for ex in examples.iter().filter(|e| e.input(true).is_file()) {
         let file = match transform(&shared, ex, &base, &out) {
             Ok(f) => f,
@@ -122,6 +153,16 @@ fn run_variant_with(name: &str, base: AdjointOptions, compare_reference: bool) {
                 if let (Some(a), Some(b)) = (tape_use(&report), tape_use(&theirs)) {
                     ours += a.0;
                     reference += b.0;
+                    let k = usize::from(mode == Mode::Joint);
+                    our_ops[k] += a.2;
+                    reference_ops[k] += b.2;
+                    let excused = BEYOND_REFERENCE.iter().any(|(n, _)| *n == ex.name);
+                    if !excused && (a.0 > b.0 || a.2 > b.2) {
+                        failures.push(format!(
+                            "{} {mode:?}: {} values pushed and {} derivative operations, the reference's output {} and {}",
+                            ex.name, a.0, a.2, b.0, b.2
+                        ));
+                    }
                     if a.1 > b.1 {
                         failures.push(format!(
                             "{} {mode:?}: checkpoint peak {} above the reference's {}",
@@ -151,11 +192,24 @@ fn run_variant_with(name: &str, base: AdjointOptions, compare_reference: bool) {
             "reference pushed only {reference} values"
         );
         let ratio = ours as f64 / reference as f64;
-        eprintln!("pushed values: ours {ours}, reference {reference}, ratio {ratio:.3}");
-        if ratio > 0.8 {
+        eprintln!("pushed values: ours {ours}, reference {reference}, ratio {ratio:.4}");
+        if ratio > 0.615 {
             failures.push(format!(
-                "pushed {ours} values against the reference's {reference} (ratio {ratio:.3} > 0.8)"
+                "pushed {ours} values against the reference's {reference} (ratio {ratio:.4} > 0.615)"
             ));
+        }
+        for (k, mode) in ["split", "joint"].iter().enumerate() {
+            let ratio = our_ops[k] as f64 / reference_ops[k] as f64;
+            eprintln!(
+                "derivative operations ({mode}): ours {}, reference {}, ratio {ratio:.3}",
+                our_ops[k], reference_ops[k]
+            );
+            if ratio > 0.85 {
+                failures.push(format!(
+                    "{mode}: {} derivative operations against the reference's {} (ratio {ratio:.3} > 0.85)",
+                    our_ops[k], reference_ops[k]
+                ));
+            }
         }
     }
     if have_xmllint() {

@@ -145,6 +145,11 @@ impl ElimGraph {
         self.recorder.ops
     }
 
+    /// See `Recorder::acc_facts`.
+    pub(crate) fn acc_facts(&self) -> Vec<(bool, u32)> {
+        self.recorder.acc_facts()
+    }
+
     /// Steps performed so far.
     pub fn steps(&self) -> &[Step] {
         &self.recorder.steps
@@ -225,6 +230,110 @@ impl ElimGraph {
             target,
             direction: Direction::Back,
         })
+    }
+
+    /// Pre-routes the edge `i -> k` about the pivot edge `j -> k` (`-R`):
+    /// with `q = c_ki / c_kj`, the edge `i -> j` gets `+= q` and every
+    /// other successor `l` of `j` gets `c_li -= q * c_lj`, and `i -> k` is
+    /// removed. Every path sum stays the same (a path `i -> j -> k` now
+    /// carries `c_ki`, the others are compensated), provided `c_kj` is not
+    /// zero at run time (a pivot known to be zero is refused). `j` must be
+    /// an intermediate that comes after `i` in the topological order.
+    pub fn preroute(&mut self, i: VertexId, k: VertexId, j: VertexId) -> Result<(), ElimError> {
+        let bad = ElimError::NotReroutable {
+            from: i,
+            to: k,
+            pivot: j,
+        };
+        if i == j
+            || self.kinds.get(j.index()) != Some(&VertexKind::Intermediate)
+            || self.rank.get(i.index()) >= self.rank.get(j.index())
+        {
+            return Err(bad);
+        }
+        let (Some(c_ki), Some(c_kj)) = (self.value(i, k), self.value(j, k)) else {
+            return Err(bad);
+        };
+        if c_kj == Val::Const(0.0) {
+            return Err(bad);
+        }
+        let q = self.recorder.quotient(c_ki, c_kj);
+        let existing = self.value(i, j);
+        let v = self.recorder.absorb_value(existing, q);
+        self.put(i, j, v);
+        for l in self.succs[j.index()].clone() {
+            if l == k {
+                continue;
+            }
+            let c_lj = self.value(j, l).unwrap_or(Val::Const(0.0));
+            let existing = self.value(i, l);
+            let v = self.recorder.absorb_negated(existing, q, c_lj);
+            self.put(i, l, v);
+        }
+        self.unlink(i, k);
+        self.recorder.steps.push(Step::Reroute {
+            source: i,
+            target: k,
+            pivot: j,
+            pre: true,
+        });
+        self.prune(vec![i, j, k]);
+        Ok(())
+    }
+
+    /// Post-routes the edge `i -> k` about the pivot edge `i -> j` (`-R`):
+    /// with `q = c_ki / c_ji`, the edge `j -> k` gets `+= q` and every
+    /// other predecessor `h` of `j` gets `c_kh -= c_jh * q`, and `i -> k`
+    /// is removed. `j` must come before `k` in the topological order.
+    pub fn postroute(&mut self, i: VertexId, k: VertexId, j: VertexId) -> Result<(), ElimError> {
+        let bad = ElimError::NotReroutable {
+            from: i,
+            to: k,
+            pivot: j,
+        };
+        if j == k
+            || self.kinds.get(j.index()) == Some(&VertexKind::Independent)
+            || self.rank.get(j.index()) >= self.rank.get(k.index())
+        {
+            return Err(bad);
+        }
+        let (Some(c_ki), Some(c_ji)) = (self.value(i, k), self.value(i, j)) else {
+            return Err(bad);
+        };
+        if c_ji == Val::Const(0.0) {
+            return Err(bad);
+        }
+        let q = self.recorder.quotient(c_ki, c_ji);
+        let existing = self.value(j, k);
+        let v = self.recorder.absorb_value(existing, q);
+        self.put(j, k, v);
+        for h in self.preds[j.index()].clone() {
+            if h == i {
+                continue;
+            }
+            let c_jh = self.value(h, j).unwrap_or(Val::Const(0.0));
+            let existing = self.value(h, k);
+            let v = self.recorder.absorb_negated(existing, c_jh, q);
+            self.put(h, k, v);
+        }
+        self.unlink(i, k);
+        self.recorder.steps.push(Step::Reroute {
+            source: i,
+            target: k,
+            pivot: j,
+            pre: false,
+        });
+        self.prune(vec![i, j, k]);
+        Ok(())
+    }
+
+    /// Sets the value of an edge, creating it if needed.
+    fn put(&mut self, source: VertexId, target: VertexId, value: Val) {
+        if self.contains_edge(source, target) {
+            self.set_value(source, target, value);
+        } else {
+            self.link(source, target, value);
+        }
     }
 
     fn check(&self, target: &LcgTarget) -> Result<(), ElimError> {

@@ -85,6 +85,7 @@ impl Expr {
             Expr::Mul(l, r) => l.evaluate(vars, accs)? * r.evaluate(vars, accs)?,
             Expr::Add(l, r) => l.evaluate(vars, accs)? + r.evaluate(vars, accs)?,
             Expr::Sub(l, r) => l.evaluate(vars, accs)? - r.evaluate(vars, accs)?,
+            Expr::Div(l, r) => l.evaluate(vars, accs)? / r.evaluate(vars, accs)?,
         })
     }
 }

@@ -281,6 +281,73 @@ impl Lcg {
     }
 }
 
+/// A line-oriented text form of an [`Lcg`], for test fixtures, benchmark
+/// inputs and bug reports: one `x`, `z` or `y` line per vertex
+/// (independent, intermediate, dependent) in order, then one line per edge
+/// `source target label` with the label `1`, `-1`, `c<value>` or `v<id>`.
+/// Names are not kept.
+impl Lcg {
+    /// The graph in the text form.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        for kind in &self.kinds {
+            s.push(match kind {
+                VertexKind::Independent => 'x',
+                VertexKind::Intermediate => 'z',
+                VertexKind::Dependent => 'y',
+            });
+            s.push('\n');
+        }
+        for e in &self.edges {
+            let label = match e.label {
+                Label::Unit => "1".to_string(),
+                Label::MinusOne => "-1".to_string(),
+                Label::Constant(c) => format!("c{c:?}"),
+                Label::Variable(v) => format!("v{}", v.0),
+            };
+            let _ = writeln!(s, "{} {} {label}", e.source, e.target);
+        }
+        s
+    }
+
+    /// Reads the text form; `None` for anything malformed (unknown line,
+    /// bad number, an edge the graph rejects).
+    pub fn from_text(text: &str) -> Option<Lcg> {
+        let mut g = Lcg::new();
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            match line {
+                "x" => {
+                    g.add_vertex(VertexKind::Independent);
+                }
+                "z" => {
+                    g.add_vertex(VertexKind::Intermediate);
+                }
+                "y" => {
+                    g.add_vertex(VertexKind::Dependent);
+                }
+                _ => {
+                    let mut parts = line.split_whitespace();
+                    let source = VertexId(parts.next()?.parse().ok()?);
+                    let target = VertexId(parts.next()?.parse().ok()?);
+                    let label = match parts.next()? {
+                        "1" => Label::Unit,
+                        "-1" => Label::MinusOne,
+                        l if l.starts_with('c') => Label::Constant(l[1..].parse().ok()?),
+                        l if l.starts_with('v') => Label::Variable(VarId(l[1..].parse().ok()?)),
+                        _ => return None,
+                    };
+                    if parts.next().is_some() {
+                        return None;
+                    }
+                    g.add_edge(source, target, label).ok()?;
+                }
+            }
+        }
+        Some(g)
+    }
+}
+
 /// Kahn's algorithm with the smallest ready index first. On a cycle it
 /// returns one vertex on (or behind) a cycle.
 pub(crate) fn topological_order(

@@ -47,6 +47,9 @@
 //! - **Edge elimination** follows the seed exactly ([`ElimGraph`]); the
 //!   eliminated edge's label is the first factor of each product and an
 //!   absorbed value is the left summand, as in the seed's Eq. (5).
+//! - **Reroutings** (`-R`) remove an edge by routing its paths through a
+//!   sibling edge, dividing by that pivot's value (which must not be zero
+//!   at run time; a pivot known to be zero is refused).
 //! - **Face elimination** works on the dual graph with boundary markers,
 //!   absorbs only into a dual vertex with identical neighbourhoods and
 //!   merges twins as they arise ([`dual`]).
@@ -58,11 +61,21 @@
 //!   best of several strategies under the scarcity (`-M 1`) or operations
 //!   (`-M 0`) metric, with triviality `-A 0/1/2` ([`Triviality`]).
 //!
+//! [`optimize()`] chooses the elimination the transformation uses: the
+//! reference's selection ([`select`], on the search's own working graph)
+//! as baseline, then, by [`Effort`], greedy descent over vertex and edge
+//! eliminations (the remainder post-processing: unit edges forwarded or
+//! back-propagated where that pays, and every other improving step),
+//! randomized chains (`-a`), reroutings (`-R`, [`Step::Reroute`]), exact
+//! A* searches over vertex sets and edge-elimination states that prove
+//! optimality on small graphs, and beam search. What is minimized is the
+//! derivative code's cost in the mode that follows ([`cost`]), or the
+//! reference's metric on request ([`Goal`]). Every result comes with a
+//! [`Report`]: the baseline's cost, ours, a lower bound, the proof.
+//!
 //! Compared with the reference engine, the scarcity heuristics have no
-//! refill-avoidance filter, there are no randomized heuristics (`-a`) or
-//! reroutings (`-R`), and the remainder graph is not post-processed by
-//! further greedy eliminations. Face elimination is complete and correct
-//! but slow with some chains on large graphs, which is why the default
+//! refill-avoidance filter. Face elimination is complete and correct but
+//! slow with some chains on large graphs, which is why the default
 //! configurations use vertex and edge elimination only.
 //!
 //! Nothing here panics on caller input: malformed graphs and impossible
@@ -90,21 +103,30 @@
 
 #![warn(missing_docs)]
 
+mod chain;
+pub mod cost;
 pub mod dot;
 pub mod dual;
 pub mod elim;
 pub mod eval;
 pub mod graph;
 pub mod heuristics;
+pub mod optimize;
 pub mod result;
+mod search;
 pub mod strategy;
 pub mod value;
+mod work;
+#[cfg(test)]
+mod work_tests;
 
+pub use cost::{evaluate, taped_factors, Goal, PropagationMode, EXCESS_TAPE};
 pub use dual::{DualGraph, DualVertexId};
 pub use elim::ElimGraph;
 pub use eval::{EvalError, Jacobian};
 pub use graph::{Edge, EdgeId, GraphError, Label, Lcg, VarId, VertexId, VertexKind};
 pub use heuristics::{Chain, EliminationState, Filter, Mode, Neighbourhood, OrderKey};
+pub use optimize::{optimize, Effort, Optimized, Proof, Report, Search};
 pub use result::{
     Accumulation, Direction, ElimError, Elimination, FaceTarget, LcgTarget, Remainder,
     RemainderEdge, RemainderVertex, Step,

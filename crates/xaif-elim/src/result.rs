@@ -82,6 +82,20 @@ pub enum Step {
     },
     /// A face elimination.
     Face(FaceTarget),
+    /// A rerouting (`-R`): the edge `source -> target` was removed and its
+    /// paths rerouted through `pivot` with a division by the pivot edge's
+    /// value. Pre-routing uses the pivot edge `pivot -> target`, post-
+    /// routing `source -> pivot`.
+    Reroute {
+        /// Source of the removed edge.
+        source: VertexId,
+        /// Target of the removed edge.
+        target: VertexId,
+        /// The vertex the paths now run through.
+        pivot: VertexId,
+        /// Pre-routing (true) or post-routing.
+        pre: bool,
+    },
     /// Two dual vertices with identical predecessor and successor sets were
     /// merged by an addition (absorption in the dual graph).
     MergeDual {
@@ -139,6 +153,16 @@ impl fmt::Display for Step {
                 source,
                 target,
             } => write!(f, "merge dual {removed} into {kept} ({source},{target})"),
+            Step::Reroute {
+                source,
+                target,
+                pivot,
+                pre,
+            } => write!(
+                f,
+                "{}-route ({source},{target}) via {pivot}",
+                if *pre { "pre" } else { "post" }
+            ),
         }
     }
 }
@@ -178,6 +202,16 @@ pub enum ElimError {
         from: VertexId,
         /// Target of the edge.
         to: VertexId,
+    },
+    /// A rerouting whose edges or pivot do not qualify.
+    #[error("edge {from} -> {to} cannot be rerouted about {pivot}")]
+    NotReroutable {
+        /// Source of the edge.
+        from: VertexId,
+        /// Target of the edge.
+        to: VertexId,
+        /// The pivot vertex.
+        pivot: VertexId,
     },
     /// The dual graph has no such face.
     #[error("there is no face {first} -> {second} in the dual graph")]
@@ -299,6 +333,17 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
+    /// For each accumulated value so far: whether its expression is a
+    /// subtraction (a pending sign on it is materialized for free by
+    /// swapping the operands) and how often later expressions read it.
+    pub(crate) fn acc_facts(&self) -> Vec<(bool, u32)> {
+        self.accumulations
+            .iter()
+            .zip(&self.expr_uses)
+            .map(|(e, &u)| (matches!(e, Expr::Sub(..)), u))
+            .collect()
+    }
+
     /// Value of a fill-in edge `a * b`.
     pub(crate) fn product(&mut self, a: Val, b: Val) -> Val {
         let term = multiply(a, b, &mut self.ops);
@@ -310,6 +355,34 @@ impl Recorder {
         let product = multiply(a, b, &mut self.ops);
         let term = add(Term::Simple(existing), product, &mut self.ops);
         self.store(term)
+    }
+
+    /// The quotient `a / b` of a rerouting.
+    pub(crate) fn quotient(&mut self, a: Val, b: Val) -> Val {
+        let term = crate::value::divide(a, b, &mut self.ops);
+        self.store(term)
+    }
+
+    /// Value of an edge after `existing - a * b`, or of a new edge `-(a *
+    /// b)` (a pending sign, no operation).
+    pub(crate) fn absorb_negated(&mut self, existing: Option<Val>, a: Val, b: Val) -> Val {
+        let product = multiply(a, b, &mut self.ops).negated();
+        let term = match existing {
+            Some(existing) => add(Term::Simple(existing), product, &mut self.ops),
+            None => product,
+        };
+        self.store(term)
+    }
+
+    /// Value of an edge after `existing + a` (or a new edge `a`).
+    pub(crate) fn absorb_value(&mut self, existing: Option<Val>, a: Val) -> Val {
+        match existing {
+            Some(existing) => {
+                let term = add(Term::Simple(existing), Term::Simple(a), &mut self.ops);
+                self.store(term)
+            }
+            None => a,
+        }
     }
 
     /// Value of two merged parallel edges `a + b`.

@@ -133,6 +133,8 @@ pub struct Config {
     pub triviality: Triviality,
     /// The strategies to try, in order of preference on ties.
     pub strategies: Vec<Strategy>,
+    /// What [`crate::optimize()`] does beyond them.
+    pub search: crate::optimize::Search,
 }
 
 impl Config {
@@ -151,6 +153,7 @@ impl Config {
                     extent,
                 })
                 .collect(),
+            search: Default::default(),
         }
     }
 
@@ -171,6 +174,7 @@ impl Config {
             metric: Metric::Operations,
             triviality,
             strategies: vertex.chain(edge).collect(),
+            search: Default::default(),
         }
     }
 

@@ -84,6 +84,9 @@ pub enum Expr {
     Add(Box<Expr>, Box<Expr>),
     /// A difference, left minus right (one subtraction).
     Sub(Box<Expr>, Box<Expr>),
+    /// A quotient, left over right (one division; only reroutings, `-R`,
+    /// produce it).
+    Div(Box<Expr>, Box<Expr>),
 }
 
 impl Expr {
@@ -116,6 +119,11 @@ impl Expr {
                 left.count_into(counts);
                 right.count_into(counts);
             }
+            Expr::Div(left, right) => {
+                counts.divisions += 1;
+                left.count_into(counts);
+                right.count_into(counts);
+            }
         }
     }
 
@@ -124,7 +132,10 @@ impl Expr {
         match self {
             Expr::Leaf(operand) => visit(operand),
             Expr::Neg(inner) => inner.for_each_operand(visit),
-            Expr::Mul(left, right) | Expr::Add(left, right) | Expr::Sub(left, right) => {
+            Expr::Mul(left, right)
+            | Expr::Add(left, right)
+            | Expr::Sub(left, right)
+            | Expr::Div(left, right) => {
                 left.for_each_operand(visit);
                 right.for_each_operand(visit);
             }
@@ -146,6 +157,14 @@ impl Expr {
             Expr::Mul(left, right) => (
                 format!(
                     "{} * {}",
+                    left.render_prec(var_name, 1),
+                    right.render_prec(var_name, 2)
+                ),
+                1,
+            ),
+            Expr::Div(left, right) => (
+                format!(
+                    "{} / {}",
                     left.render_prec(var_name, 1),
                     right.render_prec(var_name, 2)
                 ),
@@ -184,9 +203,7 @@ impl fmt::Display for Expr {
 
 /// Numbers of run-time operations in accumulation expressions.
 ///
-/// Divisions are never produced by elimination (they would come from
-/// rerouting, which is not implemented); the field exists so that the
-/// metrics have the shape of the reference engine's. Negations are listed
+/// Divisions come only from reroutings (`-R`). Negations are listed
 /// separately and do not enter the metrics, like other unit factors.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct OpCounts {
@@ -196,7 +213,7 @@ pub struct OpCounts {
     pub additions: usize,
     /// Number of binary `-` operations.
     pub subtractions: usize,
-    /// Number of `/` operations (always zero here).
+    /// Number of `/` operations (reroutings only).
     pub divisions: usize,
     /// Number of unary minus operations.
     pub negations: usize,
@@ -478,6 +495,42 @@ pub(crate) fn add(first: Term, second: Term, counts: &mut OpCounts) -> Term {
                 expr: Expr::Sub(boxed(second), boxed(first)),
                 negative: false,
             }
+        }
+    }
+}
+
+/// `a / b` with the folding rules of this module (a unit divisor is a
+/// sign, constants fold).
+pub(crate) fn divide(a: Val, b: Val, counts: &mut OpCounts) -> Term {
+    match (a, b) {
+        (other, Val::One { negative }) => {
+            Term::Simple(if negative { other.negated() } else { other })
+        }
+        (Val::One { negative }, Val::Const(y)) => {
+            Term::Simple(Val::constant(if negative { -1.0 / y } else { 1.0 / y }))
+        }
+        (Val::Const(x), Val::Const(y)) => Term::Simple(Val::constant(x / y)),
+        _ => {
+            let (negative_a, leaf_a) = a.signed_leaf();
+            let (negative_b, leaf_b) = b.signed_leaf();
+            counts.divisions += 1;
+            Term::Expr {
+                expr: Expr::Div(Box::new(Expr::Leaf(leaf_a)), Box::new(Expr::Leaf(leaf_b))),
+                negative: negative_a != negative_b,
+            }
+        }
+    }
+}
+
+impl Term {
+    /// The same term with its sign flipped (no operation).
+    pub(crate) fn negated(self) -> Term {
+        match self {
+            Term::Simple(val) => Term::Simple(val.negated()),
+            Term::Expr { expr, negative } => Term::Expr {
+                expr,
+                negative: !negative,
+            },
         }
     }
 }

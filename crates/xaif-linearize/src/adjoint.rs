@@ -401,7 +401,14 @@ pub fn adjoint_block(
     for piece in &pieces {
         match piece {
             Piece::Seq(seq) => {
-                let pre = preaccumulate(ctx, t, seq, env.elimination, false)?;
+                let pre = preaccumulate(
+                    ctx,
+                    t,
+                    seq,
+                    env.elimination,
+                    xaif_elim::PropagationMode::Adjoint,
+                    false,
+                )?;
                 let (taping, adjoint, pushes) =
                     sequence_adjoint(ctx, t, &pre, stable, &mut block.stable_reads);
                 block.taping.extend(taping);

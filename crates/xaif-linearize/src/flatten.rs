@@ -388,6 +388,30 @@ pub struct GraphStats {
     pub divisions: usize,
     /// Non-trivial edges left in the remainder graph.
     pub nontrivial_remainder_edges: usize,
+    /// Elimination graphs counted (1 per graph, summed in totals).
+    pub graphs: usize,
+    /// Vertices elimination can remove or cut: intermediates and
+    /// dependents with out-edges (after parallel edges are merged).
+    pub inner_vertices: usize,
+    /// Cost of the reference's chain under the elimination goal
+    /// (operations of the derivative code by default).
+    pub chain_cost: u64,
+    /// Cost of the elimination chosen.
+    pub cost: u64,
+    /// Lower bound on the cost of any edge elimination sequence.
+    pub lower_bound: u64,
+    /// Graphs whose result is proven optimal (among vertex or edge
+    /// elimination sequences, see `proof`).
+    pub proven: usize,
+    /// `vertex` or `edge` when the result is proven optimal among those
+    /// sequences.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proof: Option<&'static str>,
+    /// Which part of the search found the result.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub found_by: &'static str,
+    /// Microseconds spent choosing the elimination.
+    pub micros: u64,
 }
 
 impl GraphStats {
@@ -400,6 +424,13 @@ impl GraphStats {
         self.subtractions += o.subtractions;
         self.divisions += o.divisions;
         self.nontrivial_remainder_edges += o.nontrivial_remainder_edges;
+        self.graphs += o.graphs;
+        self.inner_vertices += o.inner_vertices;
+        self.chain_cost += o.chain_cost;
+        self.cost += o.cost;
+        self.lower_bound += o.lower_bound;
+        self.proven += o.proven;
+        self.micros += o.micros;
     }
 }
 

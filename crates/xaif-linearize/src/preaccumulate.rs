@@ -92,6 +92,10 @@ pub struct Preaccumulated {
     pub dot_before: Option<String>,
     /// The remainder graph, as Graphviz text.
     pub dot_after: Option<String>,
+    /// The graph before elimination in the text form of
+    /// [`xaif_elim::Lcg::to_text`] (kept with the Graphviz text, for
+    /// reports and benchmarks of the elimination alone).
+    pub lcg_text: Option<String>,
 }
 
 /// Why preaccumulation failed.
@@ -122,6 +126,7 @@ pub fn preaccumulate(
     t: &mut Target<'_>,
     seq: &Sequence,
     config: &xaif_elim::Config,
+    mode: xaif_elim::PropagationMode,
     want_dot: bool,
 ) -> Result<Preaccumulated, PreaccError> {
     let mut result = Preaccumulated::default();
@@ -135,13 +140,17 @@ pub fn preaccumulate(
     }
     let graph = build_graph(seq)?;
     let has_edges = !graph.lcg.edges().is_empty();
+    let mut report = None;
     let elimination: Option<Elimination> = if has_edges {
-        Some(xaif_elim::select(&graph.lcg, config)?.elimination)
+        let optimized = xaif_elim::optimize(&graph.lcg, config, mode)?;
+        report = Some(optimized.report);
+        Some(optimized.selection.elimination)
     } else {
         None
     };
     if want_dot {
         result.dot_before = Some(graph.lcg.to_dot());
+        result.lcg_text = Some(graph.lcg.to_text());
         result.dot_after = elimination.as_ref().map(|e| e.remainder.to_dot());
     }
     result.stats.vertices = graph.lcg.vertex_count();
@@ -152,6 +161,21 @@ pub fn preaccumulate(
         result.stats.subtractions = e.ops.subtractions;
         result.stats.divisions = e.ops.divisions;
         result.stats.nontrivial_remainder_edges = e.nontrivial_edges;
+    }
+    if let Some(r) = report {
+        let stats = &mut result.stats;
+        stats.graphs = 1;
+        stats.inner_vertices = r.size.0;
+        stats.chain_cost = r.chain;
+        stats.cost = r.cost;
+        stats.lower_bound = r.lower_bound;
+        stats.proof = r.proof.map(|p| match p {
+            xaif_elim::Proof::Vertex => "vertex",
+            xaif_elim::Proof::Edge => "edge",
+        });
+        stats.proven = usize::from(r.proof.is_some());
+        stats.found_by = r.found_by;
+        stats.micros = r.micros;
     }
 
     // Which (item, node) each vertex stands for, for shapes.
@@ -420,14 +444,24 @@ pub fn preaccumulate(
         let order = graph.lcg.topological_order()?;
         let mut incoming: FxHashMap<VertexId, Vec<&xaif_elim::RemainderEdge>> =
             FxHashMap::default();
+        let mut has_out: FxHashMap<VertexId, ()> = FxHashMap::default();
         for edge in &e.remainder.edges {
+            // A factor folded to zero contributes nothing.
+            if edge.value == EdgeValue::Constant(0.0) {
+                continue;
+            }
             incoming.entry(edge.target).or_default().push(edge);
+            has_out.insert(edge.source, ());
         }
         for v in order {
             let kind = graph.lcg.kind(v);
             let Some(ins) = incoming.get(&v) else {
-                if kind == Some(VertexKind::Dependent) && e.remainder.vertices[v.index()].present {
-                    // A dependent whose Jacobian is structurally zero.
+                let read_later = has_out.contains_key(&v) && kind != Some(VertexKind::Independent);
+                if (kind == Some(VertexKind::Dependent) && e.remainder.vertices[v.index()].present)
+                    || read_later
+                {
+                    // A value whose derivative is zero (structurally or
+                    // because its factors folded to zero).
                     result.zeros.push(slot_for(v, t).var);
                 }
                 continue;
@@ -447,6 +481,15 @@ pub fn preaccumulate(
                     }
                 }
                 terms.push((f, slot_for(edge.source, t)));
+            }
+            // A unit or minus-one term first: the target is then set by a
+            // copy (`SetDeriv`, `SetNegDeriv`), which costs nothing.
+            if let Some(at) = terms
+                .iter()
+                .position(|(f, _)| matches!(f, Factor::Unit | Factor::MinusOne))
+            {
+                let unit = terms.remove(at);
+                terms.insert(0, unit);
             }
             result.steps.push(Step { target, terms });
         }
@@ -559,10 +602,11 @@ fn acc_to_expr(
                 let x = go(x, b, lin, acc, inline);
                 b.intrinsic("minus_scal", &[x])
             }
-            E::Mul(x, y) | E::Add(x, y) | E::Sub(x, y) => {
+            E::Mul(x, y) | E::Add(x, y) | E::Sub(x, y) | E::Div(x, y) => {
                 let name = match e {
                     E::Mul(..) => "mul_scal_scal",
                     E::Add(..) => "add_scal_scal",
+                    E::Div(..) => "div_scal_scal",
                     _ => "sub_scal_scal",
                 };
                 let x = go(x, b, lin, acc, inline);

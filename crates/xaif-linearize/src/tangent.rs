@@ -97,6 +97,8 @@ pub struct DotGraph {
     pub before: String,
     /// After elimination.
     pub after: Option<String>,
+    /// The graph before elimination in [`xaif_elim::Lcg::to_text`] form.
+    pub lcg: String,
 }
 
 /// Why the transformation failed.
@@ -285,6 +287,7 @@ pub fn tangent(
                             &mut target,
                             seq,
                             &options.elimination,
+                            xaif_elim::PropagationMode::Tangent,
                             options.dot,
                         )
                         .map_err(|source| {
@@ -305,6 +308,7 @@ pub fn tangent(
                                     ),
                                     before: before.clone(),
                                     after: pre.dot_after.clone(),
+                                    lcg: pre.lcg_text.clone().unwrap_or_default(),
                                 });
                             }
                             bstats.total.add(&pre.stats);

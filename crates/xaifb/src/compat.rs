@@ -170,8 +170,10 @@ pub fn inert_flags(
         add(args.nary, "-n", no_derivatives);
         add(args.inline_calls, "-H", no_derivatives);
         add(args.trivial != 1, "-A", no_derivatives);
-        add(args.metric != 1, "-M", no_derivatives);
+        add(args.metric.is_some(), "-M", no_derivatives);
         add(args.maintaining, "-m", no_derivatives);
+        add(args.randomized, "-a", no_derivatives);
+        add(args.rerouting, "-R", no_derivatives);
         add(args.no_alias_split, "-Q", no_derivatives);
         add(args.zero_locals, "-D", no_derivatives);
         add(r.counters, "-C", no_derivatives);

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
-use xaif_elim::{Chain, Config, Extent, Filter, Method, Mode, Strategy};
+use xaif_elim::{Chain, Config, Effort, Extent, Filter, Goal, Method, Mode, Search, Strategy};
 use xaif_linearize::{Catalogue, FlattenOptions, TangentOptions};
 use xaif_model::{NonInlinableCatalogue, Program};
 
@@ -58,12 +58,29 @@ pub struct TransformArgs {
     /// Trivial edges: 0 none, 1 unit, 2 unit and constant.
     #[arg(short = 'A', default_value_t = 1)]
     pub trivial: u8,
-    /// Elimination metric: 0 operations, 1 scarcity.
-    #[arg(short = 'M', default_value_t = 1)]
-    pub metric: u8,
-    /// Allow eliminations that keep the number of non-trivial edges.
+    /// Elimination metric: 0 operations, 1 scarcity. Given, it is also
+    /// what the search minimizes; otherwise the search minimizes the
+    /// derivative code's operations in the mode (with pushes and pops in
+    /// adjoint mode).
+    #[arg(short = 'M')]
+    pub metric: Option<u8>,
+    /// Allow eliminations that keep the number of non-trivial edges (and
+    /// moves that keep the cost in the remainder post-processing).
     #[arg(short = 'm')]
     pub maintaining: bool,
+    /// Randomized heuristics in addition to the chain (seeded by --seed).
+    #[arg(short = 'a')]
+    pub randomized: bool,
+    /// Reroutings (pre- and post-routing of edges, with divisions) in the
+    /// remainder post-processing.
+    #[arg(short = 'R')]
+    pub rerouting: bool,
+    /// Seed of the randomized heuristics and of the search.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// How hard the elimination searches: fast, default or max.
+    #[arg(long, value_enum, default_value_t = EffortArg::Default)]
+    pub effort: EffortArg,
     /// Symbols forced passive (space-separated names).
     #[arg(short = 'p')]
     pub passive: Option<String>,
@@ -103,6 +120,17 @@ pub struct TransformArgs {
     /// The reference drivers' other flags.
     #[command(flatten)]
     pub reference: crate::compat::ReferenceFlags,
+}
+
+/// `--effort`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EffortArg {
+    /// The reference's chains, improved greedily.
+    Fast,
+    /// Exact search on small graphs, beam search on the others.
+    Default,
+    /// Larger search budgets (slower).
+    Max,
 }
 
 /// Flags only the adjoint driver has.
@@ -161,12 +189,32 @@ pub fn parse_strategy(spec: &str, extent: Extent) -> Result<Strategy> {
 }
 
 impl TransformArgs {
-    /// The elimination configuration of -M, -A, -m and --heuristic.
+    /// The elimination configuration of -M, -A, -m, -a, -R, --seed,
+    /// --effort and --heuristic.
     pub fn elimination(&self) -> Result<Config> {
-        let mut config = Config::from_flags(self.metric, self.trivial, self.maintaining)
+        let metric = self.metric.unwrap_or(1);
+        let mut config = Config::from_flags(metric, self.trivial, self.maintaining)
             .map_err(|e| anyhow!("{e}"))?;
+        config.search = Search {
+            goal: if self.metric.is_some() {
+                Goal::Metric
+            } else {
+                Goal::RunTime
+            },
+            effort: match self.effort {
+                EffortArg::Fast => Effort::Fast,
+                EffortArg::Default => Effort::Default,
+                EffortArg::Max => Effort::Max,
+            },
+            randomized: self.randomized,
+            rerouting: self.rerouting,
+            allow_maintaining: self.maintaining,
+            seed: self.seed,
+        };
         if let Some(spec) = &self.heuristic {
-            let extent = if self.metric == 1 {
+            // One strategy, as asked: no search beyond it.
+            config.search.effort = Effort::None;
+            let extent = if metric == 1 {
                 Extent::ScarcityPreserving {
                     allow_maintaining: self.maintaining,
                 }

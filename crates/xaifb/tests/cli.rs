@@ -546,3 +546,102 @@ fn readme_main_job_runs() {
         "{text}"
     );
 }
+
+/// The elimination flags (`--effort`, `-a` with `--seed`, `-R`, `-m`,
+/// `-M`) each give a transformation whose output reproduces `ad.out`, the
+/// same bytes every time, and `--stats-json` reports per graph the
+/// reference chain's cost, ours and a lower bound.
+#[test]
+fn elimination_flags_and_per_graph_report() {
+    let Some(shared) = shared_dir() else { return };
+    let ex = shared.join("corpus/examples/lighthouse");
+    let cat = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+    let dir = scratch("elimination");
+    let variants: [&[&str]; 7] = [
+        &[],
+        &["--effort", "fast"],
+        &["--effort", "max"],
+        &["-a", "--seed", "3"],
+        &["-R"],
+        &["-m"],
+        &["-M", "0"],
+    ];
+    for (k, flags) in variants.iter().enumerate() {
+        let mut texts = Vec::new();
+        for round in 0..2 {
+            let out = dir.join(format!("out{k}_{round}.xaif"));
+            let stats = dir.join(format!("stats{k}.json"));
+            let o = xaifb()
+                .args(["tangent", "-c"])
+                .arg(&cat)
+                .arg("-i")
+                .arg(ex.join("tlmhead_sf.pre.xaif"))
+                .arg("-o")
+                .arg(&out)
+                .args(*flags)
+                .arg("--stats-json")
+                .arg(&stats)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{flags:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            texts.push(std::fs::read(&out).unwrap());
+            let report: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+            let total = &report["total"];
+            assert!(total["graphs"].as_u64().unwrap() > 0, "{flags:?}");
+            for r in report["routines"].as_array().unwrap() {
+                for b in r["blocks"].as_array().unwrap() {
+                    for g in b["graphs"].as_array().unwrap() {
+                        let (chain, cost, bound) = (
+                            g["chain_cost"].as_u64().unwrap(),
+                            g["cost"].as_u64().unwrap(),
+                            g["lower_bound"].as_u64().unwrap(),
+                        );
+                        assert!(bound <= cost, "{flags:?}: {g}");
+                        if flags.is_empty() || flags[0] == "--effort" {
+                            assert!(cost <= chain, "{flags:?}: {g}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(texts[0] == texts[1], "{flags:?}: different bytes");
+        let out = dir.join(format!("out{k}_0.xaif"));
+        let run = xaifb()
+            .args(["run", "--mode", "tangent", "--params"])
+            .arg(ex.join("params.conf"))
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{flags:?}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let ours = dir.join(format!("ours{k}.out"));
+        std::fs::write(&ours, &run.stdout).unwrap();
+        assert!(
+            xaifb()
+                .arg("compare")
+                .arg(&ours)
+                .arg(ex.join("ad.out"))
+                .status()
+                .unwrap()
+                .success(),
+            "{flags:?}: Jacobian differs"
+        );
+    }
+    let bad = xaifb()
+        .args(["tangent", "-c"])
+        .arg(&cat)
+        .arg("-i")
+        .arg(ex.join("tlmhead_sf.pre.xaif"))
+        .args(["--effort", "extreme"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

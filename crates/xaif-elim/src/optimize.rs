@@ -1,0 +1,525 @@
+//! Choosing the elimination of one graph: the reference's selection, then
+//! search within an effort level, keeping the cheapest result.
+//!
+//! [`optimize`] runs the configured strategies (the reference's chains) on
+//! the working graph and takes the reference's winner as the baseline and
+//! incumbent, so the result is never costlier than the reference's chain
+//! on the same graph. Then, by [`Effort`]:
+//!
+//! - `Fast`: the cheapest prefix of every chain run under the cost model,
+//!   randomized chains with `-a`, and greedy descent from the two best
+//!   starting points (the remainder post-processing: unit-edge forwarding
+//!   and back-propagation and every other improving vertex or edge
+//!   elimination, reroutings with `-R`, cost-neutral walks with `-m`);
+//! - `Default`: also the exact searches where the graph is small (A* over
+//!   vertex sets up to 8 inner vertices, over edge-elimination states up
+//!   to 6 edges, a few hundred states each);
+//! - `Max`: all seven chains as baseline on every graph, more starting
+//!   points, exact searches up to 32 inner vertices and 16 edges with
+//!   budgets of tens of thousands of states, and beam search where no
+//!   proof was found.
+//!
+//! Budgets count states, not time, so the output never depends on the
+//! machine. The winner is replayed on an [`ElimGraph`], which builds the
+//! accumulation expressions, and priced again from them
+//! ([`crate::cost`]); the chain's own result is kept when it is not
+//! strictly more expensive.
+
+use std::time::Instant;
+
+use crate::chain::{run_chain, ChainRun, Rng};
+use crate::cost::{evaluate_model, model, primary, Goal, PropagationMode};
+use crate::elim::ElimGraph;
+use crate::graph::Lcg;
+use crate::result::{ElimError, Elimination};
+use crate::search::{beam, descend, exact_edges, exact_vertices, Moves};
+use crate::strategy::{select, Config, Extent, Method, Metric, Selection, Strategy};
+use crate::work::{Move, Work};
+
+/// How hard [`optimize`] searches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Effort {
+    /// Only the configured strategies, as [`select`] (the reference's
+    /// behaviour; also what `--heuristic` asks for).
+    None,
+    /// Cheap improvements of the chains' results.
+    Fast,
+    /// Exact search on small graphs, beam search on the others.
+    #[default]
+    Default,
+    /// Larger budgets everywhere.
+    Max,
+}
+
+/// The search settings of a [`Config`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Search {
+    /// What is minimized.
+    pub goal: Goal,
+    /// How hard to search.
+    pub effort: Effort,
+    /// `-a`: randomized chains in addition to the configured ones.
+    pub randomized: bool,
+    /// `-R`: reroutings (pre- and post-routing of edges, with divisions)
+    /// in the remainder post-processing.
+    pub rerouting: bool,
+    /// `-m`: the post-processing may walk over moves that keep the cost.
+    pub allow_maintaining: bool,
+    /// Seed of every random choice (`--seed`).
+    pub seed: u64,
+}
+
+/// Which search space a proof covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Proof {
+    /// Optimal among all vertex elimination sequences (intermediates
+    /// eliminated, dependents cut), partial ones included.
+    Vertex,
+    /// Optimal among all front and back edge elimination sequences, which
+    /// include the vertex elimination sequences.
+    Edge,
+}
+
+/// What [`optimize`] found out about one graph. Costs are in the goal's
+/// unit: operations of the derivative code for [`Goal::RunTime`] (with two
+/// per pushed factor in adjoint mode), non-trivial edges or
+/// multiplications for the metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The reference selection's cost.
+    pub chain: u64,
+    /// The cost of the result.
+    pub cost: u64,
+    /// A lower bound on the cost of every edge elimination sequence.
+    pub lower_bound: u64,
+    /// What the result is proven optimal for, if anything.
+    pub proof: Option<Proof>,
+    /// Which part of the search found the result.
+    pub found_by: &'static str,
+    /// States expanded or evaluated by the searches.
+    pub states: usize,
+    /// Wall time of [`optimize`] in microseconds (reported, never used to
+    /// decide anything).
+    pub micros: u64,
+    /// Inner vertices (intermediates and dependents with out-edges) and
+    /// edges of the graph as eliminated (parallel edges merged).
+    pub size: (usize, usize),
+}
+
+/// The result of [`optimize`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Optimized {
+    /// The elimination chosen and the strategy that describes it best (the
+    /// reference's winner when the search did not improve on it).
+    pub selection: Selection,
+    /// How it was found and how good it is.
+    pub report: Report,
+}
+
+struct Budgets {
+    /// (inner vertices at most, states expanded at most).
+    exact_vertices: (usize, usize),
+    /// (edges at most, states expanded at most).
+    exact_edges: (usize, usize),
+    /// (width, children evaluated at most).
+    beam: (usize, usize),
+    /// Randomized chains with `-a`.
+    random_runs: usize,
+    /// Starting points of the greedy descent.
+    starts: usize,
+    /// Moves of one descent at most.
+    descent: usize,
+}
+
+impl Effort {
+    fn budgets(self) -> Budgets {
+        match self {
+            Effort::None | Effort::Fast => Budgets {
+                exact_vertices: (0, 0),
+                exact_edges: (0, 0),
+                beam: (0, 0),
+                random_runs: 4,
+                starts: 2,
+                descent: 256,
+            },
+            Effort::Default => Budgets {
+                exact_vertices: (8, 256),
+                exact_edges: (6, 100),
+                beam: (0, 0),
+                random_runs: 8,
+                starts: 2,
+                descent: 1024,
+            },
+            Effort::Max => Budgets {
+                exact_vertices: (32, 100_000),
+                exact_edges: (16, 20_000),
+                beam: (8, 20_000),
+                random_runs: 64,
+                starts: 8,
+                descent: 4096,
+            },
+        }
+    }
+}
+
+/// A candidate sequence and its model cost.
+#[derive(Clone, Debug)]
+struct Candidate {
+    moves: Vec<Move>,
+    cost: i64,
+    found_by: &'static str,
+}
+
+/// Chooses the elimination of `lcg` for code that propagates in `mode`.
+pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Optimized, ElimError> {
+    let started = Instant::now();
+    let search = &config.search;
+    let has_face = config.strategies.iter().any(|s| s.method == Method::Face);
+    let graph = ElimGraph::new(lcg)?;
+    let m = model(search.goal, mode, config.metric, config.triviality);
+    let mut work = Work::new(&graph, m, config.triviality);
+    let size = (work.inner_vertices().count(), work.edge_count());
+    let unit = |c: i64| primary(search.goal, config.metric, c);
+    if search.effort == Effort::None || has_face || config.strategies.is_empty() {
+        let selection = select(lcg, config)?;
+        let cost = evaluate_model(&m, &selection.elimination).map_or(u64::MAX, unit);
+        return Ok(Optimized {
+            selection,
+            report: Report {
+                chain: cost,
+                cost,
+                lower_bound: unit(work.lower_bound()).min(cost),
+                proof: None,
+                found_by: "chain",
+                states: 0,
+                micros: started.elapsed().as_micros() as u64,
+                size,
+            },
+        });
+    }
+    let budgets = search.effort.budgets();
+
+    // The reference's selection (the baseline), and every run kept for
+    // its cheapest prefix.
+    let baseline = baseline_strategies(config, work.edge_count(), search.effort, mode);
+    let runs: Vec<ChainRun> = crate::chain::run_all(&mut work, &baseline, false)
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut reference: Option<(usize, (i64, u32, u32))> = None;
+    for (index, run) in runs.iter().enumerate() {
+        let key = match config.metric {
+            Metric::Scarcity => run.key,
+            Metric::Operations => (i64::from(run.key.1), run.key.2, run.key.0 as u32),
+        };
+        if reference.is_none_or(|(_, best)| key < best) {
+            reference = Some((index, key));
+        }
+    }
+    let Some((reference_index, _)) = reference else {
+        return Err(ElimError::NoStrategies);
+    };
+    let reference_moves = runs[reference_index].moves[..runs[reference_index].kept].to_vec();
+    let reference_split = sequence_split(&mut work, &reference_moves);
+    if search.goal == Goal::RunTime && mode == PropagationMode::Adjoint {
+        // Taping more factors than the baseline must pay for itself.
+        if let Some((_, pushes)) = reference_split {
+            work.model.max_pushes = pushes;
+            work.model.w_excess = crate::cost::EXCESS_TAPE as i64 * crate::cost::OPERATION;
+        }
+    }
+
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (moves, found_by) in [
+        (Vec::new(), "no elimination"),
+        (reference_moves.clone(), "chain"),
+    ] {
+        if let Some(cost) = sequence_cost(&mut work, &moves) {
+            candidates.push(Candidate {
+                moves,
+                cost,
+                found_by,
+            });
+        }
+    }
+    for run in &runs {
+        if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits) {
+            candidates.push(Candidate {
+                moves: run.moves[..len].to_vec(),
+                cost,
+                found_by: "chain prefix",
+            });
+        }
+    }
+    let mut states = runs.iter().map(|r| r.moves.len()).sum::<usize>();
+    if search.randomized {
+        let random = Strategy {
+            method: Method::Edge,
+            chain: crate::heuristics::Chain::reverse(),
+            extent: Extent::ScarcityPreserving {
+                allow_maintaining: search.allow_maintaining,
+            },
+        };
+        let mut rng = Rng::new(search.seed);
+        for _ in 0..budgets.random_runs {
+            if let Some(run) = run_chain(&mut work, &random, Some(&mut rng)) {
+                states += run.moves.len();
+                if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits) {
+                    candidates.push(Candidate {
+                        moves: run.moves[..len].to_vec(),
+                        cost,
+                        found_by: "randomized chain",
+                    });
+                }
+            }
+        }
+    }
+    sort_candidates(&mut candidates);
+
+    // Remainder post-processing: greedy descent from the best starting
+    // points.
+    let kinds = Moves {
+        vertices: true,
+        edges: true,
+        reroutings: search.rerouting,
+    };
+    let mut starts: Vec<Vec<Move>> = Vec::new();
+    for c in &candidates {
+        if starts.len() >= budgets.starts {
+            break;
+        }
+        if !starts.contains(&c.moves) {
+            starts.push(c.moves.clone());
+        }
+    }
+    for start in starts {
+        let base = work.mark();
+        for &mv in &start {
+            work.apply(mv);
+        }
+        let more = descend(&mut work, kinds, search.allow_maintaining, budgets.descent);
+        states += more.len();
+        if !more.is_empty() {
+            if let Some(cost) = work.cost() {
+                let mut moves = start;
+                moves.extend(more);
+                candidates.push(Candidate {
+                    moves,
+                    cost,
+                    found_by: "descent",
+                });
+            }
+        }
+        work.undo_to(base);
+    }
+    sort_candidates(&mut candidates);
+
+    // Exact searches, then beam search where no proof was found.
+    let mut proof = None;
+    let mut bound = work.lower_bound();
+    let (vlimit, vbudget) = budgets.exact_vertices;
+    if size.0 <= vlimit && vbudget > 0 {
+        let exact = exact_vertices(&mut work, candidates[0].cost, vbudget);
+        states += exact.expanded;
+        if let Some((moves, cost)) = exact.best {
+            candidates.push(Candidate {
+                moves,
+                cost,
+                found_by: "exact (vertices)",
+            });
+        }
+        if exact.proven {
+            proof = Some(Proof::Vertex);
+        }
+        sort_candidates(&mut candidates);
+    }
+    let (elimit, ebudget) = budgets.exact_edges;
+    if size.1 <= elimit && ebudget > 0 {
+        let exact = exact_edges(&mut work, candidates[0].cost, ebudget);
+        states += exact.expanded;
+        if let Some((moves, cost)) = exact.best {
+            candidates.push(Candidate {
+                moves,
+                cost,
+                found_by: "exact (edges)",
+            });
+        }
+        bound = bound.max(exact.lower_bound);
+        if exact.proven {
+            proof = Some(Proof::Edge);
+        }
+        sort_candidates(&mut candidates);
+    }
+    let (width, bbudget) = budgets.beam;
+    if proof.is_none() && bbudget > 0 {
+        let starts: Vec<Vec<Move>> = candidates
+            .iter()
+            .take(width)
+            .map(|c| c.moves.clone())
+            .collect();
+        let incumbent = candidates[0].cost;
+        if let Some((moves, cost)) = beam(&mut work, &starts, kinds, width, incumbent, bbudget) {
+            candidates.push(Candidate {
+                moves,
+                cost,
+                found_by: "beam",
+            });
+        }
+        states += bbudget;
+        sort_candidates(&mut candidates);
+    }
+
+    // The cheapest candidate that is no worse than the baseline in
+    // operations (the push part aside) is replayed with expressions; the
+    // baseline is kept unless it is strictly more expensive.
+    let reference_strategy = baseline[reference_index].clone();
+    let chain_elimination = replay(lcg, &mut work, &reference_moves, config)?;
+    let chain_cost = evaluate_model(&work.model, &chain_elimination);
+    let limit = reference_split.map_or(i64::MAX, |s| s.0);
+    let best = candidates
+        .iter()
+        .find(|c| sequence_split(&mut work, &c.moves).is_some_and(|s| s.0 <= limit))
+        .cloned();
+    let (elimination, cost, found_by) = match best {
+        Some(best) if best.moves != reference_moves => {
+            let ours = replay(lcg, &mut work, &best.moves, config)?;
+            let ours_cost = evaluate_model(&work.model, &ours);
+            match (ours_cost, chain_cost) {
+                (Some(a), Some(b)) if a < b => (ours, ours_cost, best.found_by),
+                (Some(_), None) => (ours, ours_cost, best.found_by),
+                _ => (chain_elimination, chain_cost, "chain"),
+            }
+        }
+        _ => (chain_elimination, chain_cost, "chain"),
+    };
+    // Reported in the goal's units, under the objective minimized.
+    let cost_unit = cost.map_or(u64::MAX, unit);
+    let chain_unit = chain_cost.map_or(u64::MAX, unit);
+    // A proof covers the model optimum; the result is that optimum unless
+    // the baseline rule kept something else.
+    let proof = proof.filter(|_| cost.is_some_and(|c| c <= candidates[0].cost));
+    let lower_bound = if proof == Some(Proof::Edge) {
+        cost_unit
+    } else {
+        unit(bound).min(cost_unit)
+    };
+    Ok(Optimized {
+        selection: Selection {
+            elimination,
+            strategy: reference_strategy,
+        },
+        report: Report {
+            chain: chain_unit,
+            cost: cost_unit,
+            lower_bound,
+            proof,
+            found_by,
+            states,
+            micros: started.elapsed().as_micros() as u64,
+            size,
+        },
+    })
+}
+
+/// The strategies of the baseline: the configured ones, except that for
+/// tangent code on graphs with at least [`LONG_RUNS`] edges below
+/// `--effort max` only the seed's chain and lowest Markowitz → reverse run
+/// (when configured), because complete runs on large graphs are long and
+/// the other chains rarely lead the search anywhere better. Adjoint code
+/// always runs them all: its tape must never exceed the reference
+/// selection's.
+fn baseline_strategies(
+    config: &Config,
+    edges: usize,
+    effort: Effort,
+    mode: PropagationMode,
+) -> Vec<Strategy> {
+    use crate::heuristics::{Chain, Filter, Mode};
+    if edges < LONG_RUNS || effort == Effort::Max || mode == PropagationMode::Adjoint {
+        return config.strategies.clone();
+    }
+    let lm = Chain::new([Filter::LowestMarkowitz], Mode::Reverse);
+    let kept: Vec<Strategy> = config
+        .strategies
+        .iter()
+        .filter(|s| s.chain == Chain::seed() || s.chain == lm)
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        config.strategies.clone()
+    } else {
+        kept
+    }
+}
+
+/// See [`baseline_strategies`].
+const LONG_RUNS: usize = 64;
+
+fn sort_candidates(candidates: &mut [Candidate]) {
+    candidates.sort_by_key(|c| (c.cost, c.moves.len()));
+}
+
+/// The cost split of [`Work::cost_split`] after a sequence from the
+/// current state (restored).
+fn sequence_split(work: &mut Work, moves: &[Move]) -> Option<(i64, i64)> {
+    let mark = work.mark();
+    for &m in moves {
+        work.apply(m);
+    }
+    let split = work.cost_split();
+    work.undo_to(mark);
+    split
+}
+
+/// The prefix of a run cheapest under the model (with its push terms),
+/// from the run's recorded cost splits, and its cost.
+fn cheapest_prefix(
+    model: &crate::work::Model,
+    splits: &[Option<(i64, i64)>],
+) -> Option<(usize, i64)> {
+    let mut best: Option<(usize, i64)> = None;
+    for (k, split) in splits.iter().enumerate() {
+        let Some((rest, pushes)) = split else {
+            continue;
+        };
+        let c = rest + model.w_push * pushes + model.w_excess * (pushes - model.max_pushes).max(0);
+        if best.is_none_or(|(_, b)| c < b) {
+            best = Some((k, c));
+        }
+    }
+    best
+}
+
+/// The model cost of a sequence from the current state (restored).
+fn sequence_cost(work: &mut Work, moves: &[Move]) -> Option<i64> {
+    let mark = work.mark();
+    for &m in moves {
+        work.apply(m);
+    }
+    let cost = work.cost();
+    work.undo_to(mark);
+    cost
+}
+
+/// Replays a sequence of working moves on a fresh [`ElimGraph`] and
+/// finishes it.
+fn replay(
+    lcg: &Lcg,
+    work: &mut Work,
+    moves: &[Move],
+    config: &Config,
+) -> Result<Elimination, ElimError> {
+    let mut graph = ElimGraph::new(lcg)?;
+    let mark = work.mark();
+    let mut targets = Vec::new();
+    for &m in moves {
+        targets.clear();
+        work.targets(m, &mut targets);
+        work.apply(m);
+        for t in &targets {
+            t.on(&mut graph)?;
+        }
+    }
+    work.undo_to(mark);
+    Ok(graph.finish(config.triviality))
+}

@@ -1,0 +1,179 @@
+//! Internal properties of the search engine, on random graphs:
+//!
+//! - the working graph prices every sequence of moves exactly as the
+//!   expressions built by replaying it on an [`ElimGraph`] (so the search
+//!   optimizes what the derivative code will cost), for every goal, and
+//!   taking a move back restores the state;
+//! - the incremental chain runner makes the same choices as the plain one.
+
+use proptest::prelude::*;
+
+use crate::chain::{run_edge_chain, run_plain};
+use crate::cost::{evaluate_model, model, Goal, PropagationMode};
+use crate::heuristics::Chain;
+use crate::strategy::{Extent, Method, Metric, Strategy as ElimStrategy};
+use crate::value::Triviality;
+use crate::work::{Move, Work};
+use crate::{ElimGraph, Label, Lcg, VarId, VertexId, VertexKind};
+
+fn label() -> impl proptest::strategy::Strategy<Value = Label> {
+    prop_oneof![
+        3 => Just(Label::Unit),
+        2 => Just(Label::MinusOne),
+        2 => prop::sample::select(vec![2.0, -0.5, 3.0, 0.5]).prop_map(Label::Constant),
+        6 => (0..6u32).prop_map(|v| Label::Variable(VarId(v))),
+    ]
+}
+
+/// Random DAGs over vertices created in rank order: the first ones are
+/// independents, the last one a dependent, the others intermediates or
+/// dependents; edges go from lower to higher ranks.
+fn graph() -> impl proptest::strategy::Strategy<Value = Lcg> {
+    (1usize..=3, 1usize..=7)
+        .prop_flat_map(|(x, others)| {
+            let n = x + others;
+            (
+                Just(x),
+                prop::collection::vec(prop::bool::weighted(0.35), others),
+                prop::collection::vec((0..n, 0..n, label()), n..3 * n),
+            )
+        })
+        .prop_map(|(x, dependent, edges)| {
+            let n = x + dependent.len();
+            let mut g = Lcg::new();
+            for r in 0..n {
+                let kind = if r < x {
+                    VertexKind::Independent
+                } else if r + 1 == n || dependent[r - x] {
+                    VertexKind::Dependent
+                } else {
+                    VertexKind::Intermediate
+                };
+                g.add_vertex(kind);
+            }
+            for (a, b, l) in edges {
+                let (lo, hi) = (a.min(b), a.max(b));
+                if lo != hi && hi >= x {
+                    g.add_edge(VertexId(lo as u32), VertexId(hi as u32), l)
+                        .expect("valid edge");
+                }
+            }
+            g
+        })
+}
+
+fn models() -> Vec<crate::work::Model> {
+    let mut models = vec![
+        model(
+            Goal::RunTime,
+            PropagationMode::Tangent,
+            Metric::Scarcity,
+            Triviality::Unit,
+        ),
+        model(
+            Goal::RunTime,
+            PropagationMode::Adjoint,
+            Metric::Scarcity,
+            Triviality::Unit,
+        ),
+        model(
+            Goal::Metric,
+            PropagationMode::Tangent,
+            Metric::Scarcity,
+            Triviality::UnitAndConstant,
+        ),
+    ];
+    // A tape limit with a penalty, as in adjoint mode.
+    let mut capped = models[1];
+    capped.max_pushes = 1;
+    capped.w_excess = 3 << 20;
+    models.push(capped);
+    models
+}
+
+fn possible_moves(work: &Work, out: &mut Vec<Move>) {
+    out.clear();
+    out.extend(work.inner_vertices().map(Move::Vertex));
+    work.edge_moves(out);
+    work.reroute_moves(out);
+    out.retain(|&m| work.can(m));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn the_working_graph_prices_sequences_like_their_expressions(
+        lcg in graph(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let base = ElimGraph::new(&lcg).unwrap();
+        for m in models() {
+            let mut work = Work::new(&base, m, Triviality::Unit);
+            let start = work.mark();
+            let start_cost = work.cost();
+            let mut moves = Vec::new();
+            let mut done = Vec::new();
+            for pick in &picks {
+                possible_moves(&work, &mut moves);
+                if moves.is_empty() {
+                    break;
+                }
+                let mv = moves[pick.index(moves.len())];
+                // Trying a move and taking it back changes nothing.
+                let before = work.cost();
+                let _ = work.probe_cost(mv);
+                prop_assert_eq!(work.cost(), before);
+                let mut replay = Vec::new();
+                work.targets(mv, &mut replay);
+                work.apply(mv);
+                done.push(replay);
+            }
+            let mut graph = ElimGraph::new(&lcg).unwrap();
+            for ops in &done {
+                for op in ops {
+                    op.on(&mut graph).unwrap();
+                }
+            }
+            let elimination = graph.finish(Triviality::Unit);
+            prop_assert_eq!(work.cost(), evaluate_model(&work.model, &elimination), "{:?}", m);
+            // The Jacobian survives every move, reroutings included (they
+            // divide by a pivot that may be zero at run time, here when a
+            // constant zero factor reached it).
+            let vars = |v: VarId| Some(0.75 + 0.5 * f64::from(v.0));
+            let a = lcg.jacobian(&vars).unwrap();
+            let b = elimination.jacobian(&vars).unwrap();
+            for (x, y) in a.values.iter().zip(&b.values) {
+                if !y.is_finite() {
+                    prop_assert!(elimination.ops.divisions > 0);
+                    continue;
+                }
+                prop_assert!((x - y).abs() <= 1e-9 * (1.0 + x.abs()), "{} vs {}", x, y);
+            }
+            // The lower bound holds for the state reached.
+            work.undo_to(start);
+            prop_assert_eq!(work.cost(), start_cost);
+        }
+    }
+
+    #[test]
+    fn the_incremental_chain_runner_chooses_like_the_plain_one(lcg in graph()) {
+        let base = ElimGraph::new(&lcg).unwrap();
+        let m = models()[0];
+        let mut work = Work::new(&base, m, Triviality::Unit);
+        for chain in Chain::edge_defaults() {
+            for extent in [
+                Extent::Total,
+                Extent::ScarcityPreserving { allow_maintaining: false },
+                Extent::ScarcityPreserving { allow_maintaining: true },
+            ] {
+                let strategy = ElimStrategy { method: Method::Edge, chain: chain.clone(), extent };
+                let fast = run_edge_chain(&mut work, &strategy, false);
+                let plain = run_plain(&mut work, &strategy, None, false).unwrap();
+                prop_assert_eq!(&fast.moves, &plain.moves, "{:?}", strategy);
+                prop_assert_eq!(fast.kept, plain.kept);
+                prop_assert_eq!(fast.key, plain.key);
+            }
+        }
+    }
+}

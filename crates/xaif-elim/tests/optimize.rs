@@ -1,0 +1,391 @@
+//! The optimizer against brute force, on random small graphs and on the
+//! seeds' worked examples, and the flags that extend it (`-R`, `-a`, `-m`)
+//! each on a graph where it pays off.
+//!
+//! Costs are run-time operations of the derivative code
+//! ([`xaif_elim::evaluate`]): accumulation plus tangent propagation, or
+//! accumulation plus adjoint propagation plus two per taped factor (and
+//! [`xaif_elim::EXCESS_TAPE`] per factor beyond the reference's tape).
+
+use proptest::prelude::*;
+
+use xaif_elim::{
+    evaluate, optimize, taped_factors, Config, Effort, ElimGraph, Elimination, EliminationState,
+    Label, Lcg, Optimized, Proof, PropagationMode, Search, Step, Triviality, VarId, VertexId,
+    VertexKind, EXCESS_TAPE,
+};
+
+use PropagationMode::{Adjoint, Tangent};
+
+fn config(effort: Effort) -> Config {
+    let mut c = Config::default();
+    c.search.effort = effort;
+    c
+}
+
+fn run(lcg: &Lcg, effort: Effort, mode: PropagationMode) -> Optimized {
+    optimize(lcg, &config(effort), mode).expect("optimization succeeds")
+}
+
+/// What the optimizer minimizes: [`evaluate`], and in adjoint mode
+/// [`EXCESS_TAPE`] more per taped factor beyond the reference's chain's.
+fn objective(lcg: &Lcg, e: &Elimination, mode: PropagationMode) -> u64 {
+    let base = evaluate(e, mode);
+    if mode == Tangent {
+        return base;
+    }
+    let chain = xaif_elim::select(lcg, &config(Effort::None))
+        .unwrap()
+        .elimination;
+    let excess = taped_factors(e).saturating_sub(taped_factors(&chain)) as u64;
+    base + EXCESS_TAPE * excess
+}
+
+/// The cheapest of every edge elimination sequence (every prefix
+/// included), by exhaustive search without any pruning; `None` when there
+/// are more than `limit` states.
+fn brute_force_edges(lcg: &Lcg, mode: PropagationMode, limit: usize) -> Option<u64> {
+    fn go(
+        lcg: &Lcg,
+        g: &ElimGraph,
+        mode: PropagationMode,
+        best: &mut u64,
+        states: &mut usize,
+        limit: usize,
+    ) -> bool {
+        *states += 1;
+        if *states > limit {
+            return false;
+        }
+        *best = (*best).min(objective(lcg, &g.clone().finish(Triviality::Unit), mode));
+        for t in g.edge_candidates() {
+            let mut h = g.clone();
+            h.eliminate(&t).unwrap();
+            if !go(lcg, &h, mode, best, states, limit) {
+                return false;
+            }
+        }
+        true
+    }
+    let g = ElimGraph::new(lcg).unwrap();
+    let mut best = u64::MAX;
+    let mut states = 0;
+    go(lcg, &g, mode, &mut best, &mut states, limit).then_some(best)
+}
+
+/// The cheapest of every vertex elimination sequence: intermediates
+/// eliminated, dependents cut (all their out-edges back eliminated), in
+/// every order, every prefix included.
+fn brute_force_vertices(lcg: &Lcg, mode: PropagationMode) -> u64 {
+    fn go(lcg: &Lcg, g: &ElimGraph, mode: PropagationMode, best: &mut u64) {
+        *best = (*best).min(objective(lcg, &g.clone().finish(Triviality::Unit), mode));
+        let inner: Vec<VertexId> = (0..64u32)
+            .map(VertexId)
+            .filter(|&v| g.contains_vertex(v))
+            .filter(|&v| match g.kind(v) {
+                Some(VertexKind::Intermediate) => true,
+                Some(VertexKind::Dependent) => !g.successors(v).is_empty(),
+                _ => false,
+            })
+            .collect();
+        for v in inner {
+            let mut h = g.clone();
+            if h.kind(v) == Some(VertexKind::Intermediate) {
+                h.eliminate_vertex(v).unwrap();
+            } else {
+                for k in g.successors(v).to_vec() {
+                    h.back_eliminate(v, k).unwrap();
+                }
+            }
+            go(lcg, &h, mode, best);
+        }
+    }
+    let g = ElimGraph::new(lcg).unwrap();
+    let mut best = u64::MAX;
+    go(lcg, &g, mode, &mut best);
+    best
+}
+
+fn label() -> impl Strategy<Value = Label> {
+    prop_oneof![
+        3 => Just(Label::Unit),
+        1 => Just(Label::MinusOne),
+        1 => prop::sample::select(vec![2.0, -0.5]).prop_map(Label::Constant),
+        5 => (0..5u32).prop_map(|v| Label::Variable(VarId(v))),
+    ]
+}
+
+/// Small random DAGs (vertices in rank order; the first are
+/// independents, the last a dependent).
+fn small_graph(max_edges: usize) -> impl Strategy<Value = Lcg> {
+    (1usize..=2, 1usize..=4)
+        .prop_flat_map(move |(x, others)| {
+            let n = x + others;
+            (
+                Just(x),
+                prop::collection::vec(prop::bool::weighted(0.3), others),
+                prop::collection::vec((0..n, 0..n, label()), 1..=max_edges),
+            )
+        })
+        .prop_map(|(x, dependent, edges)| {
+            let n = x + dependent.len();
+            let mut g = Lcg::new();
+            for r in 0..n {
+                g.add_vertex(if r < x {
+                    VertexKind::Independent
+                } else if r + 1 == n || dependent[r - x] {
+                    VertexKind::Dependent
+                } else {
+                    VertexKind::Intermediate
+                });
+            }
+            for (a, b, l) in edges {
+                let (lo, hi) = (a.min(b), a.max(b));
+                if lo != hi && hi >= x {
+                    g.add_edge(VertexId(lo as u32), VertexId(hi as u32), l)
+                        .unwrap();
+                }
+            }
+            g
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Proven optima are the brute-force optima, every result is at least
+    /// the brute-force optimum, and every lower bound is at most it.
+    #[test]
+    fn exact_search_agrees_with_brute_force(lcg in small_graph(6)) {
+        for mode in [Tangent, Adjoint] {
+            let Some(optimum) = brute_force_edges(&lcg, mode, 200_000) else {
+                continue;
+            };
+            let vertex_optimum = brute_force_vertices(&lcg, mode);
+            prop_assert!(optimum <= vertex_optimum);
+            for effort in [Effort::Fast, Effort::Default, Effort::Max] {
+                let r = run(&lcg, effort, mode).report;
+                prop_assert!(r.cost >= optimum, "{:?} {:?}: {:?} below {}", effort, mode, r, optimum);
+                prop_assert!(r.lower_bound <= optimum, "{:?} {:?}: bound {:?} above {}", effort, mode, r, optimum);
+                match r.proof {
+                    Some(Proof::Edge) => prop_assert_eq!(r.cost, optimum),
+                    Some(Proof::Vertex) => prop_assert!(r.cost <= vertex_optimum),
+                    None => {}
+                }
+            }
+            // Max effort proves these small graphs over edge eliminations.
+            let r = run(&lcg, Effort::Max, mode).report;
+            prop_assert_eq!(r.proof, Some(Proof::Edge), "{:?}", r);
+        }
+    }
+}
+
+/// The LCG of the control-flow-reversal seed, Eq. (3)/(4): 1, 2
+/// independent; 3, 4, 6, 7 dependent; t intermediate.
+fn control_flow_seed() -> Lcg {
+    let mut g = Lcg::new();
+    let v1 = g.add_named_vertex(VertexKind::Independent, "1");
+    let v2 = g.add_named_vertex(VertexKind::Independent, "2");
+    let v3 = g.add_named_vertex(VertexKind::Dependent, "3");
+    let v4 = g.add_named_vertex(VertexKind::Dependent, "4");
+    let t = g.add_named_vertex(VertexKind::Intermediate, "t");
+    let v6 = g.add_named_vertex(VertexKind::Dependent, "6");
+    let v7 = g.add_named_vertex(VertexKind::Dependent, "7");
+    let var = |n| Label::Variable(VarId(n));
+    for (k, (a, b)) in [
+        (v1, v3),
+        (v2, v3),
+        (v1, v4),
+        (v3, v4),
+        (v3, t),
+        (v2, t),
+        (t, v7),
+        (v4, v7),
+        (v4, v6),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        g.add_edge(a, b, var(k as u32)).unwrap();
+    }
+    g
+}
+
+/// The LCG of the weighted-term-graphs seed, Figs. 1 and 2: `a = cos(x)`,
+/// `b = sin(y)*y*y`, `f = exp(a*b)`; x, y independent, f dependent.
+fn term_graph_seed() -> Lcg {
+    let mut g = Lcg::new();
+    let x = g.add_named_vertex(VertexKind::Independent, "x");
+    let y = g.add_named_vertex(VertexKind::Independent, "y");
+    let a = g.add_named_vertex(VertexKind::Intermediate, "cos");
+    let s = g.add_named_vertex(VertexKind::Intermediate, "sin");
+    let t = g.add_named_vertex(VertexKind::Intermediate, "sin*y");
+    let b = g.add_named_vertex(VertexKind::Intermediate, "sin*y*y");
+    let m = g.add_named_vertex(VertexKind::Intermediate, "a*b");
+    let f = g.add_named_vertex(VertexKind::Dependent, "exp");
+    let var = |n| Label::Variable(VarId(n));
+    for (k, (p, q)) in [
+        (x, a),
+        (y, s),
+        (s, t),
+        (y, t),
+        (t, b),
+        (y, b),
+        (a, m),
+        (b, m),
+        (m, f),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        g.add_edge(p, q, var(k as u32)).unwrap();
+    }
+    g
+}
+
+/// The seeds' worked examples: proven optima (over all edge elimination
+/// sequences), what the reference's chain costs, and the best vertex
+/// elimination sequence found by brute force. On the control-flow seed the
+/// chain of Eq. (5) and its relatives cost 23 tangent operations where 18
+/// suffice; edge elimination beats every vertex elimination sequence in
+/// adjoint mode (37 against 40).
+#[test]
+fn the_seed_examples_are_solved_optimally() {
+    // (graph, mode, proven optimum, reference chain, best vertex sequence)
+    for (name, lcg, mode, optimum, chain, vertex) in [
+        (
+            "control flow seed",
+            control_flow_seed(),
+            Tangent,
+            18,
+            23,
+            18,
+        ),
+        (
+            "control flow seed",
+            control_flow_seed(),
+            Adjoint,
+            37,
+            37,
+            40,
+        ),
+        ("term graph seed", term_graph_seed(), Tangent, 12, 12, 12),
+        ("term graph seed", term_graph_seed(), Adjoint, 16, 16, 16),
+    ] {
+        let r = run(&lcg, Effort::Max, mode).report;
+        assert_eq!(r.proof, Some(Proof::Edge), "{name} {mode:?}: {r:?}");
+        assert_eq!(
+            (r.cost, r.chain, r.lower_bound),
+            (optimum, chain, optimum),
+            "{name} {mode:?}: {r:?}"
+        );
+        assert_eq!(brute_force_vertices(&lcg, mode), vertex, "{name} {mode:?}");
+        // The default effort finds the optimum too, and proves it over
+        // vertex eliminations.
+        let d = run(&lcg, Effort::Default, mode).report;
+        assert_eq!((d.cost, d.proof), (optimum, Some(Proof::Vertex)), "{d:?}");
+    }
+}
+
+fn graph(text: &str) -> Lcg {
+    Lcg::from_text(text).expect("a well-formed graph")
+}
+
+fn with(effort: Effort, f: impl FnOnce(&mut Search)) -> Config {
+    let mut c = config(effort);
+    f(&mut c.search);
+    c
+}
+
+/// `-R`: a post-routing about a unit pivot removes a propagation edge in
+/// adjoint mode that no elimination can remove as cheaply.
+#[test]
+fn rerouting_pays_off_where_eliminations_do_not() {
+    let lcg = graph(
+        "x\nx\nz\nz\ny\nz\ny\n5 6 1\n3 6 v1\n4 5 v2\n2 3 v3\n3 4 v4\n0 4 1\n1 4 1\n0 6 1\n1 5 1\n0 5 1\n2 4 1\n",
+    );
+    let without = optimize(&lcg, &config(Effort::Fast), Adjoint).unwrap();
+    let with_r = optimize(&lcg, &with(Effort::Fast, |s| s.rerouting = true), Adjoint).unwrap();
+    assert!(
+        with_r.report.cost < without.report.cost,
+        "{:?} vs {:?}",
+        with_r.report,
+        without.report
+    );
+    assert!(with_r
+        .selection
+        .elimination
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Reroute { .. })));
+    assert!(!without
+        .selection
+        .elimination
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Reroute { .. })));
+    let vars = |v: VarId| Some(1.25 + f64::from(v.0) * 0.5);
+    let a = lcg.jacobian(&vars).unwrap();
+    let b = with_r.selection.elimination.jacobian(&vars).unwrap();
+    for (x, y) in a.values.iter().zip(&b.values) {
+        assert!((x - y).abs() < 1e-12, "{x} vs {y}");
+    }
+}
+
+/// `-a`: randomized chains find what the configured ones and the greedy
+/// post-processing miss, the same for the same seed.
+#[test]
+fn randomized_heuristics_pay_off_and_follow_the_seed() {
+    let lcg = graph(
+        "x\ny\nz\nz\ny\ny\n0 1 v1\n3 5 1\n4 5 1\n0 4 v2\n2 5 1\n1 3 v3\n2 3 1\n0 2 1\n0 5 v4\n",
+    );
+    let without = optimize(&lcg, &config(Effort::Fast), Tangent).unwrap();
+    let seeded = |seed| {
+        with(Effort::Fast, |s| {
+            s.randomized = true;
+            s.seed = seed;
+        })
+    };
+    let with_a = optimize(&lcg, &seeded(0), Tangent).unwrap();
+    assert!(
+        with_a.report.cost < without.report.cost,
+        "{:?} vs {:?}",
+        with_a.report,
+        without.report
+    );
+    assert_eq!(with_a.report.found_by, "randomized chain");
+    let again = optimize(&lcg, &seeded(0), Tangent).unwrap();
+    assert_eq!(
+        again.selection.elimination.steps,
+        with_a.selection.elimination.steps
+    );
+}
+
+/// `-m`: walking over cost-neutral moves reaches a cheaper state that
+/// strictly improving moves cannot.
+#[test]
+fn maintaining_moves_pay_off() {
+    let lcg = graph("x\nx\nz\nz\nz\nz\ny\n4 5 1\n1 4 v1\n5 6 v2\n0 3 1\n0 5 v3\n3 4 v4\n0 4 1\n");
+    let without = optimize(&lcg, &config(Effort::Fast), Tangent).unwrap();
+    let mut m = Config::from_flags(1, 1, true).unwrap();
+    m.search.effort = Effort::Fast;
+    m.search.allow_maintaining = true;
+    let with_m = optimize(&lcg, &m, Tangent).unwrap();
+    assert!(
+        with_m.report.cost < without.report.cost,
+        "{:?} vs {:?}",
+        with_m.report,
+        without.report
+    );
+}
+
+/// The optimizer chooses among states; it never changes what the graph
+/// computes, and explicit strategies (`--heuristic`) are left alone.
+#[test]
+fn effort_none_is_the_reference_selection() {
+    let lcg = control_flow_seed();
+    let none = run(&lcg, Effort::None, Tangent);
+    let selected = xaif_elim::select(&lcg, &config(Effort::None)).unwrap();
+    assert_eq!(none.selection, selected);
+    assert_eq!(none.report.cost, none.report.chain);
+}
