@@ -28,8 +28,11 @@
 //! - `cargo xtask robust --mutants N --seed S`: the robustness campaign
 //!   (mutants of corpus inputs through every subcommand, file-system and
 //!   signal cases); exits non-zero on any finding. See `docs/testing.md`.
+//! - `cargo xtask deep`: transformation time on a 10⁴-deep expression and
+//!   10⁴ nested `If`s (linear time in depth; `docs/performance.md`).
 
 mod corpus;
+mod deep;
 mod elim;
 mod engine;
 mod same_bytes;
@@ -72,6 +75,9 @@ enum Task {
     /// Measure the oracle's throughput and xaifb's transformation time on
     /// the corpus; prints markdown.
     Speed(CorpusArgs),
+    /// Time tangent and adjoint on a deep expression and deeply nested
+    /// `If`s; prints markdown.
+    Deep(DeepArgs),
     /// Run the elimination over every corpus graph (proofs, gaps, the
     /// exact method's reach, the elimination alone timed per effort) and
     /// write docs/elimination.md.
@@ -106,6 +112,20 @@ struct CorpusArgs {
     /// Where the table goes.
     #[arg(long, default_value = "docs/corpus-status.md")]
     out: PathBuf,
+}
+
+#[derive(Args)]
+struct DeepArgs {
+    /// Depth of the expression and of the `If` nest.
+    #[arg(long, default_value_t = 10_000)]
+    n: usize,
+    /// Runs per measurement (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// The reference material (default: $XAIFB_SHARED or ../shared), for
+    /// the intrinsics catalogue.
+    #[arg(long)]
+    shared: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -221,6 +241,15 @@ fn main() -> Result<()> {
                 speed::runaway(&xaifb, &runaway).map_err(|e| anyhow::anyhow!(e))?
             );
             Ok(())
+        }
+        Task::Deep(args) => {
+            let shared = args.shared.unwrap_or_else(shared_dir);
+            let mut build = cargo();
+            build.args(["build", "--release", "-p", "xaifb"]);
+            run(build)?;
+            let xaifb = target_dir().join("release").join("xaifb");
+            let catalogue = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
+            deep::run(&xaifb, &catalogue, args.n, args.runs.max(1))
         }
         Task::Gen(args) => {
             let text = xaif_testkit::scale::program(&xaif_testkit::scale::Shape {

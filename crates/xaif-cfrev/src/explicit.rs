@@ -24,7 +24,7 @@ use xaif_model::{
     StmtKind, SymbolId, SymbolType, VarRef, VertexId, VertexKind,
 };
 
-use crate::region::Region;
+use crate::region::{walk, Event, Region};
 
 /// The header of an explicitly reversed loop.
 #[derive(Clone, Debug)]
@@ -209,49 +209,41 @@ fn stmt_effects(ctx: &Ctx<'_>, s: StmtId, fx: &mut Effects) {
 }
 
 fn region_effects(ctx: &Ctx<'_>, regions: &[Region], fx: &mut Effects) {
-    for r in regions {
-        match r {
-            Region::Block(v) => {
-                if let VertexKind::BasicBlock(stmts) = &ctx.p.vertices[*v].kind {
-                    for s in stmts {
-                        stmt_effects(ctx, *s, fx);
-                    }
+    walk(regions, false, |event| match event {
+        Event::Block(v) => {
+            if let VertexKind::BasicBlock(stmts) = &ctx.p.vertices[v].kind {
+                for s in stmts {
+                    stmt_effects(ctx, *s, fx);
                 }
-            }
-            Region::Pass(_) => {}
-            Region::Branch { vertex, arms, .. } => {
-                if let VertexKind::Branch(Some(c)) | VertexKind::If(Some(c)) =
-                    &ctx.p.vertices[*vertex].kind
-                {
-                    expr_effects(ctx, c, fx);
-                }
-                for (_, arm) in arms {
-                    region_effects(ctx, arm, fx);
-                }
-            }
-            Region::Loop { vertex, body, .. } => {
-                match &ctx.p.vertices[*vertex].kind {
-                    VertexKind::ForLoop {
-                        init,
-                        condition,
-                        update,
-                    } => {
-                        for s in init.iter().chain(update.iter()) {
-                            stmt_effects(ctx, *s, fx);
-                        }
-                        if let Some(c) = condition {
-                            expr_effects(ctx, c, fx);
-                        }
-                    }
-                    VertexKind::PreLoop(Some(c)) | VertexKind::PostLoop(Some(c)) => {
-                        expr_effects(ctx, c, fx)
-                    }
-                    _ => {}
-                }
-                region_effects(ctx, body, fx);
             }
         }
-    }
+        Event::BranchStart(Region::Branch { vertex, .. }) => {
+            if let VertexKind::Branch(Some(c)) | VertexKind::If(Some(c)) =
+                &ctx.p.vertices[*vertex].kind
+            {
+                expr_effects(ctx, c, fx);
+            }
+        }
+        Event::LoopStart(Region::Loop { vertex, .. }) => match &ctx.p.vertices[*vertex].kind {
+            VertexKind::ForLoop {
+                init,
+                condition,
+                update,
+            } => {
+                for s in init.iter().chain(update.iter()) {
+                    stmt_effects(ctx, *s, fx);
+                }
+                if let Some(c) = condition {
+                    expr_effects(ctx, c, fx);
+                }
+            }
+            VertexKind::PreLoop(Some(c)) | VertexKind::PostLoop(Some(c)) => {
+                expr_effects(ctx, c, fx)
+            }
+            _ => {}
+        },
+        _ => {}
+    });
 }
 
 /// The scalar integer variables `e` reads, or `None` when it reads
@@ -432,6 +424,13 @@ fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
     })
 }
 
+/// Loops nested deeper than this are not considered for running
+/// backwards: they are counted. Deciding about a loop reads everything its
+/// body changes, so planning costs the body's size per nesting level; the
+/// cap keeps that linear in the size of the routine (real loop nests are a
+/// few levels deep).
+pub const MAX_PLANNED_DEPTH: usize = 64;
+
 struct Frame {
     root: VertexId,
     effects: Rc<FxHashSet<SymbolId>>,
@@ -534,13 +533,21 @@ impl Planner<'_, '_> {
         ))
     }
 
-    fn visit(&mut self, regions: &[Region], frame: Option<&Frame>) {
-        for r in regions {
-            match r {
-                Region::Block(v) => {
-                    if let Some(f) = frame {
+    /// Plans every loop of `regions`, outermost first. The frame of each
+    /// open loop (what its enclosing explicit loops control and change) is
+    /// kept on an explicit stack, since loops nest as deep as the input.
+    fn visit(&mut self, regions: &[Region]) {
+        // Frames by index; the stack holds the frame in force inside each
+        // open loop (`None`: not inside an explicit loop).
+        let mut frames: Vec<Frame> = Vec::new();
+        let mut inside: Vec<Option<usize>> = vec![None];
+        walk(regions, false, |event| {
+            let frame = inside.last().copied().flatten();
+            match event {
+                Event::Block(v) => {
+                    if let Some(f) = frame.map(|i| &frames[i]) {
                         self.plan.stable.insert(
-                            *v,
+                            v,
                             StableIndices {
                                 controlled: f.controlled.clone(),
                                 assigned: f.effects.clone(),
@@ -549,18 +556,17 @@ impl Planner<'_, '_> {
                                 local_scope: self.local,
                             },
                         );
-                        self.plan.outermost.insert(*v, f.root);
+                        self.plan.outermost.insert(v, f.root);
                     }
                 }
-                Region::Pass(_) => {}
-                Region::Branch { arms, .. } => {
-                    for (_, arm) in arms {
-                        self.visit(arm, frame);
-                    }
+                Event::LoopStart(_) if inside.len() > MAX_PLANNED_DEPTH => {
+                    // Too deep to plan: counted, as when the analysis
+                    // fails, in the frame of the enclosing loop.
+                    inside.push(frame);
                 }
-                Region::Loop { vertex, body, .. } => {
+                Event::LoopStart(r @ Region::Loop { vertex, body, .. }) => {
                     let header = recognise(self.ctx, *vertex);
-                    match frame {
+                    let body_frame = match frame {
                         None => {
                             // A candidate outermost loop: what the whole
                             // loop (header and body) changes.
@@ -573,19 +579,20 @@ impl Planner<'_, '_> {
                                 (Some(h), Some((var, restore))) => {
                                     self.plan.explicit.insert(*vertex, h);
                                     self.plan.restore.insert(*vertex, restore);
-                                    let f = Frame {
+                                    frames.push(Frame {
                                         root: *vertex,
                                         effects: Rc::new(fx.assigned),
                                         calls: fx.calls,
                                         opaque: fx.opaque,
                                         controlled: vec![var],
-                                    };
-                                    self.visit(body, Some(&f));
+                                    });
+                                    Some(frames.len() - 1)
                                 }
-                                _ => self.visit(body, None),
+                                _ => None,
                             }
                         }
-                        Some(f) => {
+                        Some(fi) => {
+                            let f = &frames[fi];
                             let ok = header
                                 .as_ref()
                                 .and_then(|h| self.explicit_in(*vertex, h, body, Some(f), None));
@@ -608,15 +615,21 @@ impl Planner<'_, '_> {
                                         opaque: f.opaque,
                                         controlled,
                                     };
-                                    self.visit(body, Some(&inner));
+                                    frames.push(inner);
+                                    Some(frames.len() - 1)
                                 }
-                                _ => self.visit(body, Some(f)),
+                                _ => Some(fi),
                             }
                         }
-                    }
+                    };
+                    inside.push(body_frame);
                 }
+                Event::LoopEnd(_) => {
+                    inside.pop();
+                }
+                _ => {}
             }
-        }
+        });
     }
 }
 
@@ -639,6 +652,6 @@ pub fn plan_with(
         local,
         plan: LoopPlan::default(),
     };
-    planner.visit(regions, None);
+    planner.visit(regions);
     planner.plan
 }

@@ -6,15 +6,19 @@
 //! same order as a tree: a sequence of basic blocks, branches (each arm a
 //! sequence, closed by the matching `EndBranch`) and loops (a body
 //! sequence closed by the `EndLoop` that leads back to the loop vertex).
-//! Reversal is then a recursive walk of the tree. A graph that does not
+//! Reversal is then a walk of the tree ([`walk`]). A graph that does not
 //! have this shape (gotos into the middle of a structure, early exits) is
 //! reported as unstructured and reversed by block enumeration instead.
+//!
+//! The tree is as deep as the CFG's nesting, which XAIF writes flat, so
+//! parsing, walking, cloning, comparing and dropping it use explicit stacks:
+//! no native recursion in proportion to the input.
 
 use rustc_hash::FxHashSet;
 use xaif_model::{CfgGraph, CfgId, EdgeId, Program, VertexId, VertexKind};
 
 /// A region of a structured CFG.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Region {
     /// A basic block.
     Block(VertexId),
@@ -84,72 +88,142 @@ impl Parser<'_> {
     }
 
     /// Regions from `v` up to the first `Exit`, `EndBranch` or `EndLoop`,
-    /// which is returned.
-    fn sequence(&mut self, mut v: VertexId) -> Option<(Vec<Region>, VertexId)> {
-        let mut out = Vec::new();
+    /// which is returned. Nested structures are parsed with an explicit
+    /// stack of open sequences (branch arms, loop bodies).
+    fn sequence(&mut self, first: VertexId) -> Option<(Vec<Region>, VertexId)> {
+        /// What to do when an open sequence reaches its end vertex.
+        enum Cont {
+            Root,
+            Arm {
+                vertex: VertexId,
+                edges: Vec<(EdgeId, VertexId)>,
+                arms: Vec<(EdgeId, Vec<Region>)>,
+                end: Option<VertexId>,
+            },
+            Body {
+                vertex: VertexId,
+                body_edge: EdgeId,
+                exit_edge: EdgeId,
+                exit: VertexId,
+            },
+        }
+        let mut stack: Vec<(Vec<Region>, Cont)> = vec![(Vec::new(), Cont::Root)];
+        let mut v = first;
         loop {
-            match self.kind(v) {
-                VertexKind::Exit | VertexKind::EndBranch | VertexKind::EndLoop => {
-                    return Some((out, v))
-                }
-                VertexKind::Entry => return None,
-                _ => {}
-            }
-            if !self.visited.insert(v) {
-                return None;
-            }
-            match self.kind(v) {
-                VertexKind::BasicBlock(_) => {
-                    out.push(Region::Block(v));
-                    v = self.single(v)?;
-                }
-                VertexKind::Label | VertexKind::Goto => {
-                    out.push(Region::Pass(v));
-                    v = self.single(v)?;
-                }
-                VertexKind::Branch(_) | VertexKind::If(_) => {
-                    let edges: Vec<(EdgeId, VertexId)> = self.g.successors(v).to_vec();
-                    if edges.is_empty() {
-                        return None;
+            let stop = loop {
+                match self.kind(v) {
+                    VertexKind::Exit | VertexKind::EndBranch | VertexKind::EndLoop => {
+                        break Some(v)
                     }
-                    let mut arms = Vec::new();
-                    let mut end = None;
-                    for (e, t) in edges {
-                        let (arm, stop) = self.sequence(t)?;
-                        if !matches!(self.kind(stop), VertexKind::EndBranch)
-                            || end.is_some_and(|x| x != stop)
-                        {
+                    VertexKind::Entry => return None,
+                    _ => {}
+                }
+                if !self.visited.insert(v) {
+                    return None;
+                }
+                let (out, _) = stack.last_mut()?;
+                match self.kind(v) {
+                    VertexKind::BasicBlock(_) => {
+                        out.push(Region::Block(v));
+                        v = self.single(v)?;
+                    }
+                    VertexKind::Label | VertexKind::Goto => {
+                        out.push(Region::Pass(v));
+                        v = self.single(v)?;
+                    }
+                    VertexKind::Branch(_) | VertexKind::If(_) => {
+                        let edges: Vec<(EdgeId, VertexId)> = self.g.successors(v).to_vec();
+                        let first_arm = edges.first()?.1;
+                        stack.push((
+                            Vec::new(),
+                            Cont::Arm {
+                                vertex: v,
+                                edges,
+                                arms: Vec::new(),
+                                end: None,
+                            },
+                        ));
+                        v = first_arm;
+                        break None;
+                    }
+                    VertexKind::ForLoop { .. }
+                    | VertexKind::PreLoop(_)
+                    | VertexKind::PostLoop(_) => {
+                        let edges = self.g.successors(v).to_vec();
+                        let [a, b] = edges.as_slice() else {
                             return None;
-                        }
-                        end = Some(stop);
-                        arms.push((e, arm));
-                    }
-                    let end = end?;
-                    if !self.visited.insert(end) || self.g.predecessors(end).len() != arms.len() {
-                        return None;
-                    }
-                    out.push(Region::Branch {
-                        vertex: v,
-                        arms,
-                        end,
-                    });
-                    v = self.single(end)?;
-                }
-                VertexKind::ForLoop { .. } | VertexKind::PreLoop(_) | VertexKind::PostLoop(_) => {
-                    let edges = self.g.successors(v).to_vec();
-                    let [a, b] = edges.as_slice() else {
-                        return None;
-                    };
-                    let is_body = |e: EdgeId| self.p.edges[e].condition_value() == Some(1);
-                    let ((body_edge, body_start), (exit_edge, exit)) =
-                        match (is_body(a.0), is_body(b.0)) {
-                            (true, false) => (*a, *b),
-                            (false, true) => (*b, *a),
-                            _ => return None,
                         };
-                    let (body, stop) = self.sequence(body_start)?;
+                        let is_body = |e: EdgeId| self.p.edges[e].condition_value() == Some(1);
+                        let ((body_edge, body_start), (exit_edge, exit)) =
+                            match (is_body(a.0), is_body(b.0)) {
+                                (true, false) => (*a, *b),
+                                (false, true) => (*b, *a),
+                                _ => return None,
+                            };
+                        stack.push((
+                            Vec::new(),
+                            Cont::Body {
+                                vertex: v,
+                                body_edge,
+                                exit_edge,
+                                exit,
+                            },
+                        ));
+                        v = body_start;
+                        break None;
+                    }
+                    _ => return None,
+                }
+            };
+            let Some(stop) = stop else { continue };
+            let (items, cont) = stack.pop()?;
+            match cont {
+                Cont::Root => return Some((items, stop)),
+                Cont::Arm {
+                    vertex,
+                    edges,
+                    mut arms,
+                    end,
+                } => {
+                    if !matches!(self.kind(stop), VertexKind::EndBranch)
+                        || end.is_some_and(|x| x != stop)
+                    {
+                        return None;
+                    }
+                    let edge = edges[arms.len()].0;
+                    arms.push((edge, items));
+                    if let Some(&(_, t)) = edges.get(arms.len()) {
+                        stack.push((
+                            Vec::new(),
+                            Cont::Arm {
+                                vertex,
+                                edges,
+                                arms,
+                                end: Some(stop),
+                            },
+                        ));
+                        v = t;
+                        continue;
+                    }
+                    if !self.visited.insert(stop) || self.g.predecessors(stop).len() != arms.len() {
+                        return None;
+                    }
+                    let (out, _) = stack.last_mut()?;
+                    out.push(Region::Branch {
+                        vertex,
+                        arms,
+                        end: stop,
+                    });
+                    v = self.single(stop)?;
+                }
+                Cont::Body {
+                    vertex,
+                    body_edge,
+                    exit_edge,
+                    exit,
+                } => {
                     if !matches!(self.kind(stop), VertexKind::EndLoop)
-                        || self.single(stop) != Some(v)
+                        || self.single(stop) != Some(vertex)
                     {
                         return None;
                     }
@@ -158,20 +232,161 @@ impl Parser<'_> {
                     }
                     // The loop vertex is entered from before the loop and
                     // from its EndLoop only.
-                    if self.g.predecessors(v).len() != 2 {
+                    if self.g.predecessors(vertex).len() != 2 {
                         return None;
                     }
+                    let (out, _) = stack.last_mut()?;
                     out.push(Region::Loop {
-                        vertex: v,
+                        vertex,
                         body_edge,
-                        body,
+                        body: items,
                         end: stop,
                         exit_edge,
                     });
                     v = exit;
                 }
-                _ => return None,
             }
+        }
+    }
+}
+
+/// One step of a walk over region sequences ([`walk`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Event<'r> {
+    /// A basic block.
+    Block(VertexId),
+    /// A `Label` or `Goto` passing control on.
+    Pass(VertexId),
+    /// A branch (a [`Region::Branch`]) before its arms.
+    BranchStart(&'r Region),
+    /// Arm `index` of the innermost open branch begins; `edge` leaves the
+    /// branching vertex into it.
+    ArmStart {
+        /// Position of the arm.
+        index: usize,
+        /// The edge into the arm.
+        edge: EdgeId,
+    },
+    /// Arm `index` of the innermost open branch has ended.
+    ArmEnd {
+        /// Position of the arm.
+        index: usize,
+    },
+    /// The innermost open branch after its last arm.
+    BranchEnd(&'r Region),
+    /// A loop (a [`Region::Loop`]) before its body.
+    LoopStart(&'r Region),
+    /// The innermost open loop after its body.
+    LoopEnd(&'r Region),
+}
+
+/// Walks `regions` in order (or each sequence in reverse order when
+/// `reverse`; the arms of a branch always in order), reporting each region
+/// and the start and end of every branch, arm and loop to `visit`, with an
+/// explicit stack.
+pub fn walk<'r>(regions: &'r [Region], reverse: bool, mut visit: impl FnMut(Event<'r>)) {
+    enum Frame<'r> {
+        Seq { items: &'r [Region], next: usize },
+        Branch { region: &'r Region, next: usize },
+        Loop { region: &'r Region },
+    }
+    let mut stack = vec![Frame::Seq {
+        items: regions,
+        next: 0,
+    }];
+    while let Some(top) = stack.last_mut() {
+        match top {
+            Frame::Seq { items, next } => {
+                if *next == items.len() {
+                    stack.pop();
+                    match stack.last_mut() {
+                        Some(Frame::Branch { next, .. }) => {
+                            visit(Event::ArmEnd { index: *next - 1 })
+                        }
+                        Some(Frame::Loop { region }) => {
+                            visit(Event::LoopEnd(region));
+                            stack.pop();
+                        }
+                        _ => {}
+                    }
+                    continue;
+                }
+                let r = if reverse {
+                    &items[items.len() - 1 - *next]
+                } else {
+                    &items[*next]
+                };
+                *next += 1;
+                match r {
+                    Region::Block(v) => visit(Event::Block(*v)),
+                    Region::Pass(v) => visit(Event::Pass(*v)),
+                    Region::Branch { .. } => {
+                        visit(Event::BranchStart(r));
+                        stack.push(Frame::Branch { region: r, next: 0 });
+                    }
+                    Region::Loop { body, .. } => {
+                        visit(Event::LoopStart(r));
+                        stack.push(Frame::Loop { region: r });
+                        stack.push(Frame::Seq {
+                            items: body,
+                            next: 0,
+                        });
+                    }
+                }
+            }
+            Frame::Branch { region, next } => {
+                let region: &'r Region = region;
+                let Region::Branch { arms, .. } = region else {
+                    stack.pop();
+                    continue;
+                };
+                match arms.get(*next) {
+                    Some((edge, arm)) => {
+                        visit(Event::ArmStart {
+                            index: *next,
+                            edge: *edge,
+                        });
+                        *next += 1;
+                        stack.push(Frame::Seq {
+                            items: arm,
+                            next: 0,
+                        });
+                    }
+                    None => {
+                        visit(Event::BranchEnd(region));
+                        stack.pop();
+                    }
+                }
+            }
+            // A loop's body sequence closes the loop when it ends.
+            Frame::Loop { .. } => {
+                stack.pop();
+            }
+        }
+    }
+}
+
+impl Region {
+    /// Moves the nested regions out into `into`, leaving this one shallow.
+    fn take_children(&mut self, into: &mut Vec<Region>) {
+        match self {
+            Region::Block(_) | Region::Pass(_) => {}
+            Region::Branch { arms, .. } => {
+                for (_, arm) in arms.iter_mut() {
+                    into.append(arm);
+                }
+            }
+            Region::Loop { body, .. } => into.append(body),
+        }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        let mut stack = Vec::new();
+        self.take_children(&mut stack);
+        while let Some(mut r) = stack.pop() {
+            r.take_children(&mut stack);
         }
     }
 }

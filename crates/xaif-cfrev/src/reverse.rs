@@ -30,7 +30,7 @@ use xaif_model::{
 };
 
 use crate::explicit::{ExplicitLoop, LoopPlan, Step};
-use crate::region::{parse, Region};
+use crate::region::{parse, walk, Event, Region};
 
 /// The taping and adjoint forms of one basic block.
 #[derive(Clone, Debug, Default)]
@@ -191,20 +191,56 @@ pub fn embed(b: &mut ExprBuilder, e: &xaif_model::Expr) -> usize {
 }
 
 /// Copies the subexpression of `e` rooted at vertex `at` into `b`.
+///
+/// The copy is a tree, as the front end writes expressions, unless the
+/// tree would be much larger than the graph (a shared subexpression
+/// repeated exponentially often); then shared vertices are copied once. An
+/// explicit stack replaces recursion: expressions are flat in XAIF, so their
+/// depth is bounded only by the file.
 pub fn embed_at(
     b: &mut ExprBuilder,
     e: &xaif_model::Expr,
     g: &xaif_model::ExprGraph,
     at: usize,
 ) -> usize {
-    let args: Vec<usize> = g.args[at].iter().map(|a| embed_at(b, e, g, *a)).collect();
-    let mut attrs = e.vertices[at].attrs.clone();
-    attrs.remove("vertex_id");
-    let v = b.vertex(attrs, e.vertices[at].kind.clone());
-    for (i, a) in args.iter().enumerate() {
-        b.edge(*a, v, i + 1);
+    // Size of the tree the subexpression unfolds to, saturating.
+    let mut tree = vec![0usize; g.args.len()];
+    for v in g.postorder() {
+        tree[v] = g.args[v]
+            .iter()
+            .fold(1usize, |n, &a| n.saturating_add(tree[a]));
     }
-    v
+    let share = tree[at] > 4 * g.args.len() + 64;
+    let mut made: Vec<Option<usize>> = vec![None; g.args.len()];
+    // Open vertices with the copies of their arguments so far.
+    let mut stack: Vec<(usize, Vec<usize>)> = vec![(at, Vec::new())];
+    loop {
+        let Some((v, args)) = stack.last_mut() else {
+            unreachable!("the root is returned when it is finished")
+        };
+        let v = *v;
+        if let Some(&next) = g.args[v].get(args.len()) {
+            match made[next] {
+                Some(copy) if share => args.push(copy),
+                _ => stack.push((next, Vec::new())),
+            }
+            continue;
+        }
+        let Some((_, args)) = stack.pop() else {
+            unreachable!("the top exists")
+        };
+        let mut attrs = e.vertices[v].attrs.clone();
+        attrs.remove("vertex_id");
+        let copy = b.vertex(attrs, e.vertices[v].kind.clone());
+        for (i, a) in args.iter().enumerate() {
+            b.edge(*a, copy, i + 1);
+        }
+        made[v] = Some(copy);
+        match stack.last_mut() {
+            None => return copy,
+            Some((_, parent_args)) => parent_args.push(copy),
+        }
+    }
 }
 
 fn int_const(b: &mut ExprBuilder, v: i64) -> usize {
@@ -251,6 +287,9 @@ fn copy_vertex(
     b.vertex_with_id(out, &id, attrs, kind)
 }
 
+/// The taping CFG of `regions`, appended after the dangling edges in
+/// `pending` (which ends holding the edges that leave the last region).
+/// Driven by [`walk`] with explicit stacks of open arms and loops.
 fn taping_seq(
     c: &Ctx<'_>,
     b: &mut CfgBuilder,
@@ -259,20 +298,27 @@ fn taping_seq(
     regions: &[Region],
     pending: &mut Pending,
 ) {
-    for r in regions {
-        match r {
-            Region::Block(v) => {
-                let stmts = c.code.get(v).map(|x| x.taping.clone()).unwrap_or_default();
-                let id = copy_vertex(b, out, c.original, *v, VertexKind::BasicBlock(stmts));
-                connect(b, out, pending, &id);
-                pending.push((id, None));
+    // Dangling edges of each open sequence; the outermost is `pending`.
+    let mut pendings: Vec<Pending> = vec![std::mem::take(pending)];
+    // Open branches: the copied vertex and the arms' closing blocks.
+    let mut branches: Vec<(String, Pending)> = Vec::new();
+    // Open loops: the copied loop vertex and its counter.
+    let mut loops: Vec<(String, Option<VarRef>)> = Vec::new();
+    walk(regions, false, |event| {
+        let top = pendings.len() - 1;
+        match event {
+            Event::Block(v) => {
+                let stmts = c.code.get(&v).map(|x| x.taping.clone()).unwrap_or_default();
+                let id = copy_vertex(b, out, c.original, v, VertexKind::BasicBlock(stmts));
+                connect(b, out, &mut pendings[top], &id);
+                pendings[top].push((id, None));
             }
-            Region::Pass(v) => {
-                let id = copy_vertex(b, out, c.original, *v, c.original.vertices[*v].kind.clone());
-                connect(b, out, pending, &id);
-                pending.push((id, None));
+            Event::Pass(v) => {
+                let id = copy_vertex(b, out, c.original, v, c.original.vertices[v].kind.clone());
+                connect(b, out, &mut pendings[top], &id);
+                pendings[top].push((id, None));
             }
-            Region::Branch { vertex, arms, end } => {
+            Event::BranchStart(Region::Branch { vertex, .. }) => {
                 let id = copy_vertex(
                     b,
                     out,
@@ -280,38 +326,43 @@ fn taping_seq(
                     *vertex,
                     c.original.vertices[*vertex].kind.clone(),
                 );
-                connect(b, out, pending, &id);
-                let mut ends = Vec::new();
-                for (a, (edge, arm)) in arms.iter().enumerate() {
-                    let mut arm_pending =
-                        vec![(id.clone(), c.original.edges[*edge].condition_value())];
-                    taping_seq(c, b, out, temps, arm, &mut arm_pending);
-                    let marker = tape_call(
-                        out,
-                        temps,
-                        "push_i_s0",
-                        ArgValue::Constant(
-                            Attrs::new()
-                                .with("vertex_id", "1")
-                                .with("type", "integer")
-                                .with("value", (a + 1).to_string()),
-                        ),
-                    );
-                    let push = b.block(out, &c.scope_id, vec![marker]);
-                    connect(b, out, &mut arm_pending, &push);
+                connect(b, out, &mut pendings[top], &id);
+                branches.push((id, Vec::new()));
+            }
+            Event::ArmStart { edge, .. } => {
+                let Some((id, _)) = branches.last() else {
+                    return;
+                };
+                pendings.push(vec![(id.clone(), c.original.edges[edge].condition_value())]);
+            }
+            Event::ArmEnd { index } => {
+                let mut arm_pending = pendings.pop().unwrap_or_default();
+                let marker = tape_call(
+                    out,
+                    temps,
+                    "push_i_s0",
+                    ArgValue::Constant(
+                        Attrs::new()
+                            .with("vertex_id", "1")
+                            .with("type", "integer")
+                            .with("value", (index + 1).to_string()),
+                    ),
+                );
+                let push = b.block(out, &c.scope_id, vec![marker]);
+                connect(b, out, &mut arm_pending, &push);
+                if let Some((_, ends)) = branches.last_mut() {
                     ends.push((push, None));
                 }
+            }
+            Event::BranchEnd(Region::Branch { end, .. }) => {
+                let (_, mut ends) = branches.pop().unwrap_or_default();
                 let end_id = copy_vertex(b, out, c.original, *end, VertexKind::EndBranch);
                 connect(b, out, &mut ends, &end_id);
-                pending.push((end_id, None));
+                pendings[top].push((end_id, None));
             }
-            Region::Loop {
-                vertex,
-                body_edge,
-                body,
-                end,
-                exit_edge,
-            } => {
+            Event::LoopStart(Region::Loop {
+                vertex, body_edge, ..
+            }) => {
                 // A loop that runs backwards in the adjoint needs no
                 // counter; the values its adjoint reads again are pushed
                 // once after the outermost explicit loop. Any other loop
@@ -320,8 +371,8 @@ fn taping_seq(
                 if let Some(ctr) = &counter {
                     let init = set_int(out, temps, ctr, 0);
                     let init_block = b.block(out, &c.scope_id, vec![init]);
-                    connect(b, out, pending, &init_block);
-                    pending.push((init_block, None));
+                    connect(b, out, &mut pendings[top], &init_block);
+                    pendings[top].push((init_block, None));
                 }
                 let loop_id = copy_vertex(
                     b,
@@ -330,12 +381,22 @@ fn taping_seq(
                     *vertex,
                     c.original.vertices[*vertex].kind.clone(),
                 );
-                connect(b, out, pending, &loop_id);
-                let mut body_pending = vec![(
+                connect(b, out, &mut pendings[top], &loop_id);
+                pendings.push(vec![(
                     loop_id.clone(),
                     c.original.edges[*body_edge].condition_value(),
-                )];
-                taping_seq(c, b, out, temps, body, &mut body_pending);
+                )]);
+                loops.push((loop_id, counter));
+            }
+            Event::LoopEnd(Region::Loop {
+                vertex,
+                end,
+                exit_edge,
+                ..
+            }) => {
+                let mut body_pending = pendings.pop().unwrap_or_default();
+                let top = pendings.len() - 1;
+                let (loop_id, counter) = loops.pop().unwrap_or_default();
                 if let Some(ctr) = &counter {
                     let inc = increment(out, temps, ctr);
                     let inc_block = b.block(out, &c.scope_id, vec![inc]);
@@ -351,7 +412,7 @@ fn taping_seq(
                 };
                 let exit_value = c.original.edges[*exit_edge].condition_value();
                 if pushed.is_empty() {
-                    pending.push((loop_id, exit_value));
+                    pendings[top].push((loop_id, exit_value));
                 } else {
                     let pushes = pushed
                         .iter()
@@ -359,13 +420,22 @@ fn taping_seq(
                         .collect();
                     let push_block = b.block(out, &c.scope_id, pushes);
                     b.edge(out, &loop_id, &push_block, exit_value);
-                    pending.push((push_block, None));
+                    pendings[top].push((push_block, None));
                 }
             }
+            // The walk reports branches and loops with their own regions.
+            Event::BranchStart(_)
+            | Event::BranchEnd(_)
+            | Event::LoopStart(_)
+            | Event::LoopEnd(_) => {}
         }
-    }
+    });
+    *pending = pendings.pop().unwrap_or_default();
 }
 
+/// The adjoint CFG of `regions` (in reverse order), appended after the
+/// dangling edges in `pending`. Driven by [`walk`] with explicit stacks of
+/// open arms and loops.
 fn adjoint_seq(
     c: &Ctx<'_>,
     b: &mut CfgBuilder,
@@ -374,23 +444,33 @@ fn adjoint_seq(
     regions: &[Region],
     pending: &mut Pending,
 ) {
-    for r in regions.iter().rev() {
-        match r {
-            Region::Block(v) => {
-                let stmts = c.code.get(v).map(|x| x.adjoint.clone()).unwrap_or_default();
-                let mut attrs = c.original.vertices[*v].attrs.clone();
+    let mut pendings: Vec<Pending> = vec![std::mem::take(pending)];
+    // Open branches: the adjoint branch vertex and the arms' loose ends.
+    let mut branches: Vec<(String, Pending)> = Vec::new();
+    // Open loops: the adjoint `ForLoop` vertex.
+    let mut loops: Vec<String> = Vec::new();
+    walk(regions, true, |event| {
+        let top = pendings.len() - 1;
+        match event {
+            Event::Block(v) => {
+                let stmts = c
+                    .code
+                    .get(&v)
+                    .map(|x| x.adjoint.clone())
+                    .unwrap_or_default();
+                let mut attrs = c.original.vertices[v].attrs.clone();
                 let id = attrs.get("vertex_id").unwrap_or("1").to_string();
                 attrs.set("vertex_id", &id);
                 let id = b.vertex_with_id(out, &id, attrs, VertexKind::BasicBlock(stmts));
-                connect(b, out, pending, &id);
-                pending.push((id, None));
+                connect(b, out, &mut pendings[top], &id);
+                pendings[top].push((id, None));
             }
-            Region::Pass(_) => {}
-            Region::Branch { vertex, arms, end } => {
+            Event::Pass(_) => {}
+            Event::BranchStart(Region::Branch { end, .. }) => {
                 let marker = temps.integer(out);
                 let pop = tape_call(out, temps, "pop_i_s0", ArgValue::Variable(marker.clone()));
                 let pop_block = b.block(out, &c.scope_id, vec![pop]);
-                connect(b, out, pending, &pop_block);
+                connect(b, out, &mut pendings[top], &pop_block);
                 let mut cond = ExprBuilder::new();
                 cond.reference(&marker);
                 let branch = b.vertex_with_id(
@@ -400,12 +480,22 @@ fn adjoint_seq(
                     VertexKind::Branch(Some(cond.finish())),
                 );
                 b.edge(out, &pop_block, &branch, None);
-                let mut ends = Vec::new();
-                for (a, (_, arm)) in arms.iter().enumerate() {
-                    let mut arm_pending = vec![(branch.clone(), Some(a as i64 + 1))];
-                    adjoint_seq(c, b, out, temps, arm, &mut arm_pending);
+                branches.push((branch, Vec::new()));
+            }
+            Event::ArmStart { index, .. } => {
+                let Some((branch, _)) = branches.last() else {
+                    return;
+                };
+                pendings.push(vec![(branch.clone(), Some(index as i64 + 1))]);
+            }
+            Event::ArmEnd { .. } => {
+                let arm_pending = pendings.pop().unwrap_or_default();
+                if let Some((_, ends)) = branches.last_mut() {
                     ends.extend(arm_pending);
                 }
+            }
+            Event::BranchEnd(Region::Branch { vertex, .. }) => {
+                let (_, mut ends) = branches.pop().unwrap_or_default();
                 let end_branch = b.vertex_with_id(
                     out,
                     &format!("_adj_{}", c.vertex_id(*vertex)),
@@ -413,12 +503,10 @@ fn adjoint_seq(
                     VertexKind::EndBranch,
                 );
                 connect(b, out, &mut ends, &end_branch);
-                pending.push((end_branch, None));
+                pendings[top].push((end_branch, None));
             }
-            Region::Loop {
-                vertex, body, end, ..
-            } => {
-                let mut before = std::mem::take(pending);
+            Event::LoopStart(Region::Loop { vertex, end, .. }) => {
+                let before = &mut pendings[top];
                 let (header, reversal) = match c.explicit(*vertex) {
                     Some(h) => {
                         // Restore the invariants, then run the variable
@@ -433,7 +521,7 @@ fn adjoint_seq(
                                 })
                                 .collect();
                             let pop_block = b.block(out, &c.scope_id, pops);
-                            connect(b, out, &mut before, &pop_block);
+                            connect(b, out, before, &pop_block);
                             before.push((pop_block, None));
                         }
                         (backwards(out, temps, h), "explicit")
@@ -445,7 +533,7 @@ fn adjoint_seq(
                         let pop =
                             tape_call(out, temps, "pop_i_s0", ArgValue::Variable(bound.clone()));
                         let pop_block = b.block(out, &c.scope_id, vec![pop]);
-                        connect(b, out, &mut before, &pop_block);
+                        connect(b, out, before, &pop_block);
                         before.push((pop_block, None));
                         let init = set_int(out, temps, &k, 1);
                         let update = increment(out, temps, &k);
@@ -474,9 +562,14 @@ fn adjoint_seq(
                         update: Some(update),
                     },
                 );
-                connect(b, out, &mut before, &for_loop);
-                let mut body_pending = vec![(for_loop.clone(), Some(1))];
-                adjoint_seq(c, b, out, temps, body, &mut body_pending);
+                connect(b, out, before, &for_loop);
+                pendings.push(vec![(for_loop.clone(), Some(1))]);
+                loops.push(for_loop);
+            }
+            Event::LoopEnd(Region::Loop { vertex, .. }) => {
+                let mut body_pending = pendings.pop().unwrap_or_default();
+                let top = pendings.len() - 1;
+                let for_loop = loops.pop().unwrap_or_default();
                 let end_loop = b.vertex_with_id(
                     out,
                     &format!("_adj_{}", c.vertex_id(*vertex)),
@@ -485,10 +578,15 @@ fn adjoint_seq(
                 );
                 connect(b, out, &mut body_pending, &end_loop);
                 b.edge(out, &end_loop, &for_loop, None);
-                pending.push((for_loop, None));
+                pendings[top].push((for_loop, None));
             }
+            Event::BranchStart(_)
+            | Event::BranchEnd(_)
+            | Event::LoopStart(_)
+            | Event::LoopEnd(_) => {}
         }
-    }
+    });
+    *pending = pendings.pop().unwrap_or_default();
 }
 
 /// The header of the adjoint of an explicit loop: `i` from its last value

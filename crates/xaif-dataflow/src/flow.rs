@@ -43,7 +43,10 @@ pub struct FlowNode {
 }
 
 /// Structure of a properly nested flow graph.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// The tree is as deep as the CFG's nesting, which XAIF writes flat, so
+/// cloning, comparing and dropping it use explicit stacks, never recursion.
+#[derive(Debug)]
 pub enum Region {
     /// One node.
     Node(u32),
@@ -60,6 +63,108 @@ pub enum Region {
         /// Number of the loop in its routine (index of loop side tables).
         id: u32,
     },
+}
+
+impl Drop for Region {
+    /// Drops nested regions with an explicit stack: a region tree is as
+    /// deep as the CFG's nesting, which XAIF writes flat.
+    fn drop(&mut self) {
+        let mut stack = Vec::new();
+        self.take_children(&mut stack);
+        while let Some(mut r) = stack.pop() {
+            r.take_children(&mut stack);
+        }
+    }
+}
+
+impl Clone for Region {
+    fn clone(&self) -> Self {
+        enum Task<'a> {
+            Visit(&'a Region),
+            Build(&'a Region),
+        }
+        let mut tasks = vec![Task::Visit(self)];
+        // Finished copies, children in order before their parent is built.
+        let mut built: Vec<Region> = Vec::new();
+        while let Some(task) = tasks.pop() {
+            match task {
+                Task::Visit(r) => match r {
+                    Region::Node(n) => built.push(Region::Node(*n)),
+                    Region::Seq(items) | Region::Branch(items) => {
+                        tasks.push(Task::Build(r));
+                        tasks.extend(items.iter().rev().map(Task::Visit));
+                    }
+                    Region::Loop { body, .. } => {
+                        tasks.push(Task::Build(r));
+                        tasks.push(Task::Visit(body));
+                    }
+                },
+                Task::Build(r) => {
+                    let copy = match r {
+                        Region::Node(n) => Region::Node(*n),
+                        Region::Seq(items) => {
+                            Region::Seq(built.split_off(built.len() - items.len()))
+                        }
+                        Region::Branch(items) => {
+                            Region::Branch(built.split_off(built.len() - items.len()))
+                        }
+                        Region::Loop { post_test, id, .. } => Region::Loop {
+                            body: Box::new(built.pop().unwrap_or(Region::Seq(Vec::new()))),
+                            post_test: *post_test,
+                            id: *id,
+                        },
+                    };
+                    built.push(copy);
+                }
+            }
+        }
+        built.pop().unwrap_or(Region::Seq(Vec::new()))
+    }
+}
+
+impl PartialEq for Region {
+    fn eq(&self, other: &Self) -> bool {
+        let mut pairs = vec![(self, other)];
+        while let Some((a, b)) = pairs.pop() {
+            match (a, b) {
+                (Region::Node(x), Region::Node(y)) if x == y => {}
+                (Region::Seq(x), Region::Seq(y)) | (Region::Branch(x), Region::Branch(y))
+                    if x.len() == y.len() =>
+                {
+                    pairs.extend(x.iter().zip(y));
+                }
+                (
+                    Region::Loop {
+                        body: x,
+                        post_test: px,
+                        id: ix,
+                    },
+                    Region::Loop {
+                        body: y,
+                        post_test: py,
+                        id: iy,
+                    },
+                ) if px == py && ix == iy => pairs.push((x, y)),
+                _ => return false,
+            }
+        }
+        true
+    }
+}
+
+impl Eq for Region {}
+
+impl Region {
+    /// Moves the nested regions out into `into`, leaving this one shallow.
+    fn take_children(&mut self, into: &mut Vec<Region>) {
+        match self {
+            Region::Node(_) => {}
+            Region::Seq(items) | Region::Branch(items) => into.append(items),
+            Region::Loop { body, .. } => {
+                into.push(std::mem::replace(&mut **body, Region::Seq(Vec::new())))
+            }
+        }
+    }
 }
 
 /// One routine body as the solvers see it.
@@ -263,112 +368,189 @@ impl Parser<'_> {
 
     /// Parses a sequence starting at `v` up to the first unmatched
     /// `EndBranch`, `EndLoop` or `Exit`, which it returns (unmarked).
-    fn seq(&mut self, mut v: VertexId, out: &mut Vec<Region>) -> Option<VertexId> {
+    ///
+    /// Nested structures are parsed with an explicit stack of open
+    /// sequences (an arm of a branch, a loop body), so the nesting depth of
+    /// the CFG, which XAIF writes flat, never becomes native recursion.
+    fn seq(&mut self, first: VertexId, out: &mut Vec<Region>) -> Option<VertexId> {
+        /// What to do when an open sequence reaches its end vertex.
+        enum Cont {
+            /// The outermost sequence: return.
+            Root,
+            /// An arm of branch `v`: parse the next arm or close the branch.
+            Arm {
+                v: VertexId,
+                succ: Vec<VertexId>,
+                next: usize,
+                arms: Vec<Region>,
+                end: Option<VertexId>,
+            },
+            /// The body of loop `v`.
+            Body {
+                v: VertexId,
+                id: u32,
+                exit: VertexId,
+            },
+        }
+        let mut stack: Vec<(Vec<Region>, Cont)> = vec![(std::mem::take(out), Cont::Root)];
+        let mut v = first;
         loop {
-            let kind = &self.p.vertices[v].kind;
-            match kind {
-                VertexKind::Exit => {
-                    self.mark(v)?;
-                    return Some(v);
-                }
-                VertexKind::EndBranch | VertexKind::EndLoop => return Some(v),
-                VertexKind::Entry => return None,
-                VertexKind::BasicBlock(_) | VertexKind::Goto | VertexKind::Label => {
-                    if self.g.predecessors(v).len() != 1 {
-                        return None;
+            // Run the innermost open sequence up to its end vertex, or open
+            // a nested one.
+            let end = loop {
+                let (items, _) = stack.last_mut()?;
+                let kind = &self.p.vertices[v].kind;
+                match kind {
+                    VertexKind::Exit => {
+                        self.mark(v)?;
+                        break Some(v);
                     }
-                    self.mark(v)?;
-                    out.push(Region::Node(self.of_vertex[&v]));
-                    v = self.single_succ(v)?;
-                }
-                VertexKind::Branch(_) | VertexKind::If(_) => {
-                    if self.g.predecessors(v).len() != 1 {
-                        return None;
-                    }
-                    self.mark(v)?;
-                    let succ: Vec<VertexId> = self.g.successors(v).iter().map(|x| x.1).collect();
-                    if succ.is_empty() {
-                        return None;
-                    }
-                    let mut arms = Vec::new();
-                    let mut end = None;
-                    for t in succ.iter() {
-                        let mut arm = Vec::new();
-                        let e = self.seq(*t, &mut arm)?;
-                        if !matches!(self.p.vertices[e].kind, VertexKind::EndBranch)
-                            || end.is_some_and(|x| x != e)
-                        {
+                    VertexKind::EndBranch | VertexKind::EndLoop => break Some(v),
+                    VertexKind::Entry => return None,
+                    VertexKind::BasicBlock(_) | VertexKind::Goto | VertexKind::Label => {
+                        if self.g.predecessors(v).len() != 1 {
                             return None;
                         }
-                        end = Some(e);
-                        arms.push(Region::Seq(arm));
+                        self.mark(v)?;
+                        items.push(Region::Node(self.of_vertex[&v]));
+                        v = self.single_succ(v)?;
                     }
-                    let end = end?;
+                    VertexKind::Branch(_) | VertexKind::If(_) => {
+                        if self.g.predecessors(v).len() != 1 {
+                            return None;
+                        }
+                        self.mark(v)?;
+                        let succ: Vec<VertexId> =
+                            self.g.successors(v).iter().map(|x| x.1).collect();
+                        let first_arm = *succ.first()?;
+                        stack.push((
+                            Vec::new(),
+                            Cont::Arm {
+                                v,
+                                succ,
+                                next: 1,
+                                arms: Vec::new(),
+                                end: None,
+                            },
+                        ));
+                        v = first_arm;
+                        break None;
+                    }
+                    VertexKind::ForLoop { .. }
+                    | VertexKind::PreLoop(_)
+                    | VertexKind::PostLoop(_) => {
+                        let preds = self.g.predecessors(v);
+                        if preds.len() != 2 {
+                            return None;
+                        }
+                        self.mark(v)?;
+                        let body_e = body_edge(self.p, self.g, v)?;
+                        let succ = self.g.successors(v);
+                        if succ.len() != 2 {
+                            return None;
+                        }
+                        let body_t = succ.iter().find(|(e, _)| *e == body_e)?.1;
+                        let exit = succ.iter().find(|(e, _)| *e != body_e)?.1;
+                        let id = self.loops.len() as u32;
+                        self.loops.push(v);
+                        stack.push((Vec::new(), Cont::Body { v, id, exit }));
+                        v = body_t;
+                        break None;
+                    }
+                }
+            };
+            let Some(end) = end else { continue };
+            // The innermost sequence ended at `end`.
+            let (items, cont) = stack.pop()?;
+            match cont {
+                Cont::Root => {
+                    *out = items;
+                    return Some(end);
+                }
+                Cont::Arm {
+                    v: branch,
+                    succ,
+                    next,
+                    mut arms,
+                    end: previous,
+                } => {
+                    if !matches!(self.p.vertices[end].kind, VertexKind::EndBranch)
+                        || previous.is_some_and(|x| x != end)
+                    {
+                        return None;
+                    }
+                    arms.push(Region::Seq(items));
+                    if let Some(&t) = succ.get(next) {
+                        stack.push((
+                            Vec::new(),
+                            Cont::Arm {
+                                v: branch,
+                                succ,
+                                next: next + 1,
+                                arms,
+                                end: Some(end),
+                            },
+                        ));
+                        v = t;
+                        continue;
+                    }
                     if self.g.predecessors(end).len() != succ.len() {
                         return None;
                     }
                     self.mark(end)?;
-                    out.push(Region::Node(self.of_vertex[&v]));
-                    out.push(Region::Branch(arms));
-                    out.push(Region::Node(self.of_vertex[&end]));
+                    let (parent, _) = stack.last_mut()?;
+                    parent.push(Region::Node(self.of_vertex[&branch]));
+                    parent.push(Region::Branch(arms));
+                    parent.push(Region::Node(self.of_vertex[&end]));
                     v = self.single_succ(end)?;
                 }
-                VertexKind::ForLoop { .. } | VertexKind::PreLoop(_) | VertexKind::PostLoop(_) => {
-                    let preds = self.g.predecessors(v);
-                    if preds.len() != 2 {
-                        return None;
-                    }
-                    self.mark(v)?;
-                    let body_e = body_edge(self.p, self.g, v)?;
-                    let succ = self.g.successors(v);
-                    if succ.len() != 2 {
-                        return None;
-                    }
-                    let body_t = succ.iter().find(|(e, _)| *e == body_e)?.1;
-                    let exit_t = succ.iter().find(|(e, _)| *e != body_e)?.1;
-                    let id = self.loops.len() as u32;
-                    self.loops.push(v);
-                    let mut body = Vec::new();
-                    let end = self.seq(body_t, &mut body)?;
+                Cont::Body {
+                    v: header,
+                    id,
+                    exit,
+                } => {
+                    let mut body = items;
                     if !matches!(self.p.vertices[end].kind, VertexKind::EndLoop)
                         || self.g.predecessors(end).len() != 1
-                        || self.single_succ(end)? != v
+                        || self.single_succ(end)? != header
                     {
                         return None;
                     }
                     self.mark(end)?;
                     body.push(Region::Node(self.of_vertex[&end]));
-                    let header = Region::Node(self.of_vertex[&v]);
+                    let node = Region::Node(self.of_vertex[&header]);
+                    let kind = &self.p.vertices[header].kind;
+                    let (parent, _) = stack.last_mut()?;
                     match kind {
                         VertexKind::ForLoop { .. } => {
-                            body.push(Region::Node(*self.extra.get(&(v, 1))?));
-                            out.push(Region::Node(*self.extra.get(&(v, 0))?));
-                            out.push(header);
-                            out.push(Region::Loop {
+                            body.push(Region::Node(*self.extra.get(&(header, 1))?));
+                            parent.push(Region::Node(*self.extra.get(&(header, 0))?));
+                            parent.push(node);
+                            parent.push(Region::Loop {
                                 body: Box::new(Region::Seq(body)),
                                 post_test: false,
                                 id,
                             });
                         }
                         VertexKind::PreLoop(_) => {
-                            out.push(header);
-                            out.push(Region::Loop {
+                            parent.push(node);
+                            parent.push(Region::Loop {
                                 body: Box::new(Region::Seq(body)),
                                 post_test: false,
                                 id,
                             });
                         }
                         _ => {
-                            out.push(Region::Node(*self.extra.get(&(v, 2))?));
-                            out.push(header);
-                            out.push(Region::Loop {
+                            parent.push(Region::Node(*self.extra.get(&(header, 2))?));
+                            parent.push(node);
+                            parent.push(Region::Loop {
                                 body: Box::new(Region::Seq(body)),
                                 post_test: true,
                                 id,
                             });
                         }
                     }
-                    v = exit_t;
+                    v = exit;
                 }
             }
         }

@@ -125,59 +125,138 @@ pub fn summarize_structured<P: Summaries>(
     Some((s, loops))
 }
 
+/// The summary of a region and, in `loops`, of every loop inside it.
+///
+/// A post-order walk with an explicit stack: the region tree is as deep as
+/// the CFG's nesting, which XAIF writes flat.
 fn summarize_region<P: Summaries>(
     p: &P,
     fg: &FlowGraph,
-    r: &Region,
+    root: &Region,
     loops: &mut LoopSummaries<P::Summary>,
 ) -> Option<P::Summary> {
-    match r {
-        Region::Node(n) => {
-            let mut acc = p.identity();
-            for &s in &fg.nodes[*n as usize].stmts {
-                acc = p.seq(&acc, &p.stmt(s)?);
-            }
-            Some(acc)
+    /// An open composite region and what its children gave so far.
+    enum Open<'r, S> {
+        Seq {
+            items: &'r [Region],
+            next: usize,
+            acc: Option<S>,
+        },
+        Branch {
+            arms: &'r [Region],
+            next: usize,
+            acc: Option<S>,
+        },
+        Loop {
+            post_test: bool,
+            id: u32,
+        },
+    }
+    let node = |n: u32| -> Option<P::Summary> {
+        let mut acc = p.identity();
+        for &s in &fg.nodes[n as usize].stmts {
+            acc = p.seq(&acc, &p.stmt(s)?);
         }
-        Region::Seq(items) => {
-            let mut acc = Some(p.identity());
-            for it in items {
-                let s = summarize_region(p, fg, it, loops);
-                acc = match (acc, s) {
-                    (Some(a), Some(b)) => Some(p.seq(&a, &b)),
-                    _ => None,
-                };
-            }
-            acc
+        Some(acc)
+    };
+    fn open<'r, S>(
+        r: &'r Region,
+        identity: impl FnOnce() -> S,
+        node: impl FnOnce(u32) -> Option<S>,
+    ) -> Result<Option<S>, Open<'r, S>> {
+        match r {
+            Region::Node(n) => Ok(node(*n)),
+            Region::Seq(items) => Err(Open::Seq {
+                items,
+                next: 0,
+                acc: Some(identity()),
+            }),
+            Region::Branch(arms) => Err(Open::Branch {
+                arms,
+                next: 0,
+                acc: None,
+            }),
+            Region::Loop { post_test, id, .. } => Err(Open::Loop {
+                post_test: *post_test,
+                id: *id,
+            }),
         }
-        Region::Branch(arms) => {
-            let mut acc: Option<P::Summary> = None;
-            for arm in arms {
-                if let Some(s) = summarize_region(p, fg, arm, loops) {
-                    match &mut acc {
-                        Some(a) => p.join(a, &s),
-                        None => acc = Some(s),
+    }
+    let mut stack: Vec<Open<'_, P::Summary>> = Vec::new();
+    // The region to enter next, or the summary of the one just finished.
+    let mut enter: Option<&Region> = Some(root);
+    let mut done: Option<Option<P::Summary>> = None;
+    loop {
+        if let Some(r) = enter.take() {
+            match open(r, || p.identity(), node) {
+                Ok(s) => done = Some(s),
+                Err(frame) => {
+                    if let Region::Loop { body, .. } = r {
+                        enter = Some(body);
+                    }
+                    stack.push(frame);
+                    if enter.is_some() {
+                        continue;
                     }
                 }
             }
-            acc
         }
-        Region::Loop {
-            body,
-            post_test,
-            id,
-        } => {
-            let b = summarize_region(p, fg, body, loops);
-            loops[*id as usize] = b.clone();
-            match b {
-                Some(b) => {
-                    let star = p.star(&b);
-                    Some(if *post_test { p.seq(&b, &star) } else { star })
+        // Give a finished child's summary to its parent.
+        if let Some(s) = done.take() {
+            match stack.last_mut() {
+                None => return s,
+                Some(Open::Seq { acc, .. }) => {
+                    *acc = match (acc.take(), s) {
+                        (Some(a), Some(b)) => Some(p.seq(&a, &b)),
+                        _ => None,
+                    };
                 }
-                // The body never completes: only the zero-trip path of a
-                // pre-test loop leaves it.
-                None if *post_test => None,
-                None => Some(p.identity()),
+                Some(Open::Branch { acc, .. }) => {
+                    if let Some(s) = s {
+                        match acc {
+                            Some(a) => p.join(a, &s),
+                            None => *acc = Some(s),
+                        }
+                    }
+                }
+                Some(Open::Loop { post_test, id }) => {
+                    let (post_test, id) = (*post_test, *id);
+                    stack.pop();
+                    loops[id as usize] = s.clone();
+                    done = Some(match s {
+                        Some(b) => {
+                            let star = p.star(&b);
+                            Some(if post_test { p.seq(&b, &star) } else { star })
+                        }
+                        // The body never completes: only the zero-trip path
+                        // of a pre-test loop leaves it.
+                        None if post_test => None,
+                        None => Some(p.identity()),
+                    });
+                    continue;
+                }
+            }
+        }
+        // Enter the next child of the innermost open region, or close it.
+        match stack.last_mut() {
+            None => return None,
+            Some(Open::Seq { items, next, .. })
+            | Some(Open::Branch {
+                arms: items, next, ..
+            }) => {
+                if let Some(child) = items.get(*next) {
+                    *next += 1;
+                    enter = Some(child);
+                } else {
+                    done = Some(match stack.pop() {
+                        Some(Open::Seq { acc, .. }) | Some(Open::Branch { acc, .. }) => acc,
+                        _ => None,
+                    });
+                }
+            }
+            Some(Open::Loop { .. }) => {
+                // A loop's body is entered when the loop is opened.
+                return None;
             }
         }
     }
@@ -279,55 +358,133 @@ pub fn propagate_structured<P: Propagation>(
     Some(rec)
 }
 
+/// Propagates `fact` through region `root`, recording every node and
+/// statement, and returns the fact at its other end.
+///
+/// An explicit stack replaces recursion: the region tree is as deep as the
+/// CFG's nesting, which XAIF writes flat.
 fn walk<P: Propagation>(
     p: &P,
     fg: &FlowGraph,
-    r: &Region,
+    root: &Region,
     fact: P::Fact,
     loops: &LoopSummaries<P::Summary>,
     rec: &mut Record<P::Fact>,
 ) -> P::Fact {
     let forward = p.direction() == Direction::Forward;
-    match r {
-        Region::Node(n) => cross_node(p, fg, *n, fact, rec),
-        Region::Seq(items) => {
-            let mut f = fact;
-            if forward {
-                for it in items {
-                    f = walk(p, fg, it, f, loops, rec);
+    /// An open composite region.
+    enum Open<'r, F> {
+        /// Items in the direction of flow; `fact` is the fact so far.
+        Seq {
+            items: &'r [Region],
+            done: usize,
+            fact: Option<F>,
+        },
+        /// Every arm starts from `input`; `out` joins their results.
+        Branch {
+            arms: &'r [Region],
+            next: usize,
+            input: F,
+            out: F,
+        },
+        /// The fact at the loop header.
+        Loop { header: F, post_test: bool },
+    }
+    let mut stack: Vec<Open<'_, P::Fact>> = Vec::new();
+    // A region to enter with its incoming fact, or the fact a finished
+    // region hands back.
+    let mut enter: Option<(&Region, P::Fact)> = Some((root, fact));
+    let mut done: Option<P::Fact> = None;
+    loop {
+        if let Some((r, f)) = enter.take() {
+            match r {
+                Region::Node(n) => done = Some(cross_node(p, fg, *n, f, rec)),
+                Region::Seq(items) => stack.push(Open::Seq {
+                    items,
+                    done: 0,
+                    fact: Some(f),
+                }),
+                Region::Branch(arms) => stack.push(Open::Branch {
+                    arms,
+                    next: 0,
+                    input: f,
+                    out: p.bottom(),
+                }),
+                Region::Loop {
+                    body,
+                    post_test,
+                    id,
+                } => {
+                    // The fact at the loop header: the boundary fact crossed
+                    // by zero or more iterations of the body (Figures 5 and
+                    // 9).
+                    let header = match &loops[*id as usize] {
+                        Some(b) => p.apply(&p.star(b), &f),
+                        None => f,
+                    };
+                    stack.push(Open::Loop {
+                        header: header.clone(),
+                        post_test: *post_test,
+                    });
+                    enter = Some((body, header));
+                    continue;
                 }
-            } else {
-                for it in items.iter().rev() {
-                    f = walk(p, fg, it, f, loops, rec);
+            }
+        }
+        if let Some(f) = done.take() {
+            match stack.last_mut() {
+                None => return f,
+                Some(Open::Seq { fact, .. }) => *fact = Some(f),
+                Some(Open::Branch { out, .. }) => {
+                    p.join_fact(out, &f);
+                }
+                Some(Open::Loop { .. }) => {
+                    let Some(Open::Loop { header, post_test }) = stack.pop() else {
+                        unreachable!("the top is a loop")
+                    };
+                    done = Some(if post_test { f } else { header });
+                    continue;
                 }
             }
-            f
         }
-        Region::Branch(arms) => {
-            let mut out = p.bottom();
-            for arm in arms {
-                let f = walk(p, fg, arm, fact.clone(), loops, rec);
-                p.join_fact(&mut out, &f);
+        match stack.last_mut() {
+            None => return p.bottom(),
+            Some(Open::Seq {
+                items,
+                done: k,
+                fact,
+            }) => {
+                if *k < items.len() {
+                    let child = if forward {
+                        &items[*k]
+                    } else {
+                        &items[items.len() - 1 - *k]
+                    };
+                    *k += 1;
+                    let f = fact.take().unwrap_or_else(|| p.bottom());
+                    enter = Some((child, f));
+                } else {
+                    let f = fact.take().unwrap_or_else(|| p.bottom());
+                    stack.pop();
+                    done = Some(f);
+                }
             }
-            out
-        }
-        Region::Loop {
-            body,
-            post_test,
-            id,
-        } => {
-            // The fact at the loop header: the boundary fact crossed by
-            // zero or more iterations of the body (Figures 5 and 9).
-            let header = match &loops[*id as usize] {
-                Some(b) => p.apply(&p.star(b), &fact),
-                None => fact,
-            };
-            let through = walk(p, fg, body, header.clone(), loops, rec);
-            if *post_test {
-                through
-            } else {
-                header
+            Some(Open::Branch {
+                arms,
+                next,
+                input,
+                out,
+            }) => {
+                if let Some(arm) = arms.get(*next) {
+                    *next += 1;
+                    enter = Some((arm, input.clone()));
+                } else {
+                    let f = std::mem::replace(out, p.bottom());
+                    stack.pop();
+                    done = Some(f);
+                }
             }
+            Some(Open::Loop { .. }) => return p.bottom(),
         }
     }
 }

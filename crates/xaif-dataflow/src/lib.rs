@@ -46,6 +46,7 @@ pub use bitset::LocSet;
 pub use callgraph::CallGraph;
 pub use dep::Dep;
 pub use error::DataflowError;
+
 pub use facts::{ProgramFacts, RoutineFacts};
 pub use flow::{FlowGraph, Region};
 pub use framework::Solver;
@@ -78,9 +79,36 @@ pub struct Analysis<'p> {
     pub tbr: Option<Tbr>,
 }
 
-/// Analyses a program that passed [`xaif_model::validate_program`].
+/// Default of the analysis budget ([`analyze_within`]): 2^26 words
+/// (512 MiB of bit vectors at most), ten thousand times what the largest
+/// routine of the OpenAD regression corpus may need.
+pub const DEFAULT_BUDGET: u64 = 1 << 26;
+
+/// An upper bound, in 64-bit words, of the facts and summaries the
+/// analyses keep for a routine: a set of its slots per flow node and per
+/// statement (before and after), and a dependency row per slot for every
+/// loop summary (structured solver) or every flow node (iterative solver).
+/// Data-flow facts are bit vectors over the routine's slots, so a routine
+/// with many variables and many loops or statements costs their product;
+/// that is what the budget bounds.
+pub fn routine_cost(rf: &RoutineFacts) -> u64 {
+    let slots = rf.universe.len() as u64;
+    let words = slots.div_ceil(64).max(1);
+    let facts = rf.flow.nodes.len() as u64 + 2 * rf.flow.stmt_count() as u64;
+    let summaries = if rf.flow.region.is_some() {
+        u64::from(rf.flow.loops)
+    } else {
+        rf.flow.nodes.len() as u64
+    };
+    facts
+        .saturating_add(summaries.saturating_mul(slots))
+        .saturating_mul(words)
+}
+
+/// Analyses a program that passed [`xaif_model::validate_program`], within
+/// [`DEFAULT_BUDGET`].
 pub fn analyze<'p>(p: &'p Program, config: &Config) -> Result<Analysis<'p>, DataflowError> {
-    analyze_with_black_boxes(p, config, false)
+    analyze_within(p, config, false, DEFAULT_BUDGET)
 }
 
 /// [`analyze`] with the pessimistic assumption for routines without a
@@ -91,7 +119,38 @@ pub fn analyze_with_black_boxes<'p>(
     config: &Config,
     pessimistic: bool,
 ) -> Result<Analysis<'p>, DataflowError> {
+    analyze_within(p, config, pessimistic, DEFAULT_BUDGET)
+}
+
+/// Analyses a program that passed [`xaif_model::validate_program`]
+/// (pessimistic about routines without a body when `pessimistic`), first
+/// checking that no routine's [`routine_cost`] exceeds `budget`: the
+/// equations are linear in program size for a bounded number of variables
+/// per routine, but a routine with 10⁴ variables nested 10⁴ loops deep
+/// would need 10⁸ dependency rows. Such a routine is refused with
+/// [`DataflowError::TooLarge`] instead of exhausting memory.
+pub fn analyze_within<'p>(
+    p: &'p Program,
+    config: &Config,
+    pessimistic: bool,
+    budget: u64,
+) -> Result<Analysis<'p>, DataflowError> {
     let facts = ProgramFacts::with_black_boxes(p, pessimistic);
+    for &r in &facts.callgraph.routines {
+        let rf = &facts.routines[&r];
+        let cost = routine_cost(rf);
+        if cost > budget {
+            return Err(DataflowError::TooLarge {
+                routine: rf.name.clone(),
+                span: p.routines[r].attrs.span,
+                slots: rf.universe.len(),
+                statements: rf.flow.stmt_count(),
+                loops: rf.flow.loops as usize,
+                cost,
+                budget,
+            });
+        }
+    }
     let activity = analyze_activity(&facts, &config.activity, config.solver)?;
     let tbr = config
         .tbr

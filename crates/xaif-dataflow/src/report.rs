@@ -317,50 +317,96 @@ pub fn expr_text(e: &Expr) -> String {
     }
 }
 
-fn vertex_text(e: &Expr, g: &ExprGraph, v: usize) -> String {
-    let vertex = &e.vertices[v];
-    let args: Vec<String> = g.args[v].iter().map(|&a| vertex_text(e, g, a)).collect();
-    match &vertex.kind {
-        ExprVertexKind::Constant => vertex.attrs.get("value").unwrap_or("?").to_string(),
-        ExprVertexKind::VariableReference(rg) => ref_text(rg),
-        ExprVertexKind::FunctionCall(a) => {
-            let a: Vec<String> = a.iter().map(|x| ref_text(&x.graph)).collect();
-            format!(
-                "{}({})",
-                vertex.attrs.get("symbol_id").unwrap_or("?"),
-                a.join(", ")
-            )
+/// Longest expression text the report shows; longer texts end in `…`.
+/// Expressions are flat in XAIF and may be deep or share subexpressions
+/// (whose text repeats), so the text is bounded, and it is produced with an
+/// explicit stack, never recursion.
+pub const EXPR_TEXT_LIMIT: usize = 4096;
+
+fn vertex_text(e: &Expr, g: &ExprGraph, root: usize) -> String {
+    enum Task<'a> {
+        Text(&'a str),
+        Visit(usize),
+    }
+    let mut out = String::new();
+    let mut stack = vec![Task::Visit(root)];
+    while let Some(task) = stack.pop() {
+        if out.len() > EXPR_TEXT_LIMIT {
+            out.push('…');
+            break;
         }
-        ExprVertexKind::Intrinsic | ExprVertexKind::BooleanOperation => {
-            let name = vertex.attrs.get("name").unwrap_or("?");
-            let infix = match name {
-                "add_scal_scal" => Some("+"),
-                "sub_scal_scal" => Some("-"),
-                "mul_scal_scal" => Some("*"),
-                "div_scal_scal" => Some("/"),
-                "pow_scal_scal" => Some("**"),
-                "greater_than" => Some(">"),
-                "greater_or_equal" => Some(">="),
-                "less_than" => Some("<"),
-                "less_or_equal" => Some("<="),
-                "equal" => Some("=="),
-                "not_equal" => Some("/="),
-                "and" => Some(".and."),
-                "or" => Some(".or."),
-                _ => None,
-            };
-            match (infix, args.as_slice()) {
-                (Some(op), [a, b]) => format!("({a} {op} {b})"),
-                _ if name == "minus_scal" && args.len() == 1 => format!("-{}", args[0]),
-                _ => {
-                    let short = name
-                        .strip_suffix("_scal_scal")
-                        .or_else(|| name.strip_suffix("_scal"))
-                        .unwrap_or(name);
-                    format!("{short}({})", args.join(", "))
+        let v = match task {
+            Task::Text(t) => {
+                out.push_str(t);
+                continue;
+            }
+            Task::Visit(v) => v,
+        };
+        let vertex = &e.vertices[v];
+        let args = &g.args[v];
+        match &vertex.kind {
+            ExprVertexKind::Constant => out.push_str(vertex.attrs.get("value").unwrap_or("?")),
+            ExprVertexKind::VariableReference(rg) => out.push_str(&ref_text(rg)),
+            ExprVertexKind::FunctionCall(a) => {
+                let a: Vec<String> = a.iter().map(|x| ref_text(&x.graph)).collect();
+                let _ = write!(
+                    out,
+                    "{}({})",
+                    vertex.attrs.get("symbol_id").unwrap_or("?"),
+                    a.join(", ")
+                );
+            }
+            ExprVertexKind::Intrinsic | ExprVertexKind::BooleanOperation => {
+                let name = vertex.attrs.get("name").unwrap_or("?");
+                let infix = match name {
+                    "add_scal_scal" => Some(" + "),
+                    "sub_scal_scal" => Some(" - "),
+                    "mul_scal_scal" => Some(" * "),
+                    "div_scal_scal" => Some(" / "),
+                    "pow_scal_scal" => Some(" ** "),
+                    "greater_than" => Some(" > "),
+                    "greater_or_equal" => Some(" >= "),
+                    "less_than" => Some(" < "),
+                    "less_or_equal" => Some(" <= "),
+                    "equal" => Some(" == "),
+                    "not_equal" => Some(" /= "),
+                    "and" => Some(" .and. "),
+                    "or" => Some(" .or. "),
+                    _ => None,
+                };
+                // Tasks are pushed in reverse: the stack pops them in order.
+                match (infix, args.as_slice()) {
+                    (Some(op), [a, b]) => {
+                        stack.extend([
+                            Task::Text(")"),
+                            Task::Visit(*b),
+                            Task::Text(op),
+                            Task::Visit(*a),
+                            Task::Text("("),
+                        ]);
+                    }
+                    (_, [a]) if name == "minus_scal" => {
+                        stack.extend([Task::Visit(*a), Task::Text("-")]);
+                    }
+                    _ => {
+                        let short = name
+                            .strip_suffix("_scal_scal")
+                            .or_else(|| name.strip_suffix("_scal"))
+                            .unwrap_or(name);
+                        stack.push(Task::Text(")"));
+                        for (i, &a) in args.iter().enumerate().rev() {
+                            stack.push(Task::Visit(a));
+                            if i > 0 {
+                                stack.push(Task::Text(", "));
+                            }
+                        }
+                        stack.push(Task::Text("("));
+                        stack.push(Task::Text(short));
+                    }
                 }
             }
+            ExprVertexKind::ArgumentReference => out.push_str("arg"),
         }
-        ExprVertexKind::ArgumentReference => "arg".into(),
     }
+    out
 }

@@ -43,8 +43,7 @@
 
 use rustc_hash::FxHashMap;
 use xaif_model::{
-    Assignment, CfgVertex, Expr, ExprVertexKind, Routine, RoutineId, SecondaryMap, Stmt, StmtId,
-    StmtKind,
+    Assignment, CfgVertex, ExprVertexKind, Routine, RoutineId, SecondaryMap, Stmt, StmtId, StmtKind,
 };
 
 use crate::activity::Activity;
@@ -57,7 +56,7 @@ use crate::loc::{for_each_ref_in_expr, for_each_subscript_ref, Universe};
 use crate::LocSet;
 
 /// Why a value is required by an adjoint.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Reason {
     /// It is an operand of a nonlinear operation whose partial derivatives
     /// need it (`op` is the intrinsic's name, e.g. `sin_scal`,
@@ -503,92 +502,116 @@ fn assignment_requirements(
         return;
     };
     let n = e.vertices.len();
+    // Every pass over the expression is bottom-up in this order or a walk
+    // with an explicit stack: expressions are flat in XAIF, so their depth
+    // is bounded only by the file.
+    let order = g.postorder();
+    // Slots each vertex reads itself (its own references).
+    let own = |v: usize| -> LocSet {
+        let mut out = LocSet::new();
+        let mut refs = Vec::new();
+        match &e.vertices[v].kind {
+            ExprVertexKind::VariableReference(rg) => {
+                crate::loc::for_each_ref(rg, &mut |x| refs.push(x));
+            }
+            ExprVertexKind::FunctionCall(args) => {
+                for a in args {
+                    crate::loc::for_each_ref(&a.graph, &mut |x| refs.push(x));
+                }
+            }
+            _ => {}
+        }
+        for x in refs {
+            if let Some(acc) = facts.res.lookup(r, x) {
+                for s in read_slots(u, &acc) {
+                    out.insert(s);
+                }
+            }
+        }
+        out
+    };
     // Activity of each expression vertex: it contains a varied variable in
     // a differentiable position.
+    let vary = &sa.in_vary;
     let mut active = vec![None::<bool>; n];
-    fn is_active(
-        sc: &Scope,
-        e: &Expr,
-        g: &xaif_model::ExprGraph,
-        v: usize,
-        vary: &LocSet,
-        memo: &mut Vec<Option<bool>>,
-    ) -> bool {
-        let (facts, r, u) = (sc.facts, sc.r, sc.u);
-        if let Some(x) = memo[v] {
-            return x;
-        }
-        memo[v] = Some(false);
+    for &v in &order {
         let vertex = &e.vertices[v];
-        let x = match &vertex.kind {
-            ExprVertexKind::VariableReference(rg) => facts.res.lookup(r, rg).is_some_and(|acc| {
+        let differentiable_read = |rg: &xaif_model::RefGraph| {
+            facts.res.lookup(r, rg).is_some_and(|acc| {
                 facts.storages[acc.storage.index()].differentiable
                     && read_slots(u, &acc).iter().any(|s| vary.contains(*s))
-            }),
-            ExprVertexKind::FunctionCall(args) => args.iter().any(|a| {
-                facts.res.lookup(r, &a.graph).is_some_and(|acc| {
-                    facts.storages[acc.storage.index()].differentiable
-                        && read_slots(u, &acc).iter().any(|s| vary.contains(*s))
-                })
-            }),
+            })
+        };
+        let x = match &vertex.kind {
+            ExprVertexKind::VariableReference(rg) => differentiable_read(rg),
+            ExprVertexKind::FunctionCall(args) => {
+                args.iter().any(|a| differentiable_read(&a.graph))
+            }
             ExprVertexKind::Intrinsic => {
                 let name = vertex.attrs.get("name").unwrap_or("");
+                let arg_active = |w: &usize| active[*w] == Some(true);
                 if crate::facts::non_differentiable(name) {
                     false
                 } else if name == "sign_scal_scal" {
-                    g.args[v]
-                        .first()
-                        .is_some_and(|&w| is_active(sc, e, g, w, vary, memo))
+                    g.args[v].first().is_some_and(arg_active)
                 } else {
-                    let args = g.args[v].clone();
-                    let mut any = false;
-                    for w in args {
-                        any |= is_active(sc, e, g, w, vary, memo);
-                    }
-                    any
+                    g.args[v].iter().any(arg_active)
                 }
             }
             _ => false,
         };
-        memo[v] = Some(x);
-        x
+        active[v] = Some(x);
     }
-    if !is_active(sc, e, &g, g.root, &sa.in_vary, &mut active) {
+    if active[g.root] != Some(true) {
         return;
     }
     l.active = true;
-    // VARs of the subexpression rooted at each vertex.
-    let vars = |v: usize| -> LocSet {
-        let mut out = LocSet::new();
-        let mut stack = vec![v];
-        let mut seen = vec![false; n];
-        while let Some(w) = stack.pop() {
-            if std::mem::replace(&mut seen[w], true) {
-                continue;
+    // Own slots, computed once, and whether the subexpression rooted at
+    // each vertex reads any slot at all.
+    let mut own_slots: Vec<LocSet> = vec![LocSet::new(); n];
+    let mut reads_any = vec![false; n];
+    for &v in &order {
+        own_slots[v] = own(v);
+        reads_any[v] = !own_slots[v].is_empty() || g.args[v].iter().any(|&w| reads_any[w]);
+    }
+    // Requirements on the variables of subexpressions (VARs of the seed) are
+    // gathered per reason as the roots of those subexpressions and unioned
+    // at the end with one walk per reason, so a chain of nonlinear operations
+    // costs time linear in its length, not quadratic. A reason takes the
+    // place of its first non-empty contribution, as if every contribution
+    // were added when met.
+    enum Pending {
+        Slots(LocSet, Reason),
+        Roots(Vec<usize>, Reason),
+    }
+    struct Gather<'r> {
+        pending: Vec<Pending>,
+        operand_reason: FxHashMap<Reason, usize>,
+        reads_any: &'r [bool],
+    }
+    impl Gather<'_> {
+        fn vars_of(&mut self, roots: &[usize], reason: Reason) {
+            if !roots.iter().any(|&w| self.reads_any[w]) {
+                return;
             }
-            let vertex = &e.vertices[w];
-            let mut refs = Vec::new();
-            match &vertex.kind {
-                ExprVertexKind::VariableReference(rg) => {
-                    crate::loc::for_each_ref(rg, &mut |x| refs.push(x));
-                }
-                ExprVertexKind::FunctionCall(args) => {
-                    for a in args {
-                        crate::loc::for_each_ref(&a.graph, &mut |x| refs.push(x));
+            match self.operand_reason.get(&reason) {
+                Some(&i) => {
+                    if let Pending::Roots(list, _) = &mut self.pending[i] {
+                        list.extend_from_slice(roots);
                     }
                 }
-                _ => {}
-            }
-            for x in refs {
-                if let Some(acc) = facts.res.lookup(r, x) {
-                    for s in read_slots(u, &acc) {
-                        out.insert(s);
-                    }
+                None => {
+                    self.operand_reason
+                        .insert(reason.clone(), self.pending.len());
+                    self.pending.push(Pending::Roots(roots.to_vec(), reason));
                 }
             }
-            stack.extend(g.args[w].iter().copied());
         }
-        out
+    }
+    let mut gather = Gather {
+        pending: Vec::new(),
+        operand_reason: FxHashMap::default(),
+        reads_any: &reads_any,
     };
     let mut stack = vec![g.root];
     let mut seen = vec![false; n];
@@ -613,18 +636,18 @@ fn assignment_requirements(
                         }
                     }
                 }
-                push_req(
-                    l,
-                    slots,
-                    Reason::Index {
-                        array: lhs_symbol_name(p, rg),
-                    },
-                );
+                if !slots.is_empty() {
+                    gather.pending.push(Pending::Slots(
+                        slots,
+                        Reason::Index {
+                            array: lhs_symbol_name(p, rg),
+                        },
+                    ));
+                }
             }
             ExprVertexKind::FunctionCall(_) => {
-                push_req(
-                    l,
-                    vars(v),
+                gather.vars_of(
+                    &[v],
                     Reason::Operand {
                         op: vertex.attrs.get("symbol_id").unwrap_or("?").to_string(),
                     },
@@ -633,39 +656,51 @@ fn assignment_requirements(
             ExprVertexKind::Intrinsic => {
                 let name = vertex.attrs.get("name").unwrap_or("").to_string();
                 let act_arg = |i: usize| args.get(i).is_some_and(|&w| active[w] == Some(true));
+                let op = || Reason::Operand { op: name.clone() };
                 match name.as_str() {
                     "add_scal_scal" | "sub_scal_scal" | "minus_scal" | "real_scal" | "sum_arr"
                     | "transpose_arr" | "reshape_arr" => {}
                     "mul_scal_scal" if args.len() == 2 => {
                         if act_arg(0) {
-                            push_req(l, vars(args[1]), Reason::Operand { op: name.clone() });
+                            gather.vars_of(&[args[1]], op());
                         }
                         if act_arg(1) {
-                            push_req(l, vars(args[0]), Reason::Operand { op: name.clone() });
+                            gather.vars_of(&[args[0]], op());
                         }
                     }
                     "div_scal_scal" if args.len() == 2 => {
                         if act_arg(0) {
-                            push_req(l, vars(args[1]), Reason::Operand { op: name.clone() });
+                            gather.vars_of(&[args[1]], op());
                         }
                         if act_arg(1) {
-                            let mut both = vars(args[0]);
-                            both.union_with(&vars(args[1]));
-                            push_req(l, both, Reason::Operand { op: name.clone() });
+                            gather.vars_of(&[args[0], args[1]], op());
                         }
                     }
-                    _ => {
-                        let mut all = LocSet::new();
-                        for &w in args {
-                            all.union_with(&vars(w));
-                        }
-                        push_req(l, all, Reason::Operand { op: name.clone() });
-                    }
+                    _ => gather.vars_of(args, op()),
                 }
             }
             _ => {}
         }
         stack.extend(args.iter().copied().filter(|&w| active[w] == Some(true)));
+    }
+    // One walk per operand reason over the subexpressions it collected.
+    let mut mark = vec![usize::MAX; n];
+    for (k, item) in gather.pending.into_iter().enumerate() {
+        match item {
+            Pending::Slots(slots, reason) => push_req(l, slots, reason),
+            Pending::Roots(roots, reason) => {
+                let mut slots = LocSet::new();
+                let mut walk = roots;
+                while let Some(w) = walk.pop() {
+                    if std::mem::replace(&mut mark[w], k) == k {
+                        continue;
+                    }
+                    slots.union_with(&own_slots[w]);
+                    walk.extend(g.args[w].iter().copied());
+                }
+                push_req(l, slots, reason);
+            }
+        }
     }
 }
 

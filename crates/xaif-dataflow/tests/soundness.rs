@@ -184,7 +184,7 @@ fn xaif(body: &[St]) -> String {
             r#"<xaif:Symbol symbol_id="{v}" kind="variable" type="real" shape="scalar" active="1"/>"#
         );
     }
-    out.push_str(r#"</xaif:SymbolTable></xaif:Scope><xaif:ScopeEdge edge_id="1" source="2" target="1"/></xaif:ScopeHierarchy><xaif:AliasSetMap/><xaif:DUUDSetMap/><xaif:DOSetMap/><xaif:ControlFlowGraph vertex_id="1" scope_id="1" symbol_id="prop__1" controlflowgraph_scope_id="2"><xaif:ArgumentList>"#);
+    out.push_str(r#"</xaif:SymbolTable></xaif:Scope><xaif:ScopeEdge edge_id="1" source="2" target="1"/></xaif:ScopeHierarchy><xaif:AliasSetMap><xaif:AliasSet key="0"/></xaif:AliasSetMap><xaif:DUUDSetMap><xaif:StmtIdSet key="0"/></xaif:DUUDSetMap><xaif:DOSetMap><xaif:StmtIdSet key="0"/></xaif:DOSetMap><xaif:ControlFlowGraph vertex_id="1" scope_id="1" symbol_id="prop__1" controlflowgraph_scope_id="2"><xaif:ArgumentList>"#);
     for (i, v) in VARS[..3].iter().enumerate() {
         let _ = write!(
             out,

@@ -485,12 +485,18 @@ pub(crate) fn run_all(
     strategies: &[Strategy],
     stop_when_flat: bool,
 ) -> Vec<Option<ChainRun>> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(2)
-        .min(strategies.len());
-    if work.edge_count() < PARALLEL_EDGES || threads < 2 {
+    // Small graphs first: asking for the parallelism reads the cgroup
+    // files, which costs more than eliminating a small graph.
+    let threads = if work.edge_count() < PARALLEL_EDGES {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(2)
+            .min(strategies.len())
+    };
+    if threads < 2 {
         return strategies
             .iter()
             .map(|s| run_chain_with(work, s, None, stop_when_flat))

@@ -286,11 +286,17 @@ pub fn select(lcg: &Lcg, config: &Config) -> Result<Selection, ElimError> {
 
 /// The result of every strategy, in configuration order.
 fn run_all(lcg: &Lcg, config: &Config) -> Vec<Result<Elimination, ElimError>> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(config.strategies.len());
-    if lcg.edges().len() < PARALLEL_EDGES || threads < 2 {
+    // Small graphs first: asking for the parallelism reads the cgroup
+    // files, which costs more than eliminating a small graph.
+    let threads = if lcg.edges().len() < PARALLEL_EDGES {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(config.strategies.len())
+    };
+    if threads < 2 {
         return config
             .strategies
             .iter()

@@ -55,20 +55,34 @@ impl Template {
     /// by type and value. Two templates with the same canonical form
     /// produce the same code.
     pub fn canonical(&self) -> String {
-        fn walk(
-            t: &Template,
-            n: usize,
-            seen: &mut Vec<Option<usize>>,
-            k: &mut usize,
-            out: &mut String,
-        ) {
-            if let Some(i) = seen[n] {
+        // An explicit stack of tasks (a catalogue partial is as deep as its
+        // file makes it): visit a node, or write a fixed text.
+        enum Task<'a> {
+            Visit(usize),
+            Text(&'a str),
+        }
+        let mut out = String::new();
+        let mut seen: Vec<Option<usize>> = vec![None; self.nodes.len()];
+        let mut k = 0;
+        let mut stack = vec![Task::Visit(self.root)];
+        while let Some(task) = stack.pop() {
+            let n = match task {
+                Task::Text(t) => {
+                    out.push_str(t);
+                    continue;
+                }
+                Task::Visit(n) => n,
+            };
+            let Some(first) = seen.get_mut(n) else {
+                continue;
+            };
+            if let Some(i) = *first {
                 out.push_str(&format!("#{i}"));
-                return;
+                continue;
             }
-            seen[n] = Some(*k);
-            *k += 1;
-            match &t.nodes[n] {
+            *first = Some(k);
+            k += 1;
+            match &self.nodes[n] {
                 TNode::Arg(j) => out.push_str(&format!("a{j}")),
                 TNode::Const(a) => out.push_str(&format!(
                     "{}:{}",
@@ -78,19 +92,51 @@ impl Template {
                 TNode::Op { name, args } => {
                     out.push_str(name);
                     out.push('(');
-                    for (i, a) in args.iter().enumerate() {
+                    stack.push(Task::Text(")"));
+                    for (i, a) in args.iter().enumerate().rev() {
+                        stack.push(Task::Visit(*a));
                         if i > 0 {
-                            out.push(',');
+                            stack.push(Task::Text(","));
                         }
-                        walk(t, *a, seen, k, out);
                     }
-                    out.push(')');
                 }
             }
         }
-        let mut out = String::new();
-        let mut seen = vec![None; self.nodes.len()];
-        walk(self, self.root, &mut seen, &mut 0, &mut out);
+        out
+    }
+
+    /// The nodes reachable from the root, arguments before the operations
+    /// that use them, each once (a depth-first post-order in argument
+    /// order, computed with an explicit stack: a catalogue partial is as
+    /// deep as its file makes it).
+    pub fn postorder(&self) -> Vec<usize> {
+        let mut seen = vec![false; self.nodes.len()];
+        let mut out = Vec::new();
+        if self.root >= self.nodes.len() {
+            return out;
+        }
+        seen[self.root] = true;
+        let mut stack = vec![(self.root, 0usize)];
+        while let Some(top) = stack.last_mut() {
+            let (n, i) = *top;
+            let args: &[usize] = match &self.nodes[n] {
+                TNode::Op { args, .. } => args,
+                _ => &[],
+            };
+            match args.get(i) {
+                Some(&a) => {
+                    top.1 += 1;
+                    if !seen[a] {
+                        seen[a] = true;
+                        stack.push((a, 0));
+                    }
+                }
+                None => {
+                    out.push(n);
+                    stack.pop();
+                }
+            }
+        }
         out
     }
 
@@ -133,6 +179,26 @@ pub struct Intrinsic {
     pub partials: Vec<Partial>,
 }
 
+impl Intrinsic {
+    /// The fewest arguments a use may have: the highest argument any of
+    /// its partials reads (a use may omit optional trailing arguments no
+    /// partial needs).
+    pub fn least_arguments(&self) -> usize {
+        self.partials
+            .iter()
+            .filter_map(|p| p.template.as_ref())
+            .flat_map(|t| t.arguments())
+            .max()
+            .unwrap_or(0)
+            .min(self.arity)
+    }
+
+    /// The partial with respect to argument `argument` (1-based).
+    pub fn partial(&self, argument: usize) -> Option<&Partial> {
+        self.partials.get(argument.checked_sub(1)?)
+    }
+}
+
 /// The catalogue, indexed by intrinsic name.
 #[derive(Clone, Debug, Default)]
 pub struct Catalogue {
@@ -167,6 +233,23 @@ pub enum CatalogueFileError {
     Entry(String, CatalogueError),
 }
 
+impl Catalogue {
+    /// Checks a program against the catalogue before it is transformed:
+    /// the model's gate ([`xaif_model::validate_program`]) and, for every
+    /// `Intrinsic` the catalogue defines, no more than `nr_arguments`
+    /// arguments and none fewer than its partials read, with errors naming
+    /// the file, line and element.
+    pub fn validate_program(
+        &self,
+        p: &xaif_model::Program,
+        source: &xaif_model::SourceMap,
+    ) -> Result<(), xaif_model::ModelErrors> {
+        xaif_model::validate_program_with_arities(p, source, &|name| {
+            self.get(name).map(|i| i.least_arguments()..=i.arity)
+        })
+    }
+}
+
 /// Reads and gates the inlinable catalogue (`-c`) and, when given, the
 /// non-inlinable one (`-N`): every transformation needs the first, the
 /// direct-action rules need the second.
@@ -198,7 +281,10 @@ pub fn read_catalogues(
 }
 
 impl Catalogue {
-    /// Builds the templates of a validated catalogue.
+    /// Builds the templates of a validated catalogue
+    /// ([`xaif_model::validate_inlinable`]); an entry the gate would reject
+    /// is an error here too, never a panic or an allocation sized by the
+    /// file.
     pub fn new(c: &InlinableCatalogue) -> Result<Self, CatalogueError> {
         let mut entries = FxHashMap::default();
         for i in &c.intrinsics {
@@ -207,11 +293,20 @@ impl Catalogue {
                 name: name.clone(),
                 reason,
             };
-            let arity = i
-                .attrs
-                .int("nr_arguments")
-                .filter(|n| *n > 0)
-                .ok_or_else(|| err("no nr_arguments".into()))? as usize;
+            let arity = match i.attrs.get("nr_arguments") {
+                None => return Err(err("no nr_arguments".into())),
+                Some(v) => v
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=xaif_model::catalogue::MAX_ARGUMENTS).contains(n))
+                    .ok_or_else(|| {
+                        err(format!(
+                            "nr_arguments `{v}` is not between 1 and {}",
+                            xaif_model::catalogue::MAX_ARGUMENTS
+                        ))
+                    })?,
+            };
             let mut partials = vec![
                 Partial {
                     kind: PartialKind::Passive,
@@ -223,9 +318,9 @@ impl Catalogue {
                 let id = p
                     .attrs
                     .int("partial_id")
-                    .filter(|k| *k >= 1 && (*k as usize) <= arity)
-                    .ok_or_else(|| err("a partial without a valid partial_id".into()))?
-                    as usize;
+                    .and_then(|k| usize::try_from(k).ok())
+                    .filter(|k| (1..=arity).contains(k))
+                    .ok_or_else(|| err("a partial without a valid partial_id".into()))?;
                 let kind = match p.attrs.get("partial_type").unwrap_or("nonlinear") {
                     "passive" => PartialKind::Passive,
                     "linear_one" => PartialKind::LinearOne,
@@ -233,14 +328,13 @@ impl Catalogue {
                     "linear" => PartialKind::Linear,
                     _ => PartialKind::Nonlinear,
                 };
-                let template =
-                    if p.vertices.is_empty() {
-                        None
-                    } else {
-                        Some(template(p).ok_or_else(|| {
-                            err(format!("partial {id} is not a tree over arguments"))
-                        })?)
-                    };
+                let template = if p.vertices.is_empty() {
+                    None
+                } else {
+                    Some(template(p, arity).ok_or_else(|| {
+                        err(format!("partial {id} is not a tree over its arguments"))
+                    })?)
+                };
                 if template.is_none()
                     && matches!(kind, PartialKind::Linear | PartialKind::Nonlinear)
                 {
@@ -285,7 +379,9 @@ impl Catalogue {
     }
 }
 
-fn template(e: &Expr) -> Option<Template> {
+/// The template of a partial; `None` when it is not an expression over
+/// argument references `0..=arity`, constants and intrinsics.
+fn template(e: &Expr, arity: usize) -> Option<Template> {
     let g = ExprGraph::new(e)?;
     let nodes = e
         .vertices
@@ -293,7 +389,11 @@ fn template(e: &Expr) -> Option<Template> {
         .enumerate()
         .map(|(i, v)| {
             Some(match &v.kind {
-                ExprVertexKind::ArgumentReference => TNode::Arg(v.attrs.int("argument")? as usize),
+                ExprVertexKind::ArgumentReference => TNode::Arg(
+                    usize::try_from(v.attrs.int("argument")?)
+                        .ok()
+                        .filter(|k| *k <= arity)?,
+                ),
                 ExprVertexKind::Constant => TNode::Const(v.attrs.clone()),
                 ExprVertexKind::Intrinsic => TNode::Op {
                     name: v.attrs.get("name")?.to_string(),

@@ -2,6 +2,8 @@
 //! resolution, activity, storage identity for alias decisions, static shapes
 //! and types of expressions, and the DU-UD chains.
 
+use std::fmt::Write as _;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 use xaif_model::{
     base_name, index::SymbolType, Attrs, Decoration, Expr, ExprGraph, ExprVertexKind, IndexTriplet,
@@ -330,37 +332,89 @@ fn const_int(e: &Expr) -> Option<i64> {
     }
 }
 
+/// Number of vertices up to which an expression's canonical text spells
+/// out shared subexpressions at every use (the front end's trees);
+/// beyond it, the text names each shared vertex once.
+const TREE_TEXT_LIMIT: usize = 1 << 16;
+
 /// A canonical text of an expression, for comparing subscripts.
+///
+/// Written with an explicit stack (expressions are flat in XAIF, so their
+/// depth is bounded only by the file). An expression whose tree would have
+/// more than [`TREE_TEXT_LIMIT`] vertices (a subexpression shared at every
+/// level repeats exponentially often) gets a text that lists its vertices
+/// once instead; it never equals a tree text, so such subscripts are only
+/// ever taken to be different, which is the conservative answer.
 pub fn expr_text(e: &Expr) -> String {
     let Some(g) = ExprGraph::new(e) else {
         return "?".into();
     };
-    fn show(e: &Expr, g: &ExprGraph, v: usize, out: &mut String) {
+    let order = g.postorder();
+    let mut tree = vec![0usize; e.vertices.len()];
+    for &v in &order {
+        tree[v] = g.args[v]
+            .iter()
+            .fold(1usize, |n, &a| n.saturating_add(tree[a]));
+    }
+    let label = |v: usize| -> String {
         let vertex = &e.vertices[v];
         match &vertex.kind {
-            ExprVertexKind::Constant => out.push_str(vertex.attrs.get("value").unwrap_or("?")),
-            ExprVertexKind::VariableReference(r) => out.push_str(&ref_text(r)),
-            _ => {
-                out.push_str(
-                    vertex
-                        .attrs
-                        .get("name")
-                        .or(vertex.attrs.get("symbol_id"))
-                        .unwrap_or("?"),
-                );
-                out.push('(');
-                for (i, a) in g.args[v].iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
+            ExprVertexKind::Constant => vertex.attrs.get("value").unwrap_or("?").to_string(),
+            ExprVertexKind::VariableReference(r) => ref_text(r),
+            _ => vertex
+                .attrs
+                .get("name")
+                .or(vertex.attrs.get("symbol_id"))
+                .unwrap_or("?")
+                .to_string(),
+        }
+    };
+    let is_leaf = |v: usize| {
+        matches!(
+            e.vertices[v].kind,
+            ExprVertexKind::Constant | ExprVertexKind::VariableReference(_)
+        )
+    };
+    let mut out = String::new();
+    if tree[g.root] > TREE_TEXT_LIMIT {
+        // Each vertex once, arguments by their position in this list.
+        let mut at = vec![0usize; e.vertices.len()];
+        out.push('\u{1}');
+        for (k, &v) in order.iter().enumerate() {
+            at[v] = k;
+            out.push_str(&label(v));
+            if !is_leaf(v) {
+                let args: Vec<String> = g.args[v].iter().map(|a| format!("#{}", at[*a])).collect();
+                let _ = write!(out, "({})", args.join(","));
+            }
+            out.push(';');
+        }
+        return out;
+    }
+    enum Task<'a> {
+        Text(&'a str),
+        Visit(usize),
+    }
+    let mut stack = vec![Task::Visit(g.root)];
+    while let Some(task) = stack.pop() {
+        match task {
+            Task::Text(t) => out.push_str(t),
+            Task::Visit(v) => {
+                out.push_str(&label(v));
+                if !is_leaf(v) {
+                    // Pushed in reverse: popped as `(a,b,…)`.
+                    stack.push(Task::Text(")"));
+                    for (i, &a) in g.args[v].iter().enumerate().rev() {
+                        stack.push(Task::Visit(a));
+                        if i > 0 {
+                            stack.push(Task::Text(","));
+                        }
                     }
-                    show(e, g, *a, out);
+                    stack.push(Task::Text("("));
                 }
-                out.push(')');
             }
         }
     }
-    let mut out = String::new();
-    show(e, &g, g.root, &mut out);
     out
 }
 

@@ -5,6 +5,7 @@
 //! (shared subexpressions stay shared) with a writer that replaces chosen
 //! nodes by references makes those rewrites direct.
 
+use rustc_hash::FxHashMap;
 use xaif_model::{Attrs, Expr, ExprBuilder, ExprGraph, ExprVertex, ExprVertexKind, VarRef};
 
 /// A node of a right-hand side.
@@ -105,54 +106,87 @@ impl Dag {
     /// Writes the subexpression at `root` as XAIF; nodes for which
     /// `replace` returns a reference are written as that reference (their
     /// arguments are not visited).
+    ///
+    /// Shared nodes are written once. The walk uses an explicit stack and
+    /// remembers written nodes in a map, so its cost is that of the nodes
+    /// it writes, not of the whole DAG, and deep expressions (XAIF writes
+    /// them flat) use no native stack.
     pub fn to_expr(&self, root: usize, replace: &dyn Fn(usize) -> Option<VarRef>) -> Expr {
         let mut b = ExprBuilder::new();
-        let mut made: Vec<Option<usize>> = vec![None; self.nodes.len()];
-        self.emit(root, &mut b, &mut made, replace);
-        b.finish()
-    }
-
-    fn emit(
-        &self,
-        n: usize,
-        b: &mut ExprBuilder,
-        made: &mut Vec<Option<usize>>,
-        replace: &dyn Fn(usize) -> Option<VarRef>,
-    ) -> usize {
-        if let Some(v) = made[n] {
-            return v;
-        }
-        let v = if let Some(r) = replace(n) {
-            b.reference(&r)
-        } else {
-            match &self.nodes[n] {
-                Node::Var(r) => b.reference(r),
-                Node::Const(attrs) => b.vertex(attrs.clone(), ExprVertexKind::Constant),
-                Node::Other(vertex) => b.vertex(vertex.attrs.clone(), vertex.kind.clone()),
-                Node::Op {
-                    attrs,
-                    boolean,
-                    args,
-                } => {
-                    let arg_vs: Vec<usize> = args
-                        .iter()
-                        .map(|&a| self.emit(a, b, made, replace))
-                        .collect();
-                    let kind = if *boolean {
-                        ExprVertexKind::BooleanOperation
-                    } else {
-                        ExprVertexKind::Intrinsic
-                    };
-                    let v = b.vertex(attrs.clone(), kind);
-                    for (i, a) in arg_vs.into_iter().enumerate() {
-                        b.edge(a, v, i + 1);
+        let mut made: FxHashMap<usize, usize> = FxHashMap::default();
+        // Open operations with their written arguments so far.
+        let mut stack: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut next = Some(root);
+        loop {
+            if let Some(n) = next.take() {
+                if let Some(&v) = made.get(&n) {
+                    match stack.last_mut() {
+                        Some((_, args)) => args.push(v),
+                        None => break,
                     }
-                    v
+                } else {
+                    let leaf = match replace(n) {
+                        Some(r) => Some(b.reference(&r)),
+                        None => match &self.nodes[n] {
+                            Node::Var(r) => Some(b.reference(r)),
+                            Node::Const(attrs) => {
+                                Some(b.vertex(attrs.clone(), ExprVertexKind::Constant))
+                            }
+                            Node::Other(vertex) => {
+                                Some(b.vertex(vertex.attrs.clone(), vertex.kind.clone()))
+                            }
+                            Node::Op { .. } => None,
+                        },
+                    };
+                    match leaf {
+                        Some(v) => {
+                            made.insert(n, v);
+                            match stack.last_mut() {
+                                Some((_, args)) => args.push(v),
+                                None => break,
+                            }
+                        }
+                        None => stack.push((n, Vec::new())),
+                    }
                 }
             }
-        };
-        made[n] = Some(v);
-        v
+            // Visit the next argument of the innermost open operation, or
+            // write it.
+            let Some((n, written)) = stack.last() else {
+                break;
+            };
+            let Node::Op {
+                attrs,
+                boolean,
+                args,
+            } = &self.nodes[*n]
+            else {
+                stack.pop();
+                continue;
+            };
+            if let Some(&a) = args.get(written.len()) {
+                next = Some(a);
+                continue;
+            }
+            let kind = if *boolean {
+                ExprVertexKind::BooleanOperation
+            } else {
+                ExprVertexKind::Intrinsic
+            };
+            let v = b.vertex(attrs.clone(), kind);
+            let Some((n, written)) = stack.pop() else {
+                break;
+            };
+            for (i, a) in written.into_iter().enumerate() {
+                b.edge(a, v, i + 1);
+            }
+            made.insert(n, v);
+            match stack.last_mut() {
+                Some((_, args)) => args.push(v),
+                None => break,
+            }
+        }
+        b.finish()
     }
 }
 

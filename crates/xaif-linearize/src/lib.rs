@@ -19,6 +19,7 @@ pub mod catalogue;
 pub mod context;
 pub mod dag;
 pub mod flatten;
+pub mod large;
 pub mod linearize;
 pub mod preaccumulate;
 pub mod rename;

@@ -110,16 +110,22 @@ pub fn linearize(
                 let intrinsic = catalogue
                     .get(name)
                     .ok_or_else(|| LinearizeError::NotInCatalogue(name.to_string()))?;
+                // The gate checks every use against the catalogue
+                // (`Catalogue::validate_program`); this keeps a program that
+                // skipped it from reaching past the operand list.
+                if args.len() > intrinsic.arity {
+                    return Err(LinearizeError::Unsupported(format!(
+                        "`{name}` with {} arguments (the catalogue has nr_arguments={})",
+                        args.len(),
+                        intrinsic.arity
+                    )));
+                }
                 for (j, &a) in args.iter().enumerate() {
                     if !active[a] {
                         continue;
                     }
-                    let Some(p) = intrinsic.partials.get(j) else {
-                        return Err(LinearizeError::Unsupported(format!(
-                            "`{name}` with {} arguments (the catalogue has {})",
-                            args.len(),
-                            intrinsic.arity
-                        )));
+                    let Some(p) = intrinsic.partial(j + 1) else {
+                        continue;
                     };
                     let partial = match (p.kind, &p.template) {
                         (PartialKind::Passive, _) => continue,
@@ -137,6 +143,16 @@ pub fn linearize(
                                 }
                             }
                             None => {
+                                // Optional trailing arguments may be absent;
+                                // a partial reading one cannot be formed.
+                                if let Some(k) = t.arguments().into_iter().find(|&k| k > args.len())
+                                {
+                                    return Err(LinearizeError::Unsupported(format!(
+                                        "`{name}` with {} arguments: its partial with respect to argument {} reads argument {k}",
+                                        args.len(),
+                                        j + 1
+                                    )));
+                                }
                                 for k in t.arguments() {
                                     let node = if k == 0 { n } else { args[k - 1] };
                                     if matches!(dag.nodes[node], Node::Op { .. }) {
@@ -204,25 +220,26 @@ fn constant_value(dag: &Dag, args: &[usize], t: &Template) -> Option<f64> {
             constant_of(a).map(C::R)
         }
     }
-    fn eval(dag: &Dag, args: &[usize], t: &Template, n: usize) -> Option<C> {
-        match &t.nodes[n] {
+    // Bottom-up over the template (no recursion: see `Template::postorder`).
+    let mut value: Vec<Option<C>> = vec![None; t.nodes.len()];
+    for n in t.postorder() {
+        value[n] = match &t.nodes[n] {
             TNode::Const(a) => leaf(a),
             TNode::Arg(0) => None,
-            TNode::Arg(k) => match &dag.nodes[*args.get(k - 1)?] {
-                Node::Const(a) => leaf(a),
+            TNode::Arg(k) => match args.get(k - 1).map(|&a| &dag.nodes[a]) {
+                Some(Node::Const(a)) => leaf(a),
                 _ => None,
             },
-            TNode::Op { name, args: ops } => {
-                let v: Option<Vec<C>> = ops.iter().map(|&o| eval(dag, args, t, o)).collect();
-                let v = v?;
-                let r = match (name.as_str(), v.as_slice()) {
+            TNode::Op { name, args: ops } => (|| {
+                let v: Vec<C> = ops.iter().map(|&o| value[o]).collect::<Option<_>>()?;
+                Some(match (name.as_str(), v.as_slice()) {
                     ("minus_scal", [C::I(a)]) => C::I(a.checked_neg()?),
                     ("minus_scal", [C::R(a)]) => C::R(-a),
                     (_, [C::I(a), C::I(b)]) => C::I(match name.as_str() {
                         "add_scal_scal" => a.checked_add(*b)?,
                         "sub_scal_scal" => a.checked_sub(*b)?,
                         "mul_scal_scal" => a.checked_mul(*b)?,
-                        "div_scal_scal" if *b != 0 => a / b,
+                        "div_scal_scal" if *b != 0 => a.checked_div(*b)?,
                         _ => return None,
                     }),
                     (_, [a, b]) => {
@@ -240,12 +257,11 @@ fn constant_value(dag: &Dag, args: &[usize], t: &Template) -> Option<f64> {
                         })
                     }
                     _ => return None,
-                };
-                Some(r)
-            }
-        }
+                })
+            })(),
+        };
     }
-    match eval(dag, args, t, t.root)? {
+    match value.get(t.root).copied().flatten()? {
         C::I(i) => Some(i as f64),
         C::R(r) => r.is_finite().then_some(r),
     }
@@ -266,22 +282,10 @@ pub fn instantiate(
         _ => &[],
     };
     let mut b = ExprBuilder::new();
-    let mut made = vec![None; template.nodes.len()];
-    #[allow(clippy::too_many_arguments)]
-    fn emit(
-        dag: &Dag,
-        op: usize,
-        args: &[usize],
-        t: &Template,
-        n: usize,
-        b: &mut ExprBuilder,
-        made: &mut Vec<Option<usize>>,
-        named: &dyn Fn(usize) -> Option<VarRef>,
-    ) -> usize {
-        if let Some(v) = made[n] {
-            return v;
-        }
-        let v = match &t.nodes[n] {
+    let mut made: Vec<usize> = vec![usize::MAX; template.nodes.len()];
+    // Bottom-up in the order a recursive writer would visit the nodes.
+    for n in template.postorder() {
+        made[n] = match &template.nodes[n] {
             TNode::Const(a) => b.vertex(a.clone(), ExprVertexKind::Constant),
             TNode::Arg(k) => {
                 let node = if *k == 0 { op } else { args[*k - 1] };
@@ -291,31 +295,16 @@ pub fn instantiate(
                         // A leaf, or a passive subexpression recomputed in
                         // place.
                         let sub = dag.to_expr(node, named);
-                        copy_into(&sub, b)
+                        copy_into(&sub, &mut b)
                     }
                 }
             }
             TNode::Op { name, args: ops } => {
-                let vs: Vec<usize> = ops
-                    .iter()
-                    .map(|&o| emit(dag, op, args, t, o, b, made, named))
-                    .collect();
+                let vs: Vec<usize> = ops.iter().map(|&o| made[o]).collect();
                 b.intrinsic(name, &vs)
             }
         };
-        made[n] = Some(v);
-        v
     }
-    emit(
-        dag,
-        op,
-        args,
-        template,
-        template.root,
-        &mut b,
-        &mut made,
-        named,
-    );
     b.finish()
 }
 

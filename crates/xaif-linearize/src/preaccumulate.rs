@@ -142,9 +142,12 @@ pub fn preaccumulate(
     let has_edges = !graph.lcg.edges().is_empty();
     let mut report = None;
     let elimination: Option<Elimination> = if has_edges {
-        let optimized = xaif_elim::optimize(&graph.lcg, config, mode)?;
-        report = Some(optimized.report);
-        Some(optimized.selection.elimination)
+        // Beyond `large::HEURISTIC_EDGES` edges the graph is eliminated in
+        // reverse mode in linear time, without a report.
+        let (elimination, r) =
+            crate::large::eliminate(&graph.lcg, config, mode, crate::large::HEURISTIC_EDGES)?;
+        report = r;
+        Some(elimination)
     } else {
         None
     };
@@ -301,11 +304,25 @@ pub fn preaccumulate(
         acc_value = vec![None; e.accumulations.len()];
         let mut acc_expr_inline: Vec<Option<xaif_elim::Expr>> = vec![None; e.accumulations.len()];
         let mut acc_shapes: Vec<Shape> = vec![Shape::SCALAR; e.accumulations.len()];
+        // Depth of each accumulation's expression with its inlined operands.
+        let mut inline_depth: Vec<usize> = vec![0; e.accumulations.len()];
         for acc in &e.accumulations {
             let k = acc.id.index();
             let shape = expr_shape(&acc.expr, &lin_shapes, &acc_shapes);
             acc_shapes[k] = shape.clone();
-            if total_uses[k] == 1 && remainder_uses[k] == 0 {
+            let depth = expr_depth(&acc.expr, &|a| {
+                if acc_expr_inline[a.index()].is_some() {
+                    inline_depth[a.index()]
+                } else {
+                    0
+                }
+            });
+            inline_depth[k] = depth;
+            // A value used once is written into its user, unless that
+            // makes the expression deeper than MAX_INLINE_DEPTH (a long
+            // chain of products would otherwise become one expression as
+            // deep as the input).
+            if total_uses[k] == 1 && remainder_uses[k] == 0 && depth < MAX_INLINE_DEPTH {
                 acc_expr_inline[k] = Some(acc.expr.clone());
                 continue;
             }
@@ -533,6 +550,27 @@ fn partial_shape(
         }
     }
     best
+}
+
+/// How deep an accumulation expression may grow by writing single-use
+/// accumulations into their users; deeper values are stored in
+/// temporaries. Far above what the graphs of real basic blocks need, it
+/// keeps generated expressions (and the code that writes them) shallow.
+pub const MAX_INLINE_DEPTH: usize = 64;
+
+/// The height of `e`, an inlined accumulation operand counting
+/// `inlined(acc)` levels. Accumulation expressions are small trees (a
+/// product or an absorption), so the recursion is bounded.
+fn expr_depth(e: &xaif_elim::Expr, inlined: &dyn Fn(AccId) -> usize) -> usize {
+    use xaif_elim::Expr as E;
+    match e {
+        E::Leaf(Operand::Acc(a)) => 1 + inlined(*a),
+        E::Leaf(_) => 1,
+        E::Neg(x) => 1 + expr_depth(x, inlined),
+        E::Mul(x, y) | E::Add(x, y) | E::Sub(x, y) | E::Div(x, y) => {
+            1 + expr_depth(x, inlined).max(expr_depth(y, inlined))
+        }
+    }
 }
 
 fn expr_shape(e: &xaif_elim::Expr, lin: &[Shape], acc: &[Shape]) -> Shape {

@@ -17,6 +17,12 @@ pub const INLINABLE_NS: &str = "http://www.mcs.anl.gov/XAIFInlinableIntrinsics";
 /// Namespace of the non-inlinable intrinsics catalogue.
 pub const NONINLINABLE_NS: &str = "http://www.mcs.anl.gov/XAIFNonInlinableIntrinsics";
 
+/// The most arguments (`nr_arguments`) an inlinable intrinsic may take.
+/// Fortran's intrinsics take at most a handful (the reference catalogue
+/// none above 2); the bound keeps a catalogue's number from sizing the
+/// table of partials built from it.
+pub const MAX_ARGUMENTS: usize = 1024;
+
 /// `InlinableIntrinsicDefinitions`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InlinableCatalogue {

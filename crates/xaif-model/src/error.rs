@@ -41,6 +41,8 @@ pub enum IdKind {
     RoutineSymbol,
     /// `InlinableIntrinsic@name` or a non-inlinable intrinsic name.
     Intrinsic,
+    /// `Partial@partial_id` within one intrinsic.
+    Partial,
 }
 
 impl fmt::Display for IdKind {
@@ -60,6 +62,7 @@ impl fmt::Display for IdKind {
             IdKind::DoKey => "DO set key",
             IdKind::RoutineSymbol => "routine",
             IdKind::Intrinsic => "intrinsic",
+            IdKind::Partial => "partial",
         })
     }
 }
@@ -116,8 +119,24 @@ pub enum ErrorKind {
     #[error("malformed XML: {0}")]
     Xml(String),
     /// The declared encoding is not one we read.
-    #[error("unsupported encoding `{0}` (UTF-8 and ISO-8859-1 are read)")]
+    #[error("unsupported encoding `{0}` (UTF-8, UTF-16 and ISO-8859-1 are read)")]
     Encoding(String),
+    /// The XML declaration names an encoding the bytes are not in.
+    #[error("the XML declaration says encoding `{declared}`, but the text is {found}")]
+    EncodingMismatch {
+        /// The declared encoding.
+        declared: String,
+        /// What the bytes are.
+        found: &'static str,
+    },
+    /// A character XML 1.0 does not allow in a document (a control
+    /// character, NUL, U+FFFE or U+FFFF), raw or as a character reference.
+    #[error("character U+{0:04X} is not allowed in XML 1.0")]
+    ForbiddenCharacter(u32),
+    /// A document type declaration: XAIF has no DTD, and entities are never
+    /// declared or resolved.
+    #[error("a DOCTYPE is not allowed: XAIF has no DTD, and entities are never resolved")]
+    DocType,
     /// The root element is not an XAIF document.
     #[error("the root element `{0}` is not an XAIF CallGraph or intrinsics catalogue")]
     UnknownRoot(String),
@@ -203,6 +222,35 @@ pub enum ErrorKind {
         /// How many vertices have no outgoing edge.
         roots: usize,
     },
+    /// A number that names an argument that does not exist
+    /// (`partial_id` or `ArgumentReference@argument` beyond the intrinsic's
+    /// `nr_arguments`, a formal's `position` beyond its argument list).
+    #[error("attribute `{attr}` is {value}, outside {low}..={high} ({bound} is {high})")]
+    OutOfRange {
+        /// The attribute.
+        attr: &'static str,
+        /// Its value.
+        value: i64,
+        /// The smallest value allowed.
+        low: i64,
+        /// The largest value allowed.
+        high: i64,
+        /// What the largest value is.
+        bound: &'static str,
+    },
+    /// A use of a catalogue intrinsic with more arguments than its
+    /// catalogue entry has, or fewer than its partials read.
+    #[error("intrinsic `{name}` is applied to {found} argument{}, but {}", if *.found == 1 { "" } else { "s" }, arity_text(*.least, *.most))]
+    IntrinsicArity {
+        /// The intrinsic.
+        name: CompactString,
+        /// Arguments at this use.
+        found: usize,
+        /// The highest argument the entry's partials read.
+        least: usize,
+        /// `nr_arguments` of the catalogue entry.
+        most: usize,
+    },
     /// A CFG without exactly one entry and one exit.
     #[error("control flow graph has {entries} Entry and {exits} Exit vertices; exactly one of each is required")]
     EntryExitCount {
@@ -211,6 +259,17 @@ pub enum ErrorKind {
         /// Number of `Exit` vertices.
         exits: usize,
     },
+}
+
+/// What a catalogue entry allows, for [`ErrorKind::IntrinsicArity`].
+fn arity_text(least: usize, most: usize) -> String {
+    if least == most {
+        format!("its inlinable catalogue entry takes {most} (nr_arguments)")
+    } else {
+        format!(
+            "its inlinable catalogue entry takes {least} to {most} (nr_arguments is {most}; its partials read argument {least})"
+        )
+    }
 }
 
 /// One error with its location.

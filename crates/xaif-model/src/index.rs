@@ -464,6 +464,38 @@ impl ExprGraph {
             .collect();
         Some(ExprGraph { root, args })
     }
+
+    /// The vertices reachable from the root, every argument before the
+    /// operations that use it, each once. Computed with an explicit stack:
+    /// expressions are flat in XAIF, so their depth is bounded only by the
+    /// size of the file, and passes that evaluate them bottom-up in this
+    /// order use no native stack in proportion to it.
+    pub fn postorder(&self) -> Vec<usize> {
+        let mut seen = vec![false; self.args.len()];
+        let mut out = Vec::with_capacity(self.args.len());
+        let Some(root_seen) = seen.get_mut(self.root) else {
+            return out;
+        };
+        *root_seen = true;
+        let mut stack = vec![(self.root, 0usize)];
+        while let Some(top) = stack.last_mut() {
+            let (v, i) = *top;
+            match self.args[v].get(i) {
+                Some(&w) => {
+                    top.1 += 1;
+                    if !seen[w] {
+                        seen[w] = true;
+                        stack.push((w, 0));
+                    }
+                }
+                None => {
+                    out.push(v);
+                    stack.pop();
+                }
+            }
+        }
+        out
+    }
 }
 
 impl RefGraph {

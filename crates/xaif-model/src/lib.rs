@@ -40,6 +40,7 @@ pub use reader::{
 pub use source::SourceMap;
 pub use validate::{
     validate_document, validate_inlinable, validate_noninlinable, validate_program,
+    validate_program_with_arities,
 };
 pub use writer::{
     write_document, write_inlinable, write_noninlinable, write_program, write_program_to,

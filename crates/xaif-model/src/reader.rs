@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use compact_str::CompactString;
-use quick_xml::events::{BytesStart, Event};
+use quick_xml::events::{BytesDecl, BytesStart, Event};
 use quick_xml::name::ResolveResult;
 use quick_xml::NsReader;
 
@@ -67,43 +67,179 @@ pub fn read_file(path: &Path) -> Result<Parsed, ModelErrors> {
     }
 }
 
-/// Reads a document from bytes (UTF-8, or ISO-8859-1 when the XML declaration
-/// says so). `file` names the input in error messages.
+/// Reads a document from bytes (UTF-8; UTF-16 with a byte order mark; or
+/// ISO-8859-1 when the XML declaration says so). `file` names the input in
+/// error messages.
+///
+/// What XML 1.0 forbids is an error here, never something passed on: a
+/// character outside XML 1.0's `Char` production (raw or as a character
+/// reference), a byte sequence that is not UTF-8, an XML declaration with a
+/// version other than `1.x`, and any `DOCTYPE` (XAIF has no DTD, so no
+/// entity is ever declared or resolved).
 pub fn read_bytes(bytes: &[u8], file: Option<&str>) -> Result<Parsed, ModelErrors> {
-    let source = SourceMap::new(file, bytes);
-    let text: Cow<'_, [u8]> = match declared_encoding(bytes) {
-        None => Cow::Borrowed(bytes),
+    let text = decode(bytes, file)?;
+    let source = SourceMap::new(file, &text);
+    check_characters(&text, &source)?;
+    let mut parser = Parser::new(&text, &source);
+    let document = parser.document().map_err(ModelErrors::from)?;
+    Ok(Parsed { document, source })
+}
+
+/// The input as UTF-8 bytes: UTF-8 and ASCII as they are, UTF-16 (with a
+/// byte order mark, as XML requires) and ISO-8859-1 transcoded. Any other
+/// declared encoding is an error naming it.
+fn decode<'b>(bytes: &'b [u8], file: Option<&str>) -> Result<Cow<'b, [u8]>, ModelErrors> {
+    let unsupported = |enc: String| -> ModelErrors {
+        SourceMap::new(file, bytes)
+            .error(Span(0), "", ErrorKind::Encoding(enc))
+            .into()
+    };
+    let mismatch = |declared: String, found: &'static str| -> ModelErrors {
+        SourceMap::new(file, bytes)
+            .error(Span(0), "", ErrorKind::EncodingMismatch { declared, found })
+            .into()
+    };
+    if let Some((big_endian, bom)) = utf16_order(bytes) {
+        let units = bytes[bom..].chunks(2).map(|pair| match pair {
+            [a, b] if big_endian => u16::from_be_bytes([*a, *b]),
+            [a, b] => u16::from_le_bytes([*a, *b]),
+            // An odd trailing byte cannot be UTF-16.
+            _ => 0xDC00,
+        });
+        let mut out = String::with_capacity(bytes.len() / 2);
+        for (i, c) in char::decode_utf16(units).enumerate() {
+            match c {
+                Ok(c) => out.push(c),
+                Err(_) => {
+                    // Locate the bad unit in the text decoded so far.
+                    let source = SourceMap::new(file, out.as_bytes());
+                    let at = u32::try_from(out.len()).unwrap_or(u32::MAX);
+                    return Err(source
+                        .error(
+                            Span(at),
+                            "",
+                            ErrorKind::Xml(format!(
+                                "invalid UTF-16 at byte {} (an unpaired surrogate or a truncated code unit)",
+                                bom + 2 * i
+                            )),
+                        )
+                        .into());
+                }
+            }
+        }
+        return match declared_encoding(out.as_bytes()) {
+            None => Ok(Cow::Owned(out.into_bytes())),
+            Some(enc) if enc.to_ascii_lowercase().starts_with("utf-16") => {
+                Ok(Cow::Owned(out.into_bytes()))
+            }
+            Some(enc) => Err(mismatch(enc, "UTF-16")),
+        };
+    }
+    let bytes = bytes
+        .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+        .unwrap_or(bytes);
+    match declared_encoding(bytes) {
+        None => Ok(Cow::Borrowed(bytes)),
         Some(enc) => {
             let lower = enc.to_ascii_lowercase();
             match lower.as_str() {
-                "utf-8" | "utf8" | "us-ascii" | "ascii" => Cow::Borrowed(bytes),
+                "utf-8" | "utf8" | "us-ascii" | "ascii" => Ok(Cow::Borrowed(bytes)),
                 "latin1" | "iso-8859-1" | "iso8859-1" | "latin-1" => {
                     if bytes.is_ascii() {
-                        Cow::Borrowed(bytes)
+                        Ok(Cow::Borrowed(bytes))
                     } else {
                         // Every Latin-1 byte is the code point of the same
-                        // value. Offsets shift for non-ASCII bytes, which only
-                        // affects columns after them.
-                        Cow::Owned(
+                        // value.
+                        Ok(Cow::Owned(
                             bytes
                                 .iter()
                                 .map(|&b| b as char)
                                 .collect::<String>()
                                 .into_bytes(),
-                        )
+                        ))
                     }
                 }
-                _ => {
-                    return Err(source
-                        .error(Span(0), "", ErrorKind::Encoding(enc.to_string()))
-                        .into())
-                }
+                l if l.starts_with("utf-16") => Err(mismatch(enc, "not UTF-16")),
+                _ => Err(unsupported(enc)),
             }
         }
+    }
+}
+
+/// `Some((big_endian, length of the byte order mark))` when the text is
+/// UTF-16: it starts with a byte order mark, or (without one, as some tools
+/// write it) with `<` as a 16-bit unit followed by another ASCII unit.
+fn utf16_order(bytes: &[u8]) -> Option<(bool, usize)> {
+    match bytes {
+        [0xFE, 0xFF, ..] => Some((true, 2)),
+        [0xFF, 0xFE, ..] => Some((false, 2)),
+        [0, b'<', 0, c, ..] if c.is_ascii() && *c != 0 => Some((true, 0)),
+        [b'<', 0, c, 0, ..] if c.is_ascii() && *c != 0 => Some((false, 0)),
+        _ => None,
+    }
+}
+
+/// Whether `c` is a character XML 1.0 allows in a document (its `Char`
+/// production).
+pub fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+}
+
+/// Whether `name` matches XML 1.0's `Name` production (namespace prefixes
+/// included), so that a stored attribute name can be written back.
+fn is_xml_name(name: &str) -> bool {
+    fn start(c: char) -> bool {
+        matches!(c, ':' | 'A'..='Z' | '_' | 'a'..='z' | '\u{C0}'..='\u{D6}' | '\u{D8}'..='\u{F6}'
+            | '\u{F8}'..='\u{2FF}' | '\u{370}'..='\u{37D}' | '\u{37F}'..='\u{1FFF}'
+            | '\u{200C}'..='\u{200D}' | '\u{2070}'..='\u{218F}' | '\u{2C00}'..='\u{2FEF}'
+            | '\u{3001}'..='\u{D7FF}' | '\u{F900}'..='\u{FDCF}' | '\u{FDF0}'..='\u{FFFD}'
+            | '\u{10000}'..='\u{EFFFF}')
+    }
+    let mut chars = name.chars();
+    chars.next().is_some_and(start)
+        && chars.all(|c| {
+            start(c)
+                || matches!(c, '-' | '.' | '0'..='9' | '\u{B7}' | '\u{300}'..='\u{36F}' | '\u{203F}'..='\u{2040}')
+        })
+}
+
+/// Rejects text that is not UTF-8 or holds a character XML 1.0 forbids
+/// (control characters, NUL, U+FFFE, U+FFFF), with its position.
+fn check_characters(text: &[u8], source: &SourceMap) -> Result<(), ModelErrors> {
+    let at = |i: usize| Span(u32::try_from(i).unwrap_or(u32::MAX));
+    let valid = match std::str::from_utf8(text) {
+        Ok(s) => s,
+        Err(e) => {
+            let i = e.valid_up_to();
+            let end = e.error_len().map_or(text.len(), |n| i + n);
+            return Err(source
+                .error(
+                    at(i),
+                    "",
+                    ErrorKind::Xml(format!(
+                        "the bytes {:02X?} are not UTF-8 (declare the encoding if the file is ISO-8859-1)",
+                        &text[i..end.min(i + 4)]
+                    )),
+                )
+                .into());
+        }
     };
-    let mut parser = Parser::new(&text, &source);
-    let document = parser.document().map_err(ModelErrors::from)?;
-    Ok(Parsed { document, source })
+    // Only bytes below 0x20 and the lead byte 0xEF (U+FFFE, U+FFFF) can
+    // start a forbidden character in valid UTF-8.
+    let bad = text
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b < 0x20 || b == 0xEF)
+        .find_map(|(i, _)| {
+            let c = valid[i..].chars().next()?;
+            (!is_xml_char(c)).then_some((i, c))
+        });
+    match bad {
+        None => Ok(()),
+        Some((i, c)) => Err(source
+            .error(at(i), "", ErrorKind::ForbiddenCharacter(c as u32))
+            .into()),
+    }
 }
 
 /// Reads a document from a string.
@@ -320,9 +456,44 @@ impl<'a> Parser<'a> {
                         ErrorKind::UnexpectedText("<![CDATA[".into()),
                     ))
                 }
-                Event::Comment(_) | Event::Decl(_) | Event::PI(_) | Event::DocType(_) => {}
+                Event::DocType(_) => return Err(self.err(Span(before), "", ErrorKind::DocType)),
+                Event::Decl(d) => self.declaration(&d, before)?,
+                Event::Comment(_) | Event::PI(_) => {}
             }
         }
+    }
+
+    /// Checks the XML declaration: first in the document, version `1.x`
+    /// (XML 1.0's `VersionNum`).
+    fn declaration(&self, d: &BytesDecl<'_>, at: u32) -> R<()> {
+        let bad = |what: String| self.err(Span(at), "", ErrorKind::Xml(what));
+        if at != 0 {
+            return Err(bad(
+                "an XML declaration is allowed only at the start of the document".into(),
+            ));
+        }
+        let version = d
+            .version()
+            .map_err(|e| bad(format!("XML declaration: {e}")))?;
+        let ok = version
+            .strip_prefix(b"1.")
+            .is_some_and(|minor| !minor.is_empty() && minor.iter().all(u8::is_ascii_digit));
+        if !ok {
+            return Err(bad(format!(
+                "XML version `{}` is not XML 1.0 (expected `1.0`)",
+                String::from_utf8_lossy(&version)
+            )));
+        }
+        if let Some(standalone) = d.standalone() {
+            let standalone = standalone.map_err(|e| bad(format!("XML declaration: {e}")))?;
+            if !matches!(standalone.as_ref(), b"yes" | b"no") {
+                return Err(bad(format!(
+                    "standalone=`{}` in the XML declaration (expected yes or no)",
+                    String::from_utf8_lossy(&standalone)
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn start_span(&self, e: &BytesStart<'_>, empty: bool) -> Span {
@@ -349,9 +520,23 @@ impl<'a> Parser<'a> {
                     ErrorKind::Xml("attribute name is not UTF-8".into()),
                 )
             })?;
+            if !is_xml_name(key) {
+                return Err(self.err(
+                    span,
+                    &local,
+                    ErrorKind::Xml(format!("`{key}` is not an XML attribute name")),
+                ));
+            }
             let value = attr
                 .unescape_value()
                 .map_err(|err| self.err(span, &local, ErrorKind::Xml(err.to_string())))?;
+            // Raw characters were checked over the whole text; character
+            // references are checked here, once resolved.
+            if let Cow::Owned(v) = &value {
+                if let Some(c) = v.chars().find(|c| !is_xml_char(*c)) {
+                    return Err(self.err(span, &local, ErrorKind::ForbiddenCharacter(c as u32)));
+                }
+            }
             attrs.push(key, &value);
         }
         attrs.shrink();

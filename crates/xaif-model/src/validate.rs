@@ -20,6 +20,8 @@
 //!
 //! All errors are collected, in document order.
 
+use std::ops::RangeInclusive;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::attrs::{parse_bool, Attrs, Span};
@@ -46,12 +48,64 @@ pub fn validate_program(p: &Program, source: &SourceMap) -> Result<(), ModelErro
     gate.finish()
 }
 
-/// Validates an inlinable intrinsics catalogue. Repeated edge ids inside one
-/// partial are tolerated (the reference catalogue has them); edges are
-/// identified by source, target and position there.
+/// Validates a program that is to be transformed with an inlinable
+/// intrinsics catalogue: everything [`validate_program`] checks and, for
+/// every `Intrinsic` whose name the catalogue defines, a number of
+/// arguments in the range `arity` gives: at most its `nr_arguments`, and
+/// at least the highest argument its partials read (fewer than
+/// `nr_arguments` are Fortran's optional trailing arguments, as in
+/// `size(a)`). Linearization instantiates the catalogue's partials with the
+/// arguments of each use, so a use and its entry must agree before any
+/// transformation starts.
+pub fn validate_program_with_arities(
+    p: &Program,
+    source: &SourceMap,
+    arity: &dyn Fn(&str) -> Option<RangeInclusive<usize>>,
+) -> Result<(), ModelErrors> {
+    let mut gate = Gate::new(source);
+    gate.arity = Some(arity);
+    gate.program(p);
+    gate.finish()
+}
+
+/// Validates an inlinable intrinsics catalogue: names unique,
+/// `nr_arguments` a positive integer up to
+/// [`MAX_ARGUMENTS`](crate::catalogue::MAX_ARGUMENTS), every `Partial` numbered within
+/// `1..=nr_arguments` once, its `ArgumentReference`s within
+/// `0..=nr_arguments` (0 is the result), a linear or nonlinear partial with
+/// an expression built only of argument references, constants and
+/// intrinsics, and every intrinsic a partial applies that the catalogue
+/// itself defines applied to as many arguments as its entry allows. Repeated
+/// edge ids inside one partial are tolerated (the reference catalogue has
+/// them); edges are identified by source, target and position there.
 pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<(), ModelErrors> {
     let mut gate = Gate::new(source);
     let mut names = FxHashMap::default();
+    // Arities first: partials apply intrinsics defined later in the file.
+    let mut arities: FxHashMap<&str, RangeInclusive<usize>> = FxHashMap::default();
+    for i in &c.intrinsics {
+        if let (Some(name), Some(n)) = (i.attrs.get("name"), i.attrs.int("nr_arguments")) {
+            // An invalid nr_arguments is reported once, at its entry, not
+            // at every use.
+            if let Some(n) = usize::try_from(n)
+                .ok()
+                .filter(|n| (1..=crate::catalogue::MAX_ARGUMENTS).contains(n))
+            {
+                let read = i
+                    .partials
+                    .iter()
+                    .flat_map(|p| &p.vertices)
+                    .filter(|v| matches!(v.kind, ExprVertexKind::ArgumentReference))
+                    .filter_map(|v| v.attrs.int("argument"))
+                    .filter_map(|k| usize::try_from(k).ok())
+                    .max()
+                    .unwrap_or(0);
+                arities.entry(name).or_insert(read.min(n)..=n);
+            }
+        }
+    }
+    let lookup = |name: &str| arities.get(name).cloned();
+    gate.arity = Some(&lookup);
     for i in &c.intrinsics {
         match i.attrs.get("name") {
             Some(name) => gate.unique(
@@ -67,7 +121,23 @@ pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<
                 ErrorKind::MissingAttribute("name"),
             ),
         }
-        gate.integer(&i.attrs, "InlinableIntrinsic", "nr_arguments", true);
+        let mut arity = gate.positive(&i.attrs, "InlinableIntrinsic", "nr_arguments");
+        if let Some(n) = arity {
+            let most = crate::catalogue::MAX_ARGUMENTS as i64;
+            gate.in_range(
+                &i.attrs,
+                "InlinableIntrinsic",
+                "nr_arguments",
+                n,
+                1,
+                Some(most),
+                "the most arguments an intrinsic may take",
+            );
+            if n > most {
+                arity = None;
+            }
+        }
+        let mut partial_ids = FxHashMap::default();
         gate.expr(
             &i.function,
             "Function",
@@ -77,7 +147,62 @@ pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<
             },
         );
         for partial in &i.partials {
-            gate.integer(&partial.attrs, "Partial", "partial_id", true);
+            if let Some(id) = gate.positive(&partial.attrs, "Partial", "partial_id") {
+                gate.in_range(
+                    &partial.attrs,
+                    "Partial",
+                    "partial_id",
+                    id,
+                    1,
+                    arity,
+                    "the intrinsic's nr_arguments",
+                );
+                let id = partial.attrs.get("partial_id").unwrap_or_default().trim();
+                gate.unique(
+                    &mut partial_ids,
+                    id,
+                    &partial.attrs,
+                    "Partial",
+                    IdKind::Partial,
+                );
+            }
+            for v in &partial.vertices {
+                match v.kind {
+                    ExprVertexKind::ArgumentReference => {
+                        if let Some(k) = v.attrs.int("argument") {
+                            gate.in_range(
+                                &v.attrs,
+                                "ArgumentReference",
+                                "argument",
+                                k,
+                                0,
+                                arity,
+                                "the intrinsic's nr_arguments",
+                            );
+                        }
+                    }
+                    ExprVertexKind::Constant | ExprVertexKind::Intrinsic => {}
+                    _ => gate.push(
+                        &v.attrs,
+                        v.kind.element(),
+                        ErrorKind::UnknownElement {
+                            name: v.kind.element().into(),
+                            parent: "Partial".into(),
+                            old_format: false,
+                        },
+                    ),
+                }
+            }
+            let kind = partial.attrs.get("partial_type").unwrap_or("nonlinear");
+            if partial.vertices.is_empty() && matches!(kind, "linear" | "nonlinear") {
+                gate.push(
+                    &partial.attrs,
+                    "Partial",
+                    ErrorKind::MissingChild(
+                        "ArgumentReference (a linear or nonlinear partial needs an expression)",
+                    ),
+                );
+            }
             if let Some(t) = partial.attrs.get("partial_type") {
                 if !matches!(
                     t,
@@ -147,8 +272,15 @@ const PROGRAM_EXPR: ExprRules = ExprRules {
     need_root: true,
 };
 
+/// For an intrinsic name, the numbers of arguments its uses may have
+/// (`None`: not in the catalogue).
+type ArityOf<'a> = dyn Fn(&str) -> Option<RangeInclusive<usize>> + 'a;
+
 struct Gate<'a> {
     source: &'a SourceMap,
+    /// `nr_arguments` of the catalogue's intrinsics, when uses are checked
+    /// against a catalogue.
+    arity: Option<&'a ArityOf<'a>>,
     errors: Vec<ModelError>,
     /// Symbol ids per scope id.
     symbols: FxHashMap<&'a str, FxHashSet<&'a str>>,
@@ -162,6 +294,7 @@ impl<'a> Gate<'a> {
     fn new(source: &'a SourceMap) -> Self {
         Gate {
             source,
+            arity: None,
             errors: Vec::new(),
             symbols: FxHashMap::default(),
             alias_keys: None,
@@ -268,6 +401,65 @@ impl<'a> Gate<'a> {
                     None
                 }
             },
+        }
+    }
+
+    /// An optional attribute that must be an `xsd:nonNegativeInteger` (map
+    /// keys and the references to them).
+    fn non_negative(&mut self, attrs: &Attrs, element: &str, attr: &'static str) {
+        if let Some(v) = attrs.get(attr) {
+            let digits = v.trim().trim_start_matches('+');
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                self.bad(attrs, element, attr, v, "a non-negative integer");
+            }
+        }
+    }
+
+    /// A required positive integer attribute (an `xsd:positiveInteger`
+    /// that fits in 63 bits).
+    fn positive(&mut self, attrs: &Attrs, element: &str, attr: &'static str) -> Option<i64> {
+        match attrs.get(attr) {
+            None => {
+                self.push(attrs, element, ErrorKind::MissingAttribute(attr));
+                None
+            }
+            Some(v) => match v.trim().parse::<i64>() {
+                Ok(i) if i > 0 => Some(i),
+                _ => {
+                    self.bad(attrs, element, attr, v, "a positive integer");
+                    None
+                }
+            },
+        }
+    }
+
+    /// Reports `value` of `attr` outside `low..=high`; `high` is what
+    /// `bound` names (unknown when it did not parse).
+    #[allow(clippy::too_many_arguments)]
+    fn in_range(
+        &mut self,
+        attrs: &Attrs,
+        element: &str,
+        attr: &'static str,
+        value: i64,
+        low: i64,
+        high: Option<i64>,
+        bound: &'static str,
+    ) {
+        if let Some(high) = high {
+            if value < low || value > high {
+                self.push(
+                    attrs,
+                    element,
+                    ErrorKind::OutOfRange {
+                        attr,
+                        value,
+                        low,
+                        high,
+                        bound,
+                    },
+                );
+            }
         }
     }
 
@@ -407,9 +599,41 @@ impl<'a> Gate<'a> {
     }
 
     fn maps(&mut self, p: &'a Program) {
+        // Both schemas require the three maps with at least one set each;
+        // the writer writes what it read, so a program without them could
+        // never become valid output.
+        for (present, element) in [
+            (
+                p.alias_map.as_ref().map(|m| (&m.attrs, m.sets.is_empty())),
+                "AliasSetMap",
+            ),
+            (
+                p.duud_map.as_ref().map(|m| (&m.attrs, m.sets.is_empty())),
+                "DUUDSetMap",
+            ),
+            (
+                p.do_map.as_ref().map(|m| (&m.attrs, m.sets.is_empty())),
+                "DOSetMap",
+            ),
+        ] {
+            match present {
+                None => self.push(&p.attrs, "CallGraph", ErrorKind::MissingChild(element)),
+                Some((attrs, true)) => self.push(
+                    attrs,
+                    element,
+                    ErrorKind::MissingChild(if element == "AliasSetMap" {
+                        "AliasSet"
+                    } else {
+                        "StmtIdSet"
+                    }),
+                ),
+                Some((_, false)) => {}
+            }
+        }
         if let Some(map) = &p.alias_map {
             let mut keys = FxHashMap::default();
             for set in &map.sets {
+                self.non_negative(&set.attrs, "AliasSet", "key");
                 if let Some(k) = self.required(&set.attrs, "AliasSet", "key") {
                     self.unique(&mut keys, k, &set.attrs, "AliasSet", IdKind::AliasKey);
                 }
@@ -428,6 +652,7 @@ impl<'a> Gate<'a> {
             if let Some(map) = map {
                 let mut keys = FxHashMap::default();
                 for set in &map.sets {
+                    self.non_negative(&set.attrs, "StmtIdSet", "key");
                     if let Some(k) = self.required(&set.attrs, "StmtIdSet", "key") {
                         self.unique(&mut keys, k, &set.attrs, element, what);
                     }
@@ -525,6 +750,7 @@ impl<'a> Gate<'a> {
             ("du_ud", RefKind::DuudKey),
             ("do_chain", RefKind::DoKey),
         ] {
+            self.non_negative(attrs, element, attr);
             let Some(key) = attrs.get(attr) else { continue };
             let keys = match what {
                 RefKind::AliasKey => &self.alias_keys,
@@ -552,6 +778,7 @@ impl<'a> Gate<'a> {
         let routine = &p.routines[r];
         let element = routine_element(routine);
         self.symbol_pair(&routine.attrs, element);
+        self.required(&routine.attrs, element, "controlflowgraph_scope_id");
         self.scope_ref(&routine.attrs, element, "controlflowgraph_scope_id");
         self.boolean(&routine.attrs, element, "structured");
         if let Some(args) = &routine.arguments {
@@ -559,6 +786,16 @@ impl<'a> Gate<'a> {
             for a in &args.args {
                 self.symbol_pair(a, "ArgumentSymbolReference");
                 if let Some(pos) = self.integer(a, "ArgumentSymbolReference", "position", true) {
+                    // Formals are numbered 1..k; passes index by position.
+                    self.in_range(
+                        a,
+                        "ArgumentSymbolReference",
+                        "position",
+                        pos,
+                        1,
+                        i64::try_from(args.args.len()).ok(),
+                        "the number of formal arguments",
+                    );
                     let key = pos.to_string();
                     if positions.contains_key(key.as_str()) {
                         self.push(
@@ -775,6 +1012,7 @@ impl<'a> Gate<'a> {
 
     fn constant(&mut self, attrs: &Attrs) {
         self.required(attrs, "Constant", "value");
+        self.required(attrs, "Constant", "type");
         self.enumeration(
             attrs,
             "Constant",
@@ -855,8 +1093,29 @@ impl<'a> Gate<'a> {
                     self.ref_graph(g, vel, &v.attrs);
                 }
                 ExprVertexKind::Constant => self.constant(&v.attrs),
-                ExprVertexKind::Intrinsic | ExprVertexKind::BooleanOperation => {
+                ExprVertexKind::Intrinsic => {
                     self.required(&v.attrs, vel, "name");
+                }
+                ExprVertexKind::BooleanOperation => {
+                    self.required(&v.attrs, vel, "name");
+                    self.enumeration(
+                        &v.attrs,
+                        vel,
+                        "name",
+                        &[
+                            "less_than",
+                            "less_or_equal",
+                            "greater_than",
+                            "greater_or_equal",
+                            "equal",
+                            "not_equal",
+                            "and",
+                            "or",
+                            "not",
+                            "xor",
+                        ],
+                        "a boolean operation (less_than, less_or_equal, greater_than, greater_or_equal, equal, not_equal, and, or, not, xor)",
+                    );
                 }
                 ExprVertexKind::FunctionCall(args) => {
                     for a in args {
@@ -910,6 +1169,34 @@ impl<'a> Gate<'a> {
                     .map(|v| v.attrs.span)
                     .unwrap_or(e.attrs.span);
                 self.push_at(span, element, ErrorKind::ExpressionRoots { roots });
+            }
+        }
+        // Intrinsics the catalogue defines: as many arguments as it allows.
+        if let Some(arity) = self.arity {
+            for (t, v) in e.vertices.iter().enumerate() {
+                if !matches!(v.kind, ExprVertexKind::Intrinsic) {
+                    continue;
+                }
+                let Some(name) = v.attrs.get("name") else {
+                    continue;
+                };
+                if let Some(allowed) = arity(name) {
+                    // Fewer than nr_arguments are Fortran's optional
+                    // trailing arguments (`size(a)` of `size(a, dim)`), as
+                    // long as the partials do not read them.
+                    if !allowed.contains(&incoming[t].len()) {
+                        self.push(
+                            &v.attrs,
+                            "Intrinsic",
+                            ErrorKind::IntrinsicArity {
+                                name: name.into(),
+                                found: incoming[t].len(),
+                                least: *allowed.start(),
+                                most: *allowed.end(),
+                            },
+                        );
+                    }
+                }
             }
         }
         // Positions: exactly 1..k, once each.

@@ -209,6 +209,15 @@ impl Writer<'_> {
             out.push(b' ');
             out.extend_from_slice(key);
             out.extend_from_slice(b"=\"");
+            // The writer's own prefixes always name its namespaces, whatever
+            // prefixes the input used.
+            let value = match key {
+                b"xmlns:xaif" => XAIF_NS.as_bytes(),
+                b"xmlns:xaifii" => INLINABLE_NS.as_bytes(),
+                b"xmlns:xaifnii" => NONINLINABLE_NS.as_bytes(),
+                b"xmlns:xsi" => XSI_NS.as_bytes(),
+                _ => value,
+            };
             escape_into(out, value);
             out.push(b'"');
         });
@@ -582,7 +591,19 @@ impl Writer<'_> {
 }
 
 /// Escapes an attribute value so that it reads back unchanged.
+/// Characters XML 1.0 does not allow at all (control characters, NUL,
+/// U+FFFE, U+FFFF: the reader rejects them, so only a model built in memory
+/// can hold them) are written as U+FFFD, so the output is always
+/// well-formed.
 fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
+    // Most values (ids, names, numbers) need nothing: one scan, one copy.
+    if !bytes
+        .iter()
+        .any(|&b| b < 0x20 || matches!(b, b'&' | b'<' | b'>' | b'"' | 0xEF))
+    {
+        out.extend_from_slice(bytes);
+        return;
+    }
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let rep = match b {
@@ -593,6 +614,14 @@ fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
             b'\n' => "&#10;",
             b'\r' => "&#13;",
             b'\t' => "&#9;",
+            0..=0x1F => "\u{FFFD}",
+            0xEF if matches!(bytes.get(i + 1..i + 3), Some([0xBF, 0xBE | 0xBF])) => {
+                // U+FFFE or U+FFFF: replace all three bytes.
+                out.extend_from_slice(&bytes[start..i]);
+                out.extend_from_slice("\u{FFFD}".as_bytes());
+                start = i + 3;
+                continue;
+            }
             _ => continue,
         };
         out.extend_from_slice(&bytes[start..i]);
@@ -613,11 +642,34 @@ impl Program {
         } else {
             format!("{dir}/xaif_output.xsd")
         };
-        if !self.attrs.has("xmlns:xsi") {
-            self.attrs.set("xmlns:xsi", XSI_NS);
-        }
+        self.attrs.set("xmlns:xsi", XSI_NS);
         self.attrs
             .set("xsi:schemaLocation", format!("{XAIF_NS} {location}"));
+        self.ensure_default_keys();
+    }
+
+    /// Makes sure each of the three maps has the set with key `0`: both
+    /// schemas give `do_chain`, `alias` and `du_ud` the default `0`, so
+    /// every assignment a transformation adds without them refers to that
+    /// key, and the output would not validate without it.
+    pub fn ensure_default_keys(&mut self) {
+        let has_zero = |attrs: &Attrs| attrs.get("key").is_some_and(|k| k.trim() == "0");
+        let alias = self.alias_map.get_or_insert_with(Default::default);
+        if !alias.sets.iter().any(|s| has_zero(&s.attrs)) {
+            alias.sets.push(AliasSet {
+                attrs: Attrs::new().with("key", "0"),
+                ranges: Vec::new(),
+            });
+        }
+        for map in [&mut self.duud_map, &mut self.do_map] {
+            let map = map.get_or_insert_with(Default::default);
+            if !map.sets.iter().any(|s| has_zero(&s.attrs)) {
+                map.sets.push(StmtIdSet {
+                    attrs: Attrs::new().with("key", "0"),
+                    ids: Vec::new(),
+                });
+            }
+        }
     }
 
     /// Whether the program is a transformation result: its schema location

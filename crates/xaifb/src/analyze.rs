@@ -47,6 +47,10 @@ pub struct AnalyzeArgs {
     /// front end does not.
     #[arg(long, requires = "passivate")]
     pub allow_activation: bool,
+    /// Largest data-flow working set allowed for one routine, in 64-bit
+    /// words (see docs/limits.md).
+    #[arg(long, value_name = "WORDS", default_value_t = xaif_dataflow::DEFAULT_BUDGET)]
+    pub analysis_budget: u64,
     /// Write the report to this file instead of standard output.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
@@ -89,14 +93,23 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         tbr: args.tbr || both,
     };
     let (text, plan) = {
-        let analysis =
-            match xaif_dataflow::analyze_with_black_boxes(&program, &config, args.pessimistic) {
-                Ok(a) => a,
-                Err(e) => {
-                    eprintln!("xaifb: {}: {e}", args.file.display());
-                    return Ok(ExitCode::from(2));
-                }
-            };
+        let analysis = match xaif_dataflow::analyze_within(
+            &program,
+            &config,
+            args.pessimistic,
+            args.analysis_budget,
+        ) {
+            Ok(a) => a,
+            Err(e @ DataflowError::TooLarge { span, .. }) => {
+                let (line, column) = source.locate(span);
+                eprintln!("{}:{line}:{column}: {e}", args.file.display());
+                return Ok(ExitCode::from(1));
+            }
+            Err(e) => {
+                eprintln!("xaifb: {}: {e}", args.file.display());
+                return Ok(ExitCode::from(2));
+            }
+        };
         let opts = report::ReportOptions {
             activity: args.activity || both,
             tbr: args.tbr || both,

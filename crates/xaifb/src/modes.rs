@@ -54,7 +54,11 @@ pub fn catalogues(
 /// against `xaif.xsd` of the schema directory (`-s`, `XAIF_SCHEMA_DIR`, or
 /// the input's own directory as the reference does), and says that it
 /// skipped validation when there is none.
-pub fn read_input(args: &TransformArgs, path: &Path) -> Result<Program, String> {
+pub fn read_input(
+    args: &TransformArgs,
+    path: &Path,
+    catalogue: Option<&xaif_linearize::Catalogue>,
+) -> Result<Program, String> {
     let stdin = path.as_os_str() == "-";
     let (p, source) = if stdin {
         let bytes = crate::input::read_stdin().map_err(|e| e.to_string())?;
@@ -67,7 +71,13 @@ pub fn read_input(args: &TransformArgs, path: &Path) -> Result<Program, String> 
     } else {
         crate::input::read_program(path)?
     };
-    xaif_model::validate_program(&p, &source).map_err(|e| e.to_string())?;
+    // With the catalogue, every intrinsic use is also checked against its
+    // entry before any transformation starts.
+    match catalogue {
+        Some(c) => c.validate_program(&p, &source),
+        None => xaif_model::validate_program(&p, &source),
+    }
+    .map_err(|e| e.to_string())?;
     if args.validate {
         let dir = crate::schema::schema_dir(args.schema.as_deref()).or_else(|| {
             let beside = path.parent()?.to_path_buf();
@@ -301,9 +311,9 @@ where
     F: Fn(&Program) -> Result<Program, String> + Sync,
 {
     if args.is_batch() {
-        return crate::transform::batch(args, verb, run);
+        return crate::transform::batch(args, None, verb, run);
     }
-    let program = match args.input() {
+    let program = match args.input(None) {
         Ok(p) => p,
         Err(e) => return fail(e),
     };

@@ -281,14 +281,18 @@ impl TransformArgs {
     }
 
     /// Reads and gates the single input (and validates it with -v -s).
-    pub fn input(&self) -> Result<Program, String> {
-        self.read_input(&self.single_input())
+    pub fn input(&self, catalogue: Option<&Catalogue>) -> Result<Program, String> {
+        self.read_input(&self.single_input(), catalogue)
     }
 
     /// Reads and gates an input (`-`: standard input) and validates it
     /// against the schema with -v.
-    pub fn read_input(&self, path: &Path) -> Result<Program, String> {
-        crate::modes::read_input(self, path)
+    pub fn read_input(
+        &self,
+        path: &Path,
+        catalogue: Option<&Catalogue>,
+    ) -> Result<Program, String> {
+        crate::modes::read_input(self, path, catalogue)
     }
 
     /// Marks `p` as a transformation result (its schema location) and,
@@ -385,7 +389,12 @@ fn write_dots(
 /// threads; outputs go to the `-o` directory under the inputs' relative
 /// paths. Per-file reports (statistics, Graphviz, debug output) belong to
 /// one-file calls.
-pub(crate) fn batch<F>(common: &TransformArgs, verb: &str, transform: F) -> Result<ExitCode>
+pub(crate) fn batch<F>(
+    common: &TransformArgs,
+    catalogue: Option<&Catalogue>,
+    verb: &str,
+    transform: F,
+) -> Result<ExitCode>
 where
     F: Fn(&Program) -> Result<Program, String> + Sync,
 {
@@ -414,7 +423,7 @@ where
             .unwrap_or(1)
     });
     let outcomes = crate::batch::run(&inputs, jobs, |input, rel| {
-        let program = common.read_input(input)?;
+        let program = common.read_input(input, catalogue)?;
         let result = transform(&program).map_err(|e| format!("{}: {e}", input.display()))?;
         let dest = out_dir.join(rel);
         common
@@ -442,14 +451,14 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
     };
     let options = args.tangent_options()?;
     if args.is_batch() {
-        return batch(&args, "tangent", |p| {
+        return batch(&args, Some(catalogue.as_ref()), "tangent", |p| {
             xaif_linearize::tangent(p, catalogue.as_ref(), noninlinable.as_ref(), &options)
                 .map(|r| r.program)
                 .map_err(|e| e.to_string())
         });
     }
     ONE_FILE.store(true, std::sync::atomic::Ordering::Relaxed);
-    let program = match args.input() {
+    let program = match args.input(Some(catalogue.as_ref())) {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
@@ -558,14 +567,14 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         top: r.top.clone(),
     };
     if common.is_batch() {
-        return batch(common, "adjoint", |p| {
+        return batch(common, Some(catalogue.as_ref()), "adjoint", |p| {
             xaif_cfrev::adjoint(p, catalogue.as_ref(), noninlinable.as_ref(), &options)
                 .map(|r| r.transformed.program)
                 .map_err(|e| e.to_string())
         });
     }
     ONE_FILE.store(true, std::sync::atomic::Ordering::Relaxed);
-    let program = match common.input() {
+    let program = match common.input(Some(catalogue.as_ref())) {
         Ok(p) => p,
         Err(e) => return fail(e),
     };

@@ -1057,9 +1057,13 @@ fn call_errors_name_file_line_and_routine() {
         )])
         .replace(r#"position="2""#, r#"position="99999999999""#),
     );
+    // The gate refuses it, at the formal's element, before anything runs.
     let err = run_plain(&far, &[]).refused(1).to_string();
-    assert!(err.contains("position 2"), "{err}");
-    located(&err, &far, "head");
+    assert!(
+        err.contains("`position` is 99999999999, outside 1..=2"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{}:", path(&far))), "{err}");
 }
 
 #[test]
