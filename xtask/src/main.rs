@@ -126,6 +126,9 @@ struct DeepArgs {
     /// the intrinsics catalogue.
     #[arg(long)]
     shared: Option<PathBuf>,
+    /// Time this xaifb binary instead of building the workspace's.
+    #[arg(long)]
+    xaifb: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -159,6 +162,15 @@ struct RobustArgs {
     /// Number of mutants.
     #[arg(long, default_value_t = 200)]
     mutants: usize,
+    /// Number of the first mutant: `--first K --mutants N` runs mutants K
+    /// to K+N-1 of the seed, the same as in one longer run (a long campaign
+    /// in slices).
+    #[arg(long, default_value_t = 0)]
+    first: usize,
+    /// Share of program mutants made from a program generated for them
+    /// alone.
+    #[arg(long, default_value_t = 0.2)]
+    generated: f64,
     /// Seed: the same seed gives the same mutants.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -244,10 +256,15 @@ fn main() -> Result<()> {
         }
         Task::Deep(args) => {
             let shared = args.shared.unwrap_or_else(shared_dir);
-            let mut build = cargo();
-            build.args(["build", "--release", "-p", "xaifb"]);
-            run(build)?;
-            let xaifb = target_dir().join("release").join("xaifb");
+            let xaifb = match args.xaifb {
+                Some(bin) => bin,
+                None => {
+                    let mut build = cargo();
+                    build.args(["build", "--release", "-p", "xaifb"]);
+                    run(build)?;
+                    target_dir().join("release").join("xaifb")
+                }
+            };
             let catalogue = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
             deep::run(&xaifb, &catalogue, args.n, args.runs.max(1))
         }
@@ -401,6 +418,8 @@ fn robust(args: RobustArgs) -> Result<()> {
             .output()
             .is_ok_and(|o| o.status.success());
     cfg.only = args.only;
+    cfg.first = args.first;
+    cfg.generated = args.generated;
     cfg.max_repeat = args.max_repeat;
     // The campaign holds mutants of up to tens of MB per job: bound its own
     // address space, so that a bug in it ends it rather than the machine.

@@ -96,6 +96,28 @@ pub fn unary_chain(n: usize, op: &str) -> String {
     straight_line(&assignment("s1", "Y", &rhs))
 }
 
+/// [`unary_chain`] on arrays: `X` and `Y` are vectors of two elements and
+/// `Y = f(f(…f(X)…))` is one whole-array expression `n` operations deep,
+/// whose temporaries are arrays shaped like `X`.
+pub fn array_chain(n: usize, op: &str) -> String {
+    let vector = |name: &str| {
+        (
+            format!(
+                r#"<xaif:Symbol symbol_id="{name}" kind="variable" type="real" shape="scalar" active="1"/>"#
+            ),
+            format!(
+                r#"<xaif:Symbol symbol_id="{name}" kind="variable" type="real" shape="vector" active="1"><xaif:DimensionBounds lower="1" upper="2"/></xaif:Symbol>"#
+            ),
+        )
+    };
+    let mut text = unary_chain(n, op);
+    for name in ["X", "Y"] {
+        let (scalar, array) = vector(name);
+        text = text.replacen(&scalar, &array, 1);
+    }
+    text
+}
+
 /// `Y = (…((X + 1) + 1)…) + 1` with `n` additions of constants: one
 /// expression `n` operations deep whose partials are all unit (small
 /// derivative code).

@@ -36,6 +36,10 @@ pub struct Config {
     pub work: PathBuf,
     /// Number of mutants.
     pub mutants: usize,
+    /// Number of the first mutant: mutant `k` depends only on the seed and
+    /// `k`, so a long campaign run in slices (`first`, `first + mutants`,
+    /// …) runs the same mutants as one run.
+    pub first: usize,
     /// Seed of the campaign: the same seed gives the same mutants.
     pub seed: u64,
     /// Mutants processed at once.
@@ -60,6 +64,10 @@ pub struct Config {
     /// Programs besides the corpus (e.g. generated ones), with the number
     /// of independents and dependents of their top routine.
     pub extra_seeds: Vec<Seed>,
+    /// Share of program mutants made from a program generated for that
+    /// mutant alone (`crate::scale` with a shape and seed of its own), so
+    /// that a campaign sees as many distinct generated programs.
+    pub generated: f64,
 }
 
 impl Config {
@@ -70,6 +78,7 @@ impl Config {
             shared,
             work,
             mutants,
+            first: 0,
             seed,
             jobs: 2,
             timeout: Duration::from_secs(30),
@@ -81,6 +90,7 @@ impl Config {
             only: None,
             max_repeat: 50_000,
             extra_seeds: Vec::new(),
+            generated: 0.2,
         }
     }
 }
@@ -96,6 +106,8 @@ pub struct Seed {
     pub n: usize,
     /// Dependents of the generic harness.
     pub m: usize,
+    /// A `harness.json` for `run` when the program has no `head(x, y)`.
+    pub harness: Option<String>,
 }
 
 /// One finding.
@@ -122,9 +134,15 @@ pub struct Report {
     pub mutants: usize,
     /// Commands run.
     pub runs: usize,
+    /// Mutants made from a program generated for them alone (each a
+    /// distinct program).
+    pub generated: usize,
     /// Outcomes per command: `ok`, `error` (exit 1, located) or a finding
     /// class.
     pub outcomes: BTreeMap<String, BTreeMap<String, usize>>,
+    /// The first error without a line number of each command: not a
+    /// finding (the file is named), but where a message could say more.
+    pub unlocated: BTreeMap<String, String>,
     /// Mutations applied, by kind.
     pub kinds: BTreeMap<&'static str, usize>,
     /// Every finding.
@@ -148,9 +166,10 @@ impl Report {
     /// A markdown summary.
     pub fn render(&self) -> String {
         let mut s = format!(
-            "robust campaign: seed {}, {} mutants, {} runs, {:.1} s, {} findings\n\n",
+            "robust campaign: seed {}, {} mutants ({} of distinct generated programs), {} runs, {:.1} s, {} findings\n\n",
             self.seed,
             self.mutants,
+            self.generated,
             self.runs,
             self.elapsed.as_secs_f64(),
             self.findings.len()
@@ -163,6 +182,15 @@ impl Report {
         s.push_str("\n| mutation | count |\n|---|---|\n");
         for (k, v) in &self.kinds {
             s.push_str(&format!("| {k} | {v} |\n"));
+        }
+        if !self.unlocated.is_empty() {
+            s.push_str("\n| command | first error without a line |\n|---|---|\n");
+            for (cmd, e) in &self.unlocated {
+                s.push_str(&format!(
+                    "| {cmd} | {} |\n",
+                    e.replace('\n', " / ").replace('|', "\\|")
+                ));
+            }
         }
         if !self.findings.is_empty() {
             s.push_str("\n| finding | count | first example |\n|---|---|---|\n");
@@ -382,13 +410,18 @@ pub fn classify(e: &Exec, names: &[&Path], exits: &[i32]) -> Option<(String, Str
 }
 
 /// Whether `stderr` names one of `names` with a line number
-/// (`FILE:LINE`), as the reader's and the gate's errors do.
+/// (`FILE:LINE`, as the reader's and the gate's errors do, or `FILE: line
+/// L`, as `run`'s and `compare`'s do).
 fn with_line(stderr: &str, names: &[&Path]) -> bool {
     names.iter().any(|n| {
         let full = n.display().to_string();
         stderr.match_indices(&full).any(|(i, _)| {
             let rest = &stderr[i + full.len()..];
+            // `FILE:LINE:COL: …` (reader, gate) or `FILE: line L: …` (run).
             rest.starts_with(':') && rest[1..].starts_with(|c: char| c.is_ascii_digit())
+                || rest
+                    .strip_prefix(": line ")
+                    .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
         })
     })
 }
@@ -438,6 +471,7 @@ pub fn corpus_seeds(shared: &Path, max_bytes: u64) -> Vec<Seed> {
                         text,
                         n,
                         m,
+                        harness: None,
                     });
                 }
             }
@@ -462,8 +496,33 @@ pub fn generated_seeds() -> Vec<Seed> {
             .into_bytes(),
             n: 10,
             m: 10,
+            harness: Some(GENERATED_HARNESS.into()),
         })
         .collect()
+}
+
+/// How `run` calls a generated program: `r0(x, y, n)` with ten independents,
+/// ten dependents and `n = 10`.
+const GENERATED_HARNESS: &str = r#"{"n": 10, "m": 10, "top": "r0", "args": [{"kind": "x", "first": 1, "size": 10}, {"kind": "y", "first": 1, "size": 10}, {"kind": "int", "value": 10}], "x0": [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0]}"#;
+
+/// A program generated for one mutant: 1 to 6 routines, 20 to 220
+/// statements, a seed of its own.
+fn generated_seed(rng: &mut Rng) -> Seed {
+    let shape = crate::scale::Shape {
+        routines: 1 + rng.below(6),
+        statements: 20 + rng.below(201),
+        seed: rng.next_u64(),
+    };
+    Seed {
+        name: format!(
+            "generated/{}x{}/{:016x}",
+            shape.routines, shape.statements, shape.seed
+        ),
+        text: crate::scale::program(&shape).into_bytes(),
+        n: 10,
+        m: 10,
+        harness: Some(GENERATED_HARNESS.into()),
+    }
 }
 
 struct Shared<'a> {
@@ -609,7 +668,7 @@ pub fn run(cfg: &Config) -> Report {
     };
     let items: Vec<usize> = match cfg.only {
         Some(k) => vec![k],
-        None => (0..cfg.mutants).collect(),
+        None => (cfg.first..cfg.first + cfg.mutants).collect(),
     };
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -638,7 +697,8 @@ pub fn run(cfg: &Config) -> Report {
             });
         }
     });
-    if cfg.fs_cases && cfg.only.is_none() {
+    // The fixed cases once per campaign: with its first slice.
+    if cfg.fs_cases && cfg.only.is_none() && cfg.first == 0 {
         fs_cases(&shared);
     }
     let mut report = shared
@@ -672,7 +732,15 @@ fn mutant(sh: &Shared<'_>, k: usize) {
         _ => 1,
     };
     let target = rng.below(100);
-    let seed = rng.pick(&sh.seeds).clone();
+    let seed = if target >= 15 && rng.chance(cfg.generated) {
+        sh.report
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .generated += 1;
+        generated_seed(&mut rng)
+    } else {
+        rng.pick(&sh.seeds).clone()
+    };
     let kinds: Vec<&'static str>;
     if target < 8 {
         // A catalogue mutant, with the program unchanged.
@@ -844,6 +912,12 @@ fn check(
             } else if with_line(&e.stderr, names) {
                 "error"
             } else {
+                sh.report
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .unlocated
+                    .entry(name.to_string())
+                    .or_insert_with(|| e.stderr.lines().next().unwrap_or("").to_string());
                 "error (file, no line)"
             };
             sh.outcome(name, label);
@@ -864,7 +938,20 @@ fn program_runs(
     rng: &mut Rng,
 ) {
     let cfg = sh.cfg;
-    let (n, m) = (seed.n.to_string(), seed.m.to_string());
+    // How `run` finds the sizes: the generic harness, or the seed's own.
+    let sizes: Vec<String> = match &seed.harness {
+        Some(h) => {
+            let p = dir.join("harness.json");
+            std::fs::write(&p, h).expect("write harness");
+            vec!["--harness".into(), s(&p)]
+        }
+        None => vec![
+            "--n".into(),
+            seed.n.to_string(),
+            "--m".into(),
+            seed.m.to_string(),
+        ],
+    };
     let inp = s(input);
     let cat = s(&sh.catalogue);
     let schema = s(&sh.schema);
@@ -982,29 +1069,20 @@ fn program_runs(
     );
     go(
         "run plain",
-        vec![
-            "run".into(),
-            inp.clone(),
-            "--n".into(),
-            n.clone(),
-            "--m".into(),
-            m.clone(),
-        ],
+        vec!["run".into(), inp.clone()]
+            .into_iter()
+            .chain(sizes.iter().cloned())
+            .collect(),
         &[],
         &[input],
     );
     if rng.chance(0.3) {
         go(
             "run --fd",
-            vec![
-                "run".into(),
-                inp.clone(),
-                "--fd".into(),
-                "--n".into(),
-                n.clone(),
-                "--m".into(),
-                m.clone(),
-            ],
+            vec!["run".into(), inp.clone(), "--fd".into()]
+                .into_iter()
+                .chain(sizes.iter().cloned())
+                .collect(),
             &[],
             &[input],
         );
@@ -1013,16 +1091,10 @@ fn program_runs(
     // be refused, not give a zero Jacobian.
     let wrong = *rng.pick(&["tangent", "split", "joint"]);
     {
-        let args = vec![
-            "run".into(),
-            inp.clone(),
-            "--mode".into(),
-            wrong.into(),
-            "--n".into(),
-            n.clone(),
-            "--m".into(),
-            m.clone(),
-        ];
+        let args: Vec<String> = vec!["run".into(), inp.clone(), "--mode".into(), wrong.into()]
+            .into_iter()
+            .chain(sizes.iter().cloned())
+            .collect();
         let cdir = dir.join(format!("w{wrong}"));
         let e = exec(cfg, &cdir, &args);
         if check(
@@ -1107,18 +1179,17 @@ fn program_runs(
             _ => &["plain"],
         };
         for rm in modes {
-            let args = vec![
+            let args: Vec<String> = vec![
                 "run".into(),
                 s(out),
                 "--mode".into(),
                 rm.to_string(),
-                "--n".into(),
-                n.clone(),
-                "--m".into(),
-                m.clone(),
                 "-o".into(),
                 "jac.out".into(),
-            ];
+            ]
+            .into_iter()
+            .chain(sizes.iter().cloned())
+            .collect();
             let (ok, cdir, _) = go(
                 &format!("run {rm} on {mode} output"),
                 args,
