@@ -171,6 +171,10 @@ struct RobustArgs {
     /// alone.
     #[arg(long, default_value_t = 0.2)]
     generated: f64,
+    /// `--time-limit` of every `run` (seconds; a runaway mutant reaches it
+    /// in each of its runs).
+    #[arg(long, default_value_t = 1.0)]
+    run_time_limit: f64,
     /// Seed: the same seed gives the same mutants.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -420,6 +424,7 @@ fn robust(args: RobustArgs) -> Result<()> {
     cfg.only = args.only;
     cfg.first = args.first;
     cfg.generated = args.generated;
+    cfg.run_time_limit = args.run_time_limit;
     cfg.max_repeat = args.max_repeat;
     // The campaign holds mutants of up to tens of MB per job: bound its own
     // address space, so that a bug in it ends it rather than the machine.

@@ -68,6 +68,10 @@ pub struct Config {
     /// mutant alone (`crate::scale` with a shape and seed of its own), so
     /// that a campaign sees as many distinct generated programs.
     pub generated: f64,
+    /// `--time-limit` of `run` (seconds): a mutant that makes a program
+    /// run away reaches it in every `run` of the mutant, so it sets the
+    /// pace of a campaign; the step budget stays at its default.
+    pub run_time_limit: f64,
 }
 
 impl Config {
@@ -91,6 +95,7 @@ impl Config {
             max_repeat: 50_000,
             extra_seeds: Vec::new(),
             generated: 0.2,
+            run_time_limit: 1.0,
         }
     }
 }
@@ -143,6 +148,8 @@ pub struct Report {
     /// The first error without a line number of each command: not a
     /// finding (the file is named), but where a message could say more.
     pub unlocated: BTreeMap<String, String>,
+    /// Wall-clock seconds spent in each command.
+    pub seconds: BTreeMap<String, f64>,
     /// Mutations applied, by kind.
     pub kinds: BTreeMap<&'static str, usize>,
     /// Every finding.
@@ -174,10 +181,14 @@ impl Report {
             self.elapsed.as_secs_f64(),
             self.findings.len()
         );
-        s.push_str("| command | outcomes |\n|---|---|\n");
+        s.push_str("| command | outcomes | seconds |\n|---|---|---:|\n");
         for (cmd, o) in &self.outcomes {
             let list: Vec<String> = o.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            s.push_str(&format!("| {cmd} | {} |\n", list.join(", ")));
+            s.push_str(&format!(
+                "| {cmd} | {} | {:.1} |\n",
+                list.join(", "),
+                self.seconds.get(cmd).copied().unwrap_or(0.0)
+            ));
         }
         s.push_str("\n| mutation | count |\n|---|---|\n");
         for (k, v) in &self.kinds {
@@ -239,6 +250,8 @@ pub struct Exec {
     pub stdout: Vec<u8>,
     /// Standard error (at most 1 MiB kept).
     pub stderr: String,
+    /// Wall-clock time.
+    pub elapsed: Duration,
 }
 
 /// Runs `args` with `xaifb` in `dir` (stdout and stderr to files there),
@@ -268,10 +281,12 @@ pub fn exec_with(
         .env_remove("XAIF_SCHEMA_DIR");
     adjust(&mut cmd);
     limit(&mut cmd, cfg.memory);
+    let start = Instant::now();
     let end = match cmd.spawn() {
         Err(e) => panic!("cannot run {}: {e}", cfg.xaifb.display()),
         Ok(mut child) => wait(&mut child, cfg.timeout),
     };
+    let elapsed = start.elapsed();
     let read = |p: &Path| {
         use std::io::Read;
         let mut v = Vec::new();
@@ -288,6 +303,7 @@ pub fn exec_with(
         end,
         stdout,
         stderr,
+        elapsed,
     }
 }
 
@@ -875,6 +891,12 @@ fn check(
     files: &[&Path],
     args: &[String],
 ) -> Option<bool> {
+    *sh.report
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .seconds
+        .entry(name.to_string())
+        .or_insert(0.0) += e.elapsed.as_secs_f64();
     let mut class = classify(e, names, exits);
     if class.is_none() {
         let temps = temporaries(cdir);
@@ -938,8 +960,9 @@ fn program_runs(
     rng: &mut Rng,
 ) {
     let cfg = sh.cfg;
-    // How `run` finds the sizes: the generic harness, or the seed's own.
-    let sizes: Vec<String> = match &seed.harness {
+    // How `run` finds the sizes: the generic harness, or the seed's own;
+    // and its time limit.
+    let mut sizes: Vec<String> = match &seed.harness {
         Some(h) => {
             let p = dir.join("harness.json");
             std::fs::write(&p, h).expect("write harness");
@@ -952,6 +975,7 @@ fn program_runs(
             seed.m.to_string(),
         ],
     };
+    sizes.extend(["--time-limit".into(), cfg.run_time_limit.to_string()]);
     let inp = s(input);
     let cat = s(&sh.catalogue);
     let schema = s(&sh.schema);
@@ -1576,6 +1600,7 @@ fn fs_cases(sh: &Shared<'_>) {
                 end,
                 stdout: Vec::new(),
                 stderr: err,
+                elapsed: Duration::ZERO,
             };
             match classify(&e, &[], &[0]) {
                 Some((c, d)) => {
