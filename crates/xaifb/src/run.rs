@@ -199,7 +199,11 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
             let text = crate::input::read_text(p)?;
             match HarnessSpec::parse_json(&text) {
                 Ok(spec) => spec,
-                Err(e) => return Ok(invalid(&p.display().to_string(), e)),
+                // The path names the file: not `PATH: harness.json: …`.
+                Err(e) => {
+                    let cause = e.strip_prefix("harness.json: ").unwrap_or(&e);
+                    return Ok(invalid(&p.display().to_string(), cause));
+                }
             }
         }
         None => {

@@ -958,3 +958,30 @@ fn readme_options_are_accepted() {
         assert!(o.status.success(), "{mode} --verbose: {}", stderr(&o));
     }
 }
+
+/// A malformed `harness.json` is named once, with the line of the fault:
+/// `PATH: missing field …`, not `PATH: harness.json: …`.
+#[test]
+fn a_bad_harness_is_named_once() {
+    let dir = scratch("harness");
+    let json = dir.join("harness.json");
+    std::fs::write(&json, "{\"n\": 1, \"m\": 1, \"top\": \"head\"}\n").unwrap();
+    let o = run(
+        xaifb()
+            .arg("run")
+            .arg(program())
+            .arg("--harness")
+            .arg(&json),
+        60,
+    );
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    let first = err.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with(&format!("{}: missing field", json.display())),
+        "{err}"
+    );
+    assert!(first.contains("line 1"), "{err}");
+    assert_eq!(err.matches("harness.json").count(), 1, "{err}");
+}
