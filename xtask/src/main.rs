@@ -25,11 +25,14 @@
 //!   side by side, whole process, alternating runs (`docs/performance.md`).
 //! - `cargo xtask same-bytes --baseline BIN`: outputs byte for byte those of
 //!   an earlier build, and the same with `--jobs 1` and `--jobs N`.
-//! - `cargo xtask robust --mutants N --seed S`: the robustness campaign
-//!   (mutants of corpus inputs through every subcommand, file-system and
-//!   signal cases); exits non-zero on any finding. See `docs/testing.md`.
-//! - `cargo xtask deep`: transformation time on a 10⁴-deep expression and
-//!   10⁴ nested `If`s (linear time in depth; `docs/performance.md`).
+//! - `cargo xtask robust --mutants N --seed S [--first K]`: the robustness
+//!   campaign (mutants of corpus inputs and generated programs through
+//!   every subcommand, file-system and signal cases; `--first` runs a slice
+//!   of a longer campaign); exits non-zero on any finding. See
+//!   `docs/testing.md`.
+//! - `cargo xtask deep`: transformation time on a 10⁴-deep expression (of
+//!   scalars and of arrays) and 10⁴ nested `If`s (linear time in depth;
+//!   `docs/performance.md`).
 
 mod corpus;
 mod deep;
