@@ -291,7 +291,21 @@ pub fn adjoint(
             }
             restored_formals.extend(plan.restore.values().flatten().copied());
             tape.explicit_loops = plan.explicit.len();
-            let original = copy_cfg(p, &mut out, rid, *cfg);
+            // The original code, with the same argument conversions as the
+            // derivative code: it is compiled with the active types too.
+            let converted = xaif_linearize::typechange::convert_blocks(
+                &ctx, &mut out, &mut names, &routines, *cfg, scope,
+            );
+            let blocks: FxHashMap<VertexId, Vec<StmtId>> = converted
+                .into_iter()
+                .map(|(v, c)| {
+                    let stmts = c
+                        .iter()
+                        .flat_map(xaif_linearize::typechange::Converted::stmts);
+                    (v, stmts.collect())
+                })
+                .collect();
+            let original = copy_cfg(p, &mut out, rid, *cfg, &blocks);
             let mut temps = SymbolTemps {
                 names: &mut names,
                 scope,
@@ -738,7 +752,15 @@ fn quasi_constant(
         .collect())
 }
 
-fn copy_cfg(p: &Program, out: &mut Program, rid: RoutineId, cfg: CfgId) -> CfgId {
+/// A copy of routine body `cfg` in `out`, with the statements of the
+/// basic blocks in `blocks` replaced.
+fn copy_cfg(
+    p: &Program,
+    out: &mut Program,
+    rid: RoutineId,
+    cfg: CfgId,
+    blocks: &FxHashMap<VertexId, Vec<StmtId>>,
+) -> CfgId {
     let new = out.cfgs.alloc(Cfg {
         routine: rid,
         items: Vec::new(),
@@ -748,7 +770,10 @@ fn copy_cfg(p: &Program, out: &mut Program, rid: RoutineId, cfg: CfgId) -> CfgId
             CfgItem::Vertex(v) => CfgItem::Vertex(out.vertices.alloc(CfgVertex {
                 attrs: p.vertices[v].attrs.clone(),
                 cfg: new,
-                kind: p.vertices[v].kind.clone(),
+                kind: match blocks.get(&v) {
+                    Some(stmts) => VertexKind::BasicBlock(stmts.clone()),
+                    None => p.vertices[v].kind.clone(),
+                },
             })),
             CfgItem::Edge(e) => CfgItem::Edge(out.edges.alloc(CfgEdge {
                 attrs: p.edges[e].attrs.clone(),

@@ -314,12 +314,16 @@ pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Opt
     }
     sort_candidates(&mut candidates);
 
-    // Exact searches, then beam search where no proof was found.
+    // Exact searches, then beam search where no proof was found. They
+    // search among the sequences that spend no more operations than the
+    // baseline (the push part aside), the only ones returned below.
+    let limit = reference_split.map_or(i64::MAX, |s| s.0);
     let mut proof = None;
     let mut bound = work.lower_bound();
     let (vlimit, vbudget) = budgets.exact_vertices;
     if size.0 <= vlimit && vbudget > 0 {
-        let exact = exact_vertices(&mut work, candidates[0].cost, vbudget);
+        let incumbent = feasible_cost(&mut work, &candidates, limit);
+        let exact = exact_vertices(&mut work, incumbent, limit, vbudget);
         states += exact.expanded;
         if let Some((moves, cost)) = exact.best {
             candidates.push(Candidate {
@@ -335,7 +339,8 @@ pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Opt
     }
     let (elimit, ebudget) = budgets.exact_edges;
     if size.1 <= elimit && ebudget > 0 {
-        let exact = exact_edges(&mut work, candidates[0].cost, ebudget);
+        let incumbent = feasible_cost(&mut work, &candidates, limit);
+        let exact = exact_edges(&mut work, incumbent, limit, ebudget);
         states += exact.expanded;
         if let Some((moves, cost)) = exact.best {
             candidates.push(Candidate {
@@ -375,11 +380,11 @@ pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Opt
     let reference_strategy = baseline[reference_index].clone();
     let chain_elimination = replay(lcg, &mut work, &reference_moves, config)?;
     let chain_cost = evaluate_model(&work.model, &chain_elimination);
-    let limit = reference_split.map_or(i64::MAX, |s| s.0);
     let best = candidates
         .iter()
         .find(|c| sequence_split(&mut work, &c.moves).is_some_and(|s| s.0 <= limit))
         .cloned();
+    let best_within = best.as_ref().map_or(i64::MAX, |b| b.cost);
     let (elimination, cost, found_by) = match best {
         Some(best) if best.moves != reference_moves => {
             let ours = replay(lcg, &mut work, &best.moves, config)?;
@@ -395,9 +400,10 @@ pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Opt
     // Reported in the goal's units, under the objective minimized.
     let cost_unit = cost.map_or(u64::MAX, unit);
     let chain_unit = chain_cost.map_or(u64::MAX, unit);
-    // A proof covers the model optimum; the result is that optimum unless
-    // the baseline rule kept something else.
-    let proof = proof.filter(|_| cost.is_some_and(|c| c <= candidates[0].cost));
+    // A proof covers the model optimum among the sequences within the
+    // baseline's operations; the result is that optimum unless the
+    // replayed expressions made the baseline cheaper.
+    let proof = proof.filter(|_| cost.is_some_and(|c| c <= best_within));
     let lower_bound = if proof == Some(Proof::Edge) {
         cost_unit
     } else {
@@ -488,6 +494,15 @@ fn cheapest_prefix(
         }
     }
     best
+}
+
+/// The cost of the cheapest candidate that spends at most `limit` in
+/// operations (the push part aside); `i64::MAX` when none does.
+fn feasible_cost(work: &mut Work, candidates: &[Candidate], limit: i64) -> i64 {
+    candidates
+        .iter()
+        .find(|c| sequence_split(work, &c.moves).is_some_and(|s| s.0 <= limit))
+        .map_or(i64::MAX, |c| c.cost)
 }
 
 /// The model cost of a sequence from the current state (restored).

@@ -117,6 +117,17 @@ pub(crate) fn descend(work: &mut Work, kinds: Moves, plateau: bool, steps: usize
 /// Longest walk over moves that keep the cost (`-m`).
 const PLATEAU: usize = 8;
 
+/// Whether stopping in the current state costs at most `ops_limit` in
+/// everything but the push terms: the optimizer never returns a sequence
+/// that spends more operations than the reference's selection, so the
+/// exact searches prove optimality among the sequences it may return.
+/// The state's operations do not depend on the path to it beyond `g`,
+/// which the searches minimise per state, so the constraint keeps them
+/// exact.
+fn within(work: &Work, ops_limit: i64) -> bool {
+    work.cost_split().is_some_and(|(ops, _)| ops <= ops_limit)
+}
+
 /// What an exact search established.
 #[derive(Clone, Debug)]
 pub(crate) struct Exact {
@@ -141,9 +152,15 @@ struct VNode {
 
 /// A* over sets of eliminated inner vertices, from the current state of
 /// `work` (which is restored). `incumbent` is the cost of a known
-/// solution; only cheaper ones are reported. At most `budget` states are
+/// solution within `ops_limit` (see [`within`]); only cheaper ones within
+/// it are reported. At most `budget` states are
 /// expanded. Graphs with more than 128 inner vertices are not searched.
-pub(crate) fn exact_vertices(work: &mut Work, incumbent: i64, budget: usize) -> Exact {
+pub(crate) fn exact_vertices(
+    work: &mut Work,
+    incumbent: i64,
+    ops_limit: i64,
+    budget: usize,
+) -> Exact {
     let inner: Vec<u32> = work.inner_vertices().collect();
     let root_bound = work.lower_bound();
     let mut result = Exact {
@@ -160,7 +177,7 @@ pub(crate) fn exact_vertices(work: &mut Work, incumbent: i64, budget: usize) -> 
     let mut best_cost = incumbent;
     let mut best_node: Option<u32> = None;
     if let Some(c) = work.cost() {
-        if c < best_cost {
+        if c < best_cost && within(work, ops_limit) {
             best_cost = c;
             best_node = Some(0);
         }
@@ -206,7 +223,9 @@ pub(crate) fn exact_vertices(work: &mut Work, incumbent: i64, budget: usize) -> 
             let step = work.g() - g_here;
             let child_g = node.g + step;
             let h = work.lower_bound() - work.g();
-            let stop = work.final_cost();
+            let stop = work
+                .final_cost()
+                .filter(|&stop| child_g + stop < best_cost && within(work, ops_limit));
             work.undo_to(mark);
             let set = node.set | (1u128 << bit);
             if seen.get(&set).is_some_and(|&g| g <= child_g) {
@@ -298,7 +317,7 @@ struct ENode {
 /// vertex eliminations and dependent cuts as shortcuts), from the current
 /// state of `work` (restored on return). States are memoised by
 /// [`Work::state_key`].
-pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, budget: usize) -> Exact {
+pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, ops_limit: i64, budget: usize) -> Exact {
     let base = work.mark();
     let root_bound = work.lower_bound();
     let mut result = Exact {
@@ -310,7 +329,7 @@ pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, budget: usize) -> Exa
     let mut best_cost = incumbent;
     let mut best_node: Option<u32> = None;
     if let Some(c) = work.cost() {
-        if c < best_cost {
+        if c < best_cost && within(work, ops_limit) {
             best_cost = c;
             best_node = Some(0);
         }
@@ -357,7 +376,9 @@ pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, budget: usize) -> Exa
             work.apply(m);
             let child_g = node.g + (work.g() - g_here);
             let h = work.lower_bound() - work.g();
-            let stop = work.final_cost();
+            let stop = work
+                .final_cost()
+                .filter(|&stop| child_g + stop < best_cost && within(work, ops_limit));
             let key = work.state_key(&mut scratch);
             work.undo_to(mark);
             if seen.get(&key).is_some_and(|&g| g <= child_g) {

@@ -41,7 +41,26 @@ fn objective(lcg: &Lcg, e: &Elimination, mode: PropagationMode) -> u64 {
     base + EXCESS_TAPE * excess
 }
 
-/// The cheapest of every edge elimination sequence (every prefix
+/// The operations an elimination's derivative code runs, pushes and pops
+/// aside.
+fn operations(e: &Elimination, mode: PropagationMode) -> u64 {
+    match mode {
+        Tangent => evaluate(e, mode),
+        Adjoint => evaluate(e, mode) - 2 * taped_factors(e) as u64,
+    }
+}
+
+/// What the optimizer may return: eliminations that run no more
+/// operations than the reference's chain (pushes and pops aside). `None`
+/// for the others.
+fn admissible(lcg: &Lcg, e: &Elimination, mode: PropagationMode) -> Option<u64> {
+    let chain = xaif_elim::select(lcg, &config(Effort::None))
+        .unwrap()
+        .elimination;
+    (operations(e, mode) <= operations(&chain, mode)).then(|| objective(lcg, e, mode))
+}
+
+/// The cheapest [`admissible`] edge elimination sequence (every prefix
 /// included), by exhaustive search without any pruning; `None` when there
 /// are more than `limit` states.
 fn brute_force_edges(lcg: &Lcg, mode: PropagationMode, limit: usize) -> Option<u64> {
@@ -57,7 +76,9 @@ fn brute_force_edges(lcg: &Lcg, mode: PropagationMode, limit: usize) -> Option<u
         if *states > limit {
             return false;
         }
-        *best = (*best).min(objective(lcg, &g.clone().finish(Triviality::Unit), mode));
+        if let Some(c) = admissible(lcg, &g.clone().finish(Triviality::Unit), mode) {
+            *best = (*best).min(c);
+        }
         for t in g.edge_candidates() {
             let mut h = g.clone();
             h.eliminate(&t).unwrap();
@@ -73,12 +94,14 @@ fn brute_force_edges(lcg: &Lcg, mode: PropagationMode, limit: usize) -> Option<u
     go(lcg, &g, mode, &mut best, &mut states, limit).then_some(best)
 }
 
-/// The cheapest of every vertex elimination sequence: intermediates
+/// The cheapest [`admissible`] vertex elimination sequence: intermediates
 /// eliminated, dependents cut (all their out-edges back eliminated), in
 /// every order, every prefix included.
 fn brute_force_vertices(lcg: &Lcg, mode: PropagationMode) -> u64 {
     fn go(lcg: &Lcg, g: &ElimGraph, mode: PropagationMode, best: &mut u64) {
-        *best = (*best).min(objective(lcg, &g.clone().finish(Triviality::Unit), mode));
+        if let Some(c) = admissible(lcg, &g.clone().finish(Triviality::Unit), mode) {
+            *best = (*best).min(c);
+        }
         let inner: Vec<VertexId> = (0..64u32)
             .map(VertexId)
             .filter(|&v| g.contains_vertex(v))

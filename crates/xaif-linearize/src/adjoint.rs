@@ -466,13 +466,42 @@ fn single(
             for (i, a) in args.iter().enumerate() {
                 let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
                 let value = match &a.value {
-                    ArgValue::Constant(c) => ArgValue::Constant(c.clone()),
+                    ArgValue::Constant(constant) => {
+                        match c.converted.iter().find(|arg| arg.position == pos) {
+                            // A constant the forward call passed through an
+                            // active temporary: the callee's adjoint gets a
+                            // fresh one, whose adjoint nobody reads.
+                            Some(arg) => {
+                                let temp = declare(
+                                    t.out,
+                                    t.names,
+                                    t.scope,
+                                    TempKind::Tyc,
+                                    ValueType::Real,
+                                    &arg.shape,
+                                    arg.active,
+                                );
+                                allocations.push(call(
+                                    t.out,
+                                    t.names,
+                                    "oad_convert",
+                                    vec![var(&temp.var), ArgValue::Constant(constant.clone())],
+                                ));
+                                allocations.push(call(
+                                    t.out,
+                                    t.names,
+                                    "ZeroDeriv",
+                                    vec![var(&temp.var)],
+                                ));
+                                ArgValue::Variable(temp.var)
+                            }
+                            None => ArgValue::Constant(constant.clone()),
+                        }
+                    }
                     ArgValue::Variable(actual) => {
                         let passed = match c.converted.iter().find(|arg| arg.position == pos) {
                             Some(arg) => {
-                                // A fresh temporary of the formal's activity:
-                                // the callee's adjoint restores or pops what it
-                                // needs itself.
+                                // A fresh temporary of the formal's activity.
                                 let temp = declare(
                                     t.out,
                                     t.names,
@@ -489,6 +518,30 @@ fn single(
                                         t.names,
                                         "oad_AllocateMatching",
                                         vec![var(&temp.var), var(&like)],
+                                    ));
+                                }
+                                // The callee may run its forward sweep
+                                // again (joint mode) from the values it
+                                // is given: the temporary gets the
+                                // actual's values as they are now, and no
+                                // adjoint from an earlier use.
+                                let source = if arg.element {
+                                    index.adjoint_ref(ctx, t, actual)
+                                } else {
+                                    index.adjoint_ref(ctx, t, &arg.like)
+                                };
+                                allocations.push(call(
+                                    t.out,
+                                    t.names,
+                                    "oad_convert",
+                                    vec![var(&temp.var), var(&source)],
+                                ));
+                                if arg.active {
+                                    allocations.push(call(
+                                        t.out,
+                                        t.names,
+                                        "ZeroDeriv",
+                                        vec![var(&temp.var)],
                                     ));
                                 }
                                 if arg.element {

@@ -610,7 +610,8 @@ pub struct ConvertedArg {
     /// Argument position.
     pub position: usize,
     /// What the temporary is shaped like and converted from: the actual
-    /// element for a scalar formal, the whole actual variable otherwise.
+    /// element for a scalar formal, the whole actual variable otherwise
+    /// (the temporary itself for a constant, which is converted in only).
     pub like: VarRef,
     /// The temporary's shape.
     pub shape: crate::context::Shape,
@@ -669,11 +670,58 @@ pub fn convert_call(
     let mut new_args = Vec::with_capacity(args.len());
     for (i, a) in args.iter().enumerate() {
         let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
-        let xaif_model::ArgValue::Variable(actual) = &a.value else {
-            new_args.push(a.clone());
-            continue;
-        };
         let real = |s: SymbolId| ctx.p.symbols[s].ty() == xaif_model::SymbolType::Real;
+        let actual = match &a.value {
+            xaif_model::ArgValue::Variable(actual) => actual,
+            xaif_model::ArgValue::Constant(constant) => {
+                // A constant is passive: a scalar active formal receives an
+                // active temporary holding its value (the compiled callee
+                // takes nothing else), as the reference engine does.
+                let active_scalar = formals
+                    .get(pos.wrapping_sub(1))
+                    .copied()
+                    .flatten()
+                    .filter(|&f| real(f) && ctx.symbol_active(f) && ctx.p.symbols[f].rank() == 0);
+                if active_scalar.is_none() || !real_constant(constant) {
+                    new_args.push(a.clone());
+                    continue;
+                }
+                let shape = crate::context::Shape::SCALAR;
+                let temp = declare(
+                    out,
+                    names,
+                    scope,
+                    TempKind::Tyc,
+                    ValueType::Real,
+                    &shape,
+                    true,
+                );
+                let id = names.statement("convert");
+                before.push(add(
+                    out,
+                    inlinable_call(
+                        "oad_convert",
+                        &id,
+                        vec![
+                            ArgValue::Variable(value_ref(&temp.var)),
+                            ArgValue::Constant(constant.clone()),
+                        ],
+                    ),
+                ));
+                converted.push(ConvertedArg {
+                    position: pos,
+                    like: temp.var.clone(),
+                    shape,
+                    active: true,
+                    element: true,
+                });
+                new_args.push(CallArg {
+                    attrs: a.attrs.clone(),
+                    value: xaif_model::ArgValue::Variable(temp.var),
+                });
+                continue;
+            }
+        };
         let Some(actual_sym) = ctx.symbol_of(&actual.graph) else {
             new_args.push(a.clone());
             continue;
@@ -777,6 +825,12 @@ pub fn convert_call(
         after,
         converted,
     }
+}
+
+/// Whether a constant argument is a real number (what an active formal
+/// would otherwise receive with the wrong type).
+fn real_constant(constant: &Attrs) -> bool {
+    constant.get("type").is_some_and(|t| t == "real")
 }
 
 /// `r` with its variable replaced by `by` (same subscripts).
