@@ -238,3 +238,31 @@ fn deep_array_expressions_stay_correct() {
         );
     }
 }
+
+/// A call with hundreds of passive arguments to active formals: each goes
+/// through an active temporary of its own (looked up by position and by
+/// reference in maps; lists searched per argument were quadratic), and the
+/// Jacobians still equal divided differences; every pass needs no stack.
+#[test]
+fn calls_with_many_arguments_stay_correct() {
+    let Some(cat) = catalogue() else { return };
+    let text = deep::wide_call(300);
+    let (p, source) = xaif_model::read_program_str(&text, None).unwrap();
+    cat.validate_program(&p, &source).unwrap();
+    let dd = jacobian(&p, None);
+    assert!(dd.entries[0].abs() > 1e-4, "{:?}", dd.entries);
+    let close = |got: &Jacobian, what: &str| {
+        let (g, e) = (got.entries[0], dd.entries[0]);
+        assert!((g - e).abs() <= 1e-4 * e.abs(), "{what}: {g} vs {e}");
+    };
+    let t = tangent(&p, &cat, None, &TangentOptions::default()).unwrap();
+    close(&jacobian(&t.program, Some(Mode::Tangent)), "tangent");
+    let a = adjoint(&p, &cat, None, &AdjointOptions::default()).unwrap();
+    for mode in [Mode::Split, Mode::Joint] {
+        close(
+            &jacobian(&a.transformed.program, Some(mode)),
+            &format!("{mode:?}"),
+        );
+    }
+    on_small_stack(move || every_pass(&deep::wide_call(2_000), &cat));
+}
