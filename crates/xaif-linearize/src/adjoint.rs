@@ -130,6 +130,11 @@ struct IndexTape<'s> {
     /// each argument through a fresh temporary, so a list searched per
     /// reference was quadratic in the number of arguments).
     seen: FxHashMap<String, VarRef>,
+    /// Subscript expressions already taped, by canonical text, with what
+    /// the adjoint reads instead: every push of one tape runs at the same
+    /// point, so one expression has one value there (`y(i) = x(i)` tapes
+    /// `i` once). A map for the same reason as `seen`.
+    subscripts: FxHashMap<String, Expr>,
     integers: usize,
     stable: Option<&'s StableIndices>,
     /// Stable symbols the adjoint reads directly.
@@ -147,6 +152,7 @@ impl<'s> IndexTape<'s> {
             pushes: Vec::new(),
             pops: Vec::new(),
             seen: FxHashMap::default(),
+            subscripts: FxHashMap::default(),
             integers: 0,
             stable,
             read: Vec::new(),
@@ -192,6 +198,11 @@ impl<'s> IndexTape<'s> {
                 self.read.extend(symbols);
                 return;
             }
+            let text = crate::context::expr_text(e);
+            if let Some(popped) = self.subscripts.get(&text) {
+                *e = popped.clone();
+                return;
+            }
             // Taping: push the value (through a temporary when it is not a
             // single variable, or when it must be saved before a call).
             let single = if self.freeze {
@@ -217,6 +228,7 @@ impl<'s> IndexTape<'s> {
             self.pops
                 .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped)]));
             *e = read_temp(&popped);
+            self.subscripts.insert(text, e.clone());
         });
         self.seen.insert(key, adj.clone());
         adj
