@@ -1,6 +1,7 @@
 //! `cargo xtask deep`: time of `xaifb tangent` and `xaifb adjoint` on
 //! programs that are deep where XAIF is flat (issue 15, class 2): a chain of
-//! `n` nested `sin` and `n` nested `If`s (`xaif-testkit`'s generators),
+//! `n` nested `sin`, the same of `exp` on an array (temporaries of a shape),
+//! a call with `n` arguments and `n` nested `If`s (`xaif-testkit`'s generators),
 //! whole process, median of several runs, wall-clock and CPU time.
 //!
 //! Every pass must be linear in expression depth and length; the target is
@@ -80,6 +81,16 @@ pub fn run(xaifb: &Path, catalogue: &Path, n: usize, runs: usize) -> Result<()> 
             format!("{n} nested `sin` (one expression)"),
             dir.join("chain.xaif"),
             xaif_testkit::deep::unary_chain(n, "sin_scal"),
+        ),
+        (
+            format!("{n} nested `exp` of an array (one expression)"),
+            dir.join("array.xaif"),
+            xaif_testkit::deep::array_chain(n, "exp_scal"),
+        ),
+        (
+            format!("a call with {n} passive arguments"),
+            dir.join("call.xaif"),
+            xaif_testkit::deep::wide_call(n),
         ),
         (
             format!("{n} nested `If`s"),

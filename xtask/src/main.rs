@@ -27,8 +27,14 @@
 //!   an earlier build, and the same with `--jobs 1` and `--jobs N`.
 //! - `cargo xtask stress --programs N --seed S [--jobs J]`: generated
 //!   programs under every differential check; see `docs/testing.md`.
-//! - `cargo xtask deep`: transformation time on a 10⁴-deep expression and
-//!   10⁴ nested `If`s (linear time in depth; `docs/performance.md`).
+//! - `cargo xtask robust --mutants N --seed S [--first K]`: the robustness
+//!   campaign (mutants of corpus inputs and generated programs through
+//!   every subcommand, file-system and signal cases; `--first` runs a slice
+//!   of a longer campaign); exits non-zero on any finding. See
+//!   `docs/testing.md`.
+//! - `cargo xtask deep`: transformation time on a 10⁴-deep expression (of
+//!   scalars and of arrays) and 10⁴ nested `If`s (linear time in depth;
+//!   `docs/performance.md`).
 
 mod corpus;
 mod deep;
@@ -95,6 +101,9 @@ enum Task {
     /// Check that outputs are byte for byte those of a baseline xaifb, and
     /// the same with --jobs 1 and --jobs N.
     SameBytes(same_bytes::Args),
+    /// Run the robustness campaign: mutants through every subcommand under
+    /// a memory limit and a timeout; exit non-zero on any finding.
+    Robust(RobustArgs),
     /// Run a command and print its peak resident set size in KiB (used by
     /// `bench`, in a process of its own so that no other child counts).
     #[command(hide = true)]
@@ -127,6 +136,9 @@ struct DeepArgs {
     /// the intrinsics catalogue.
     #[arg(long)]
     shared: Option<PathBuf>,
+    /// Time this xaifb binary instead of building the workspace's.
+    #[arg(long)]
+    xaifb: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -153,6 +165,57 @@ struct GenArgs {
     /// Output file.
     #[arg(short = 'o', long)]
     out: PathBuf,
+}
+
+#[derive(Args)]
+struct RobustArgs {
+    /// Number of mutants.
+    #[arg(long, default_value_t = 200)]
+    mutants: usize,
+    /// Number of the first mutant: `--first K --mutants N` runs mutants K
+    /// to K+N-1 of the seed, the same as in one longer run (a long campaign
+    /// in slices).
+    #[arg(long, default_value_t = 0)]
+    first: usize,
+    /// Share of program mutants made from a program generated for them
+    /// alone.
+    #[arg(long, default_value_t = 0.2)]
+    generated: f64,
+    /// `--time-limit` of every `run` (seconds; a runaway mutant reaches it
+    /// in each of its runs).
+    #[arg(long, default_value_t = 1.0)]
+    run_time_limit: f64,
+    /// Seed: the same seed gives the same mutants.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Mutants processed at once.
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    /// Seconds one command may take before it counts as a hang.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+    /// Address-space limit of one command, in MiB.
+    #[arg(long, default_value_t = 2048)]
+    memory_mib: u64,
+    /// Skip the checks that need xmllint.
+    #[arg(long)]
+    no_schema: bool,
+    /// Only this mutant (to reproduce a finding).
+    #[arg(long)]
+    only: Option<usize>,
+    /// Scratch directory (findings are kept in its findings/).
+    #[arg(long)]
+    work: Option<PathBuf>,
+    /// The reference material (default: $XAIFB_SHARED or ../shared).
+    #[arg(long)]
+    shared: Option<PathBuf>,
+    /// Test this xaifb binary instead of building the workspace's.
+    #[arg(long)]
+    xaifb: Option<PathBuf>,
+    /// Largest expression depth and element repetition of the deep and
+    /// wide mutations.
+    #[arg(long, default_value_t = 50_000)]
+    max_repeat: usize,
 }
 
 #[derive(Args)]
@@ -208,10 +271,15 @@ fn main() -> Result<()> {
         Task::Stress(args) => stress::run(args),
         Task::Deep(args) => {
             let shared = args.shared.unwrap_or_else(shared_dir);
-            let mut build = cargo();
-            build.args(["build", "--release", "-p", "xaifb"]);
-            run(build)?;
-            let xaifb = target_dir().join("release").join("xaifb");
+            let xaifb = match args.xaifb {
+                Some(bin) => bin,
+                None => {
+                    let mut build = cargo();
+                    build.args(["build", "--release", "-p", "xaifb"]);
+                    run(build)?;
+                    target_dir().join("release").join("xaifb")
+                }
+            };
             let catalogue = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
             deep::run(&xaifb, &catalogue, args.n, args.runs.max(1))
         }
@@ -226,6 +294,7 @@ fn main() -> Result<()> {
         }
         Task::Versus(args) => versus::run(args),
         Task::SameBytes(args) => same_bytes::run(args),
+        Task::Robust(args) => robust(args),
         Task::PeakRss { command } => {
             let kib = peak_rss_kib(&command)?;
             println!("{kib}");
@@ -328,6 +397,65 @@ fn bench(args: BenchArgs) -> Result<()> {
         input_bytes as f64 / 1e6,
         if ratio <= MEMORY_TARGET { "meets" } else { "MISSES" },
     );
+    Ok(())
+}
+
+fn robust(args: RobustArgs) -> Result<()> {
+    let shared = args.shared.unwrap_or_else(shared_dir);
+    let xaifb = match args.xaifb {
+        Some(bin) => bin.canonicalize().context("the xaifb binary")?,
+        None => {
+            let mut build = cargo();
+            build.args(["build", "--release", "-p", "xaifb"]);
+            run(build)?;
+            target_dir().join("release").join("xaifb")
+        }
+    };
+    let work = args.work.unwrap_or_else(|| target_dir().join("robust"));
+    let work = if work.is_absolute() {
+        work
+    } else {
+        std::env::current_dir()?.join(work)
+    };
+    let mut cfg = xaif_testkit::robust::Config::new(
+        xaifb,
+        shared.canonicalize().context("the reference material")?,
+        work.clone(),
+        args.mutants,
+        args.seed,
+    );
+    cfg.jobs = args.jobs;
+    cfg.timeout = std::time::Duration::from_secs(args.timeout);
+    cfg.memory = args.memory_mib << 20;
+    cfg.schema = !args.no_schema
+        && Command::new("xmllint")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    cfg.only = args.only;
+    cfg.first = args.first;
+    cfg.generated = args.generated;
+    cfg.run_time_limit = args.run_time_limit;
+    cfg.max_repeat = args.max_repeat;
+    // The campaign holds mutants of up to tens of MB per job: bound its own
+    // address space, so that a bug in it ends it rather than the machine.
+    // SAFETY: setrlimit on this process with a valid struct.
+    unsafe {
+        let limit = libc::rlimit {
+            rlim_cur: 8 << 30,
+            rlim_max: 8 << 30,
+        };
+        libc::setrlimit(libc::RLIMIT_AS, &limit);
+    }
+    let report = xaif_testkit::robust::run(&cfg);
+    print!("{}", report.render());
+    if !report.findings.is_empty() {
+        bail!(
+            "{} findings; reproducers in {}",
+            report.findings.len(),
+            work.join("findings").display()
+        );
+    }
     Ok(())
 }
 

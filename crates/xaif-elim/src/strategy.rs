@@ -227,6 +227,7 @@ pub fn run(
                 extent,
                 triviality,
                 |_| true,
+                STEP_LIMIT,
             )?;
             Ok(graph.finish(triviality))
         }
@@ -239,6 +240,7 @@ pub fn run(
                 extent,
                 triviality,
                 |_| true,
+                STEP_LIMIT,
             )?;
             Ok(graph.finish(triviality))
         }
@@ -251,6 +253,7 @@ pub fn run(
                 extent,
                 triviality,
                 DualGraph::is_representable,
+                STEP_LIMIT,
             )?;
             graph.finish(triviality)
         }
@@ -372,6 +375,7 @@ fn drive<S: EliminationState + Clone>(
     extent: Extent,
     triviality: Triviality,
     representable: impl Fn(&S) -> bool,
+    step_limit: usize,
 ) -> Result<S, ElimError> {
     // Scarcity-preserving runs remember the initial state and the length of
     // the best prefix, and replay that prefix at the end: cheaper than
@@ -383,7 +387,7 @@ fn drive<S: EliminationState + Clone>(
     };
     let mut performed = Vec::new();
     let mut best = (state.nontrivial_edges(triviality), 0);
-    for _ in 0..STEP_LIMIT {
+    for _ in 0..step_limit {
         let mut available = candidates(&state);
         if let Extent::ScarcityPreserving { allow_maintaining } = extent {
             available = scarcity_filter(&state, available, triviality, allow_maintaining);
@@ -409,5 +413,40 @@ fn drive<S: EliminationState + Clone>(
             }
         }
     }
-    Err(ElimError::StepLimit(STEP_LIMIT))
+    Err(ElimError::StepLimit(step_limit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{Label, VarId, VertexKind};
+
+    /// The step limit (`docs/limits.md`) is reached with its error: a
+    /// chain `x -> a -> b -> y` needs two vertex eliminations.
+    #[test]
+    fn a_run_beyond_its_step_limit_is_an_error() {
+        let mut lcg = Lcg::new();
+        let x = lcg.add_vertex(VertexKind::Independent);
+        let a = lcg.add_vertex(VertexKind::Intermediate);
+        let b = lcg.add_vertex(VertexKind::Intermediate);
+        let y = lcg.add_vertex(VertexKind::Dependent);
+        for (k, (s, t)) in [(x, a), (a, b), (b, y)].into_iter().enumerate() {
+            lcg.add_edge(s, t, Label::Variable(VarId(k as u32)))
+                .unwrap();
+        }
+        let go = |limit| {
+            drive(
+                ElimGraph::new(&lcg).unwrap(),
+                ElimGraph::vertex_candidates,
+                &Chain::forward(),
+                Extent::Total,
+                Triviality::Unit,
+                |_| true,
+                limit,
+            )
+        };
+        let err = go(1).map(|_| ()).unwrap_err();
+        assert_eq!(err.to_string(), "elimination did not finish within 1 steps");
+        assert!(go(3).is_ok());
+    }
 }

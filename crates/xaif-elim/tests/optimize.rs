@@ -412,3 +412,64 @@ fn effort_none_is_the_reference_selection() {
     assert_eq!(none.selection, selected);
     assert_eq!(none.report.cost, none.report.chain);
 }
+
+/// A layered graph: two independents, `layers` layers of three
+/// intermediates each fully connected to the next, two dependents.
+fn layered(layers: usize) -> Lcg {
+    let mut text = String::from("x\nx\n");
+    for _ in 0..layers * 3 {
+        text.push_str("z\n");
+    }
+    text.push_str("y\ny\n");
+    let mut var = 0;
+    let mut edge = |text: &mut String, s: usize, t: usize| {
+        var += 1;
+        text.push_str(&format!("{s} {t} v{var}\n"));
+    };
+    for s in 0..2 {
+        for t in 2..5 {
+            edge(&mut text, s, t);
+        }
+    }
+    for l in 0..layers - 1 {
+        for s in 0..3 {
+            for t in 0..3 {
+                edge(&mut text, 2 + 3 * l + s, 2 + 3 * (l + 1) + t);
+            }
+        }
+    }
+    let last = 2 + 3 * (layers - 1);
+    let dep = 2 + 3 * layers;
+    for s in 0..3 {
+        for t in 0..2 {
+            edge(&mut text, last + s, dep + t);
+        }
+    }
+    graph(&text)
+}
+
+/// The search limits of `docs/limits.md` are reached and only change how
+/// good the result is: a graph beyond the largest one `default`'s exact
+/// searches take (8 inner vertices, 6 edges) gets no proof there, and the
+/// same graph, within `max`'s (32 inner vertices), is proven optimal over
+/// vertex eliminations; neither result is worse than the reference's chain
+/// or below the lower bound it reports.
+#[test]
+fn search_limits_are_reached_and_keep_the_best_found() {
+    for mode in [Tangent, Adjoint] {
+        let big = layered(4);
+        let d = run(&big, Effort::Default, mode).report;
+        assert_eq!(d.size, (12, 39), "{d:?}");
+        assert_eq!(d.proof, None, "{d:?}");
+        assert!(d.lower_bound <= d.cost && d.cost <= d.chain, "{d:?}");
+        let m = run(&big, Effort::Max, mode).report;
+        assert_eq!(m.proof, Some(Proof::Vertex), "{m:?}");
+        assert!(
+            m.lower_bound <= m.cost && m.cost <= d.cost,
+            "{m:?} vs {d:?}"
+        );
+        // Within `default`'s limits the same shape is proven there too.
+        let small = run(&layered(2), Effort::Default, mode).report;
+        assert_eq!(small.proof, Some(Proof::Vertex), "{small:?}");
+    }
+}

@@ -12,7 +12,7 @@
 //! is `s.d += a·t.d`, `IncDeriv(t, s)` is `s.d += t.d`. Calls to routines
 //! of the program are re-emitted at their reversed position.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use xaif_model::{
     build::{assignment, inlinable_call},
     ArgValue, Attrs, CallArg, Expr, ExprBuilder, ExprVertexKind, Program, RoutineIndex, ScopeId,
@@ -126,12 +126,15 @@ fn var(r: &VarRef) -> ArgValue {
 struct IndexTape<'s> {
     pushes: Vec<StmtId>,
     pops: Vec<StmtId>,
-    seen: Vec<(String, VarRef)>,
+    /// References already taped, by their text (a map: a call passes
+    /// each argument through a fresh temporary, so a list searched per
+    /// reference was quadratic in the number of arguments).
+    seen: FxHashMap<String, VarRef>,
     /// Subscript expressions already taped, by canonical text, with what
     /// the adjoint reads instead: every push of one tape runs at the same
     /// point, so one expression has one value there (`y(i) = x(i)` tapes
-    /// `i` once).
-    subscripts: Vec<(String, Expr)>,
+    /// `i` once). A map for the same reason as `seen`.
+    subscripts: FxHashMap<String, Expr>,
     integers: usize,
     stable: Option<&'s StableIndices>,
     /// Stable symbols the adjoint reads directly.
@@ -148,8 +151,8 @@ impl<'s> IndexTape<'s> {
         IndexTape {
             pushes: Vec::new(),
             pops: Vec::new(),
-            seen: Vec::new(),
-            subscripts: Vec::new(),
+            seen: FxHashMap::default(),
+            subscripts: FxHashMap::default(),
             integers: 0,
             stable,
             read: Vec::new(),
@@ -186,7 +189,7 @@ impl<'s> IndexTape<'s> {
     /// popped values (pushes and pops are recorded).
     fn adjoint_ref(&mut self, ctx: &Ctx<'_>, t: &mut Target<'_>, r: &VarRef) -> VarRef {
         let key = crate::context::ref_text(&r.graph);
-        if let Some((_, done)) = self.seen.iter().find(|(k, _)| *k == key) {
+        if let Some(done) = self.seen.get(&key) {
             return with_attrs_of(done, r);
         }
         let mut adj = r.clone();
@@ -196,7 +199,7 @@ impl<'s> IndexTape<'s> {
                 return;
             }
             let text = crate::context::expr_text(e);
-            if let Some((_, popped)) = self.subscripts.iter().find(|(k, _)| *k == text) {
+            if let Some(popped) = self.subscripts.get(&text) {
                 *e = popped.clone();
                 return;
             }
@@ -225,9 +228,9 @@ impl<'s> IndexTape<'s> {
             self.pops
                 .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped)]));
             *e = read_temp(&popped);
-            self.subscripts.push((text, e.clone()));
+            self.subscripts.insert(text, e.clone());
         });
-        self.seen.push((key, adj.clone()));
+        self.seen.insert(key, adj.clone());
         adj
     }
 
@@ -552,11 +555,17 @@ fn single(
             index.freeze = true;
             let mut allocations = Vec::new();
             let mut new_args = Vec::with_capacity(args.len());
+            // The first converted argument at each position, found in
+            // constant time (a call may pass thousands of arguments).
+            let mut converted: FxHashMap<usize, &_> = FxHashMap::default();
+            for arg in &c.converted {
+                converted.entry(arg.position).or_insert(arg);
+            }
             for (i, a) in args.iter().enumerate() {
                 let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
                 let value = match &a.value {
                     ArgValue::Constant(constant) => {
-                        match c.converted.iter().find(|arg| arg.position == pos) {
+                        match converted.get(&pos) {
                             // A constant the forward call passed through an
                             // active temporary: the callee's adjoint gets a
                             // fresh one, whose adjoint nobody reads.
@@ -588,7 +597,7 @@ fn single(
                         }
                     }
                     ArgValue::Variable(actual) => {
-                        let passed = match c.converted.iter().find(|arg| arg.position == pos) {
+                        let passed = match converted.get(&pos) {
                             Some(arg) => {
                                 // A fresh temporary of the formal's activity.
                                 let temp = declare(

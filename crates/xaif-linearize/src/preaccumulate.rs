@@ -229,6 +229,7 @@ pub fn preaccumulate(
             }
             Item::Active { stmt, lin, lhs, .. } => {
                 let types = ctx.infer(&lin.dag);
+                let likes = LikeRefs::new(&lin.dag, &types);
                 let mut aux_temp: FxHashMap<usize, VarRef> = FxHashMap::default();
                 for &a in &lin.aux {
                     let (ty, shape) = &types[a];
@@ -243,7 +244,7 @@ pub fn preaccumulate(
                         };
                         lin.dag.to_expr(a, &named)
                     };
-                    let like = like_ref(&lin.dag, a, &types);
+                    let like = likes.get(&lin.dag, a, &types);
                     assign_temp(
                         t.out,
                         t.names,
@@ -274,7 +275,7 @@ pub fn preaccumulate(
                         &shape,
                         false,
                     );
-                    let like = like_ref(&lin.dag, *op, &types);
+                    let like = likes.get(&lin.dag, *op, &types);
                     assign_temp(
                         t.out,
                         t.names,
@@ -572,6 +573,71 @@ pub fn preaccumulate(
     Ok(result)
 }
 
+/// For every node of a right-hand side, the first variable reference of
+/// each rank among its arguments (in [`crate::dag::Dag::postorder`] from
+/// the node), built in one pass: asking [`like_ref`] node by node walked the
+/// node's whole subexpression each time, quadratic in the depth of an
+/// array-valued expression.
+struct LikeRefs {
+    /// `(rank, node)` pairs of each node reachable from the root; `None`
+    /// for the others.
+    first: Vec<Option<Vec<(usize, usize)>>>,
+}
+
+impl LikeRefs {
+    fn new(dag: &crate::dag::Dag, types: &[(ValueType, Shape)]) -> LikeRefs {
+        let mut first: Vec<Option<Vec<(usize, usize)>>> = vec![None; dag.nodes.len()];
+        if types.iter().all(|(_, s)| s.rank == 0) {
+            // All scalar: no temporary needs a model.
+            return LikeRefs { first };
+        }
+        // Arguments before users: a node's list merges its arguments' in
+        // position order, which is the order the walk from it meets them.
+        for n in dag.postorder(dag.root) {
+            let mut list: Vec<(usize, usize)> = Vec::new();
+            match &dag.nodes[n] {
+                Node::Var(_) => {
+                    if let Some((_, s)) = types.get(n) {
+                        if s.rank > 0 {
+                            list.push((s.rank, n));
+                        }
+                    }
+                }
+                Node::Op { args, .. } => {
+                    for &a in args {
+                        for &(rank, m) in first[a].as_deref().unwrap_or_default() {
+                            if !list.iter().any(|(r, _)| *r == rank) {
+                                list.push((rank, m));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+            first[n] = Some(list);
+        }
+        LikeRefs { first }
+    }
+
+    /// [`like_ref`] of `n`, from the table when `n` is in it.
+    fn get(&self, dag: &crate::dag::Dag, n: usize, types: &[(ValueType, Shape)]) -> Option<VarRef> {
+        let want = types.get(n)?.1.rank;
+        if want == 0 {
+            return None;
+        }
+        match self.first.get(n) {
+            Some(Some(list)) => {
+                let &(_, m) = list.iter().find(|(r, _)| *r == want)?;
+                match &dag.nodes[m] {
+                    Node::Var(r) => Some(r.clone()),
+                    _ => None,
+                }
+            }
+            _ => like_ref(dag, n, types),
+        }
+    }
+}
+
 /// A variable reference among the node's arguments with the node's shape,
 /// for allocating a temporary of that shape at run time.
 fn like_ref(dag: &crate::dag::Dag, n: usize, types: &[(ValueType, Shape)]) -> Option<VarRef> {
@@ -769,4 +835,70 @@ fn acc_to_expr(
     let mut b = ExprBuilder::new();
     go(e, &mut b, lin, acc, inline);
     b.finish()
+}
+
+#[cfg(test)]
+mod like_tests {
+    use super::*;
+    use crate::dag::Dag;
+    use xaif_model::Attrs;
+
+    /// The one-pass table gives what the walk from each node gives, on
+    /// random DAGs with shared nodes and variables of mixed ranks.
+    #[test]
+    fn the_table_agrees_with_the_walk() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..200 {
+            let mut nodes = Vec::new();
+            let mut types = Vec::new();
+            let leaves = 1 + next(5);
+            for k in 0..leaves {
+                let attrs = Attrs::from_pairs([("vertex_id", k.to_string())]);
+                nodes.push(Node::Var(VarRef {
+                    attrs,
+                    graph: Default::default(),
+                }));
+                types.push((
+                    ValueType::Real,
+                    Shape {
+                        rank: next(3),
+                        extents: None,
+                    },
+                ));
+            }
+            for _ in 0..1 + next(30) {
+                let args: Vec<usize> = (0..1 + next(3)).map(|_| next(nodes.len())).collect();
+                nodes.push(Node::Op {
+                    attrs: Attrs::new(),
+                    boolean: false,
+                    args,
+                });
+                types.push((
+                    ValueType::Real,
+                    Shape {
+                        rank: next(3),
+                        extents: None,
+                    },
+                ));
+            }
+            let dag = Dag {
+                root: nodes.len() - 1,
+                nodes,
+            };
+            let table = LikeRefs::new(&dag, &types);
+            for n in 0..dag.nodes.len() {
+                assert_eq!(
+                    table.get(&dag, n, &types),
+                    like_ref(&dag, n, &types),
+                    "node {n} of {dag:?}"
+                );
+            }
+        }
+    }
 }

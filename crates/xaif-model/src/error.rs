@@ -156,6 +156,9 @@ pub enum ErrorKind {
     /// A required child element is missing.
     #[error("required child element `{0}` is missing")]
     MissingChild(&'static str),
+    /// A child element XAIF allows once appears again.
+    #[error("element `{0}` appears more than once (XAIF allows one)")]
+    Repeated(&'static str),
     /// A required attribute is missing.
     #[error("required attribute `{0}` is missing")]
     MissingAttribute(&'static str),

@@ -627,7 +627,20 @@ impl<'a> Parser<'a> {
 
     fn program(&mut self, root: Tag) -> R<Program> {
         let mut p = Program::default();
+        // Each of these is one element of a CallGraph: a second one would
+        // replace the first while what was read of it stays in the arenas.
+        let mut seen = [false; 4];
         while let Some(child) = self.child(&root)? {
+            let once = ["ScopeHierarchy", "AliasSetMap", "DUUDSetMap", "DOSetMap"];
+            if let Some(k) = once.iter().position(|n| *n == child.x()) {
+                if std::mem::replace(&mut seen[k], true) {
+                    return Err(self.err(
+                        child.attrs.span,
+                        &child.local,
+                        ErrorKind::Repeated(once[k]),
+                    ));
+                }
+            }
             match child.x() {
                 "ScopeHierarchy" => p.scope_hierarchy = self.scope_hierarchy(&mut p, child)?,
                 "AliasSetMap" => p.alias_map = Some(self.alias_map(child)?),

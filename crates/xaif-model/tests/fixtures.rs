@@ -291,6 +291,12 @@ fn read_errors_are_reported() {
         matches!(k, ErrorKind::UnknownRoot(_))
     });
     check("encoding", "", |k| matches!(k, ErrorKind::Encoding(_)));
+    // A second ScopeHierarchy would replace the first while the scopes read
+    // from the first stay in the arenas: transformations then declared
+    // their temporaries in scopes that are never written.
+    check("repeated_scope_hierarchy", "ScopeHierarchy", |k| {
+        matches!(k, ErrorKind::Repeated("ScopeHierarchy"))
+    });
     let errs = errors("malformed");
     assert!(matches!(errs.errors()[0].kind, ErrorKind::Xml(_)), "{errs}");
     assert!(errs.errors()[0].line > 0);

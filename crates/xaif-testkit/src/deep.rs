@@ -96,6 +96,28 @@ pub fn unary_chain(n: usize, op: &str) -> String {
     straight_line(&assignment("s1", "Y", &rhs))
 }
 
+/// [`unary_chain`] on arrays: `X` and `Y` are vectors of two elements and
+/// `Y = f(f(…f(X)…))` is one whole-array expression `n` operations deep,
+/// whose temporaries are arrays shaped like `X`.
+pub fn array_chain(n: usize, op: &str) -> String {
+    let vector = |name: &str| {
+        (
+            format!(
+                r#"<xaif:Symbol symbol_id="{name}" kind="variable" type="real" shape="scalar" active="1"/>"#
+            ),
+            format!(
+                r#"<xaif:Symbol symbol_id="{name}" kind="variable" type="real" shape="vector" active="1"><xaif:DimensionBounds lower="1" upper="2"/></xaif:Symbol>"#
+            ),
+        )
+    };
+    let mut text = unary_chain(n, op);
+    for name in ["X", "Y"] {
+        let (scalar, array) = vector(name);
+        text = text.replacen(&scalar, &array, 1);
+    }
+    text
+}
+
 /// `Y = (…((X + 1) + 1)…) + 1` with `n` additions of constants: one
 /// expression `n` operations deep whose partials are all unit (small
 /// derivative code).
@@ -290,5 +312,104 @@ pub fn nested_loops(n: usize) -> String {
     s.push_str("<xaif:Exit vertex_id=\"exit\"/>\n");
     s.push_str(&edges);
     s.push_str(TAIL);
+    s
+}
+
+/// `head` calls `foo(P, …, P)` with `n` arguments, `P` a passive real and
+/// `foo` having `n` active real formals (`foo` sets `A1 = sin(A1)`; `head`
+/// then sets `Y = sin(X)`): one call with `n` arguments, each passed
+/// through an active temporary of its own in the derivative code.
+pub fn wide_call(n: usize) -> String {
+    let mut s = String::from(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<xaif:CallGraph xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xaif="http://www.mcs.anl.gov/XAIF" xsi:schemaLocation="http://www.mcs.anl.gov/XAIF xaif.xsd" program_name="wide" prefix="OpenAD_">
+  <xaif:ScopeHierarchy>
+    <xaif:Scope vertex_id="1"><xaif:SymbolTable>
+      <xaif:Symbol symbol_id="head" kind="subroutine" type="void" active="0"/>
+      <xaif:Symbol symbol_id="foo" kind="subroutine" type="void" active="0"/>
+    </xaif:SymbolTable></xaif:Scope>
+    <xaif:Scope vertex_id="2"><xaif:SymbolTable>
+      <xaif:Symbol symbol_id="X" kind="variable" type="real" shape="scalar" active="1"/>
+      <xaif:Symbol symbol_id="Y" kind="variable" type="real" shape="scalar" active="1"/>
+      <xaif:Symbol symbol_id="P" kind="variable" type="real" shape="scalar" active="0"/>
+    </xaif:SymbolTable></xaif:Scope>
+    <xaif:Scope vertex_id="3"><xaif:SymbolTable>
+"#,
+    );
+    for k in 1..=n {
+        let _ = writeln!(
+            s,
+            r#"      <xaif:Symbol symbol_id="A{k}" kind="variable" type="real" shape="scalar" active="1"/>"#
+        );
+    }
+    s.push_str(
+        r#"    </xaif:SymbolTable></xaif:Scope>
+    <xaif:ScopeEdge edge_id="1" source="2" target="1"/>
+    <xaif:ScopeEdge edge_id="2" source="3" target="1"/>
+  </xaif:ScopeHierarchy>
+  <xaif:AliasSetMap><xaif:AliasSet key="0"/></xaif:AliasSetMap>
+  <xaif:DUUDSetMap><xaif:StmtIdSet key="0"/></xaif:DUUDSetMap>
+  <xaif:DOSetMap><xaif:StmtIdSet key="0"/></xaif:DOSetMap>
+  <xaif:ControlFlowGraph vertex_id="1" scope_id="1" symbol_id="foo" controlflowgraph_scope_id="3">
+    <xaif:ArgumentList>
+"#,
+    );
+    for k in 1..=n {
+        let _ = writeln!(
+            s,
+            r#"      <xaif:ArgumentSymbolReference position="{k}" scope_id="3" symbol_id="A{k}" intent="inout"/>"#
+        );
+    }
+    let sin = |scope: &str, x: &str| {
+        format!(
+            r#"<xaif:Intrinsic vertex_id="1" name="sin_scal"/>
+<xaif:VariableReference vertex_id="2"><xaif:SymbolReference vertex_id="1" scope_id="{scope}" symbol_id="{x}"/></xaif:VariableReference>
+<xaif:ExpressionEdge edge_id="1" source="2" target="1" position="1"/>
+"#
+        )
+    };
+    let _ = write!(
+        s,
+        r#"    </xaif:ArgumentList>
+<xaif:Entry vertex_id="1"/>
+<xaif:BasicBlock vertex_id="2" scope_id="3">
+<xaif:Assignment statement_id="f1"><xaif:AssignmentLHS><xaif:SymbolReference vertex_id="1" scope_id="3" symbol_id="A1"/></xaif:AssignmentLHS><xaif:AssignmentRHS>
+{}</xaif:AssignmentRHS></xaif:Assignment>
+</xaif:BasicBlock>
+<xaif:Exit vertex_id="3"/>
+<xaif:ControlFlowEdge edge_id="1" source="1" target="2"/>
+<xaif:ControlFlowEdge edge_id="2" source="2" target="3"/>
+  </xaif:ControlFlowGraph>
+  <xaif:ControlFlowGraph vertex_id="2" scope_id="1" symbol_id="head" controlflowgraph_scope_id="2">
+    <xaif:ArgumentList>
+      <xaif:ArgumentSymbolReference position="1" scope_id="2" symbol_id="X" intent="inout"/>
+      <xaif:ArgumentSymbolReference position="2" scope_id="2" symbol_id="Y" intent="inout"/>
+    </xaif:ArgumentList>
+<xaif:Entry vertex_id="1"/>
+<xaif:BasicBlock vertex_id="2" scope_id="2">
+<xaif:SubroutineCall statement_id="c1" scope_id="1" symbol_id="foo" formalArgCount="{n}">
+"#,
+        sin("3", "A1")
+    );
+    for k in 1..=n {
+        let _ = writeln!(
+            s,
+            r#"<xaif:Argument position="{k}"><xaif:VariableReference vertex_id="1" active="0"><xaif:SymbolReference vertex_id="1" scope_id="2" symbol_id="P"/></xaif:VariableReference></xaif:Argument>"#
+        );
+    }
+    let _ = write!(
+        s,
+        r#"</xaif:SubroutineCall>
+<xaif:Assignment statement_id="h1"><xaif:AssignmentLHS><xaif:SymbolReference vertex_id="1" scope_id="2" symbol_id="Y"/></xaif:AssignmentLHS><xaif:AssignmentRHS>
+{}</xaif:AssignmentRHS></xaif:Assignment>
+</xaif:BasicBlock>
+<xaif:Exit vertex_id="3"/>
+<xaif:ControlFlowEdge edge_id="1" source="1" target="2"/>
+<xaif:ControlFlowEdge edge_id="2" source="2" target="3"/>
+  </xaif:ControlFlowGraph>
+</xaif:CallGraph>
+"#,
+        sin("2", "X")
+    );
     s
 }

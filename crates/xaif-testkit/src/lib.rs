@@ -13,6 +13,8 @@ pub mod scale;
 
 use std::path::{Path, PathBuf};
 
+pub mod robust;
+
 use quick_xml::events::Event;
 use quick_xml::name::ResolveResult;
 use quick_xml::NsReader;

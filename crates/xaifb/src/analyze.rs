@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use xaif_dataflow::{
     report, ActivitySpec, Config, DataflowError, PassivationOptions, PassivationPlan, Solver,
@@ -71,7 +71,7 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let (mut program, source) = match xaif_model::read_program_file(&args.file) {
+    let (mut program, source) = match crate::input::read_program(&args.file) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");
@@ -126,15 +126,20 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         });
         (text, plan)
     };
-    match &args.output {
-        Some(path) => crate::output::write_atomic(path, text.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?,
-        None => print!("{text}"),
+    // The report file and the passivated program: both or neither.
+    let mut outputs = crate::output::Outputs::new();
+    if let Some(path) = &args.output {
+        outputs.add(path, text.as_bytes())?;
+    }
+    if let (Some(path), Some(plan)) = (&args.passivate, &plan) {
+        plan.apply(&mut program);
+        outputs.add(path, xaif_model::write_program(&program).as_bytes())?;
+    }
+    outputs.commit()?;
+    if args.output.is_none() {
+        print!("{text}");
     }
     if let (Some(path), Some(plan)) = (&args.passivate, plan) {
-        plan.apply(&mut program);
-        crate::output::write_atomic(path, xaif_model::write_program(&program).as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
         eprintln!(
             "{}: {} symbols passivated, {} activated, {} kept active for call consistency",
             path.display(),

@@ -10,9 +10,30 @@
 //! - 3: the environment is wrong (no inputs found, schema directory or tool
 //!   missing, output not writable).
 
+// The driver's printing macros never panic: a closed pipe ends the output
+// quietly and any other write error becomes exit code 3 (`console.rs`).
+// Defined before the modules so that they shadow the standard ones in every
+// module of the crate.
+macro_rules! print {
+    ($($t:tt)*) => { $crate::console::out(format_args!($($t)*)) };
+}
+macro_rules! println {
+    () => { $crate::console::out(format_args!("\n")) };
+    ($($t:tt)*) => {{ $crate::console::out(format_args!($($t)*)); $crate::console::out(format_args!("\n")) }};
+}
+macro_rules! eprint {
+    ($($t:tt)*) => { $crate::console::err(format_args!($($t)*)) };
+}
+macro_rules! eprintln {
+    () => { $crate::console::err(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::console::err(format_args!("{}\n", format_args!($($t)*))) };
+}
+
 mod analyze;
 mod batch;
 mod compat;
+mod console;
+mod input;
 mod modes;
 mod output;
 mod run;
@@ -33,6 +54,20 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    limits: Limits,
+}
+
+/// Limits that hold in every subcommand (see docs/limits.md).
+#[derive(Args)]
+struct Limits {
+    /// Largest input file read, in bytes (suffixes K, M, G; default 256M).
+    #[arg(long, global = true, value_name = "SIZE", value_parser = input::parse_size)]
+    max_input_size: Option<u64>,
+    /// Seconds xmllint may take on one file (validate --schema, tangent
+    /// and adjoint -v; default 30).
+    #[arg(long, global = true, value_name = "SECONDS")]
+    xmllint_timeout: Option<f64>,
 }
 
 #[derive(Subcommand)]
@@ -111,8 +146,20 @@ struct ValidateArgs {
 }
 
 fn main() -> ExitCode {
+    batch::install_panic_hook();
+    output::install_signal_cleanup();
     let cli = Cli::parse();
-    let result = match cli.command {
+    if let Some(n) = cli.limits.max_input_size {
+        input::set_max_input_size(n);
+    }
+    if let Some(t) = cli.limits.xmllint_timeout {
+        if !(t.is_finite() && t > 0.0) {
+            eprintln!("xaifb: --xmllint-timeout must be a positive number of seconds");
+            return ExitCode::from(2);
+        }
+        schema::set_timeout(std::time::Duration::from_secs_f64(t.min(1e9)));
+    }
+    let result = batch::catch(|| match cli.command {
         Command::Roundtrip(args) => roundtrip(args),
         Command::Validate(args) => validate(args),
         Command::Run(args) => run::run(args),
@@ -124,21 +171,49 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze::analyze(args),
         Command::Shims(args) => shims::shims(args),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "xaifb", &mut std::io::stdout());
+            clap_complete::generate(shell, &mut Cli::command(), "xaifb", &mut console::Stdout);
             Ok(ExitCode::SUCCESS)
         }
         Command::Man => clap_mangen::Man::new(Cli::command())
-            .render(&mut std::io::stdout())
+            .render(&mut console::Stdout)
             .map(|_| ExitCode::SUCCESS)
             .map_err(Into::into),
+    });
+    let code = match result {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => error_exit(&e),
+        Err(panic) => {
+            eprintln!("xaifb: internal error (a bug in xaifb, please report it): {panic}");
+            ExitCode::from(1)
+        }
     };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("xaifb: {e:#}");
+    match console::finish() {
+        Some(failure) => {
+            eprintln!("xaifb: {failure}");
             ExitCode::from(3)
         }
+        None => code,
     }
+}
+
+/// Prints an error that ended a command and chooses its exit code: 1 for
+/// an input that cannot be read (`PATH: CAUSE`, as in every subcommand), 2
+/// for a refused output (the command line asks to overwrite an input or to
+/// write two results to one file), 3 for everything else (environment).
+fn error_exit(e: &anyhow::Error) -> ExitCode {
+    if let Some(input) = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<input::InputError>())
+    {
+        eprintln!("{input}");
+        return ExitCode::from(1);
+    }
+    if e.chain().any(|c| c.is::<output::Refused>()) {
+        eprintln!("xaifb: {e:#}");
+        return ExitCode::from(2);
+    }
+    eprintln!("xaifb: {e:#}");
+    ExitCode::from(3)
 }
 
 fn jobs(args: &BatchArgs) -> usize {
@@ -150,16 +225,12 @@ fn jobs(args: &BatchArgs) -> usize {
 }
 
 fn exit_for(failed: usize) -> ExitCode {
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    batch::exit_code(failed)
 }
 
 /// Reads and gates one file; the error is the full report.
 fn load(input: &Path) -> std::result::Result<xaif_model::Parsed, String> {
-    let parsed = xaif_model::read_file(input).map_err(|e| e.to_string())?;
+    let parsed = input::read_document(input)?;
     xaif_model::validate_document(&parsed.document, &parsed.source).map_err(|e| e.to_string())?;
     Ok(parsed)
 }
@@ -171,16 +242,20 @@ fn roundtrip(args: RoundtripArgs) -> Result<ExitCode> {
     }
     let single = inputs.len() == 1 && args.inputs.len() == 1 && args.inputs[0].is_file();
     let to_dir = !single || args.output.is_dir();
-    let outcomes = batch::run(&inputs, jobs(&args.batch), |input, rel| {
-        let parsed = load(input)?;
-        let text = xaif_model::write_document(&parsed.document);
-        let dest = if to_dir {
+    let dest = |rel: &Path| {
+        if to_dir {
             args.output.join(rel)
         } else {
             args.output.clone()
-        };
+        }
+    };
+    batch::check_destinations(&inputs, dest)?;
+    let outcomes = batch::run(&inputs, jobs(&args.batch), |input, rel| {
+        let parsed = load(input)?;
+        let text = xaif_model::write_document(&parsed.document);
+        let dest = dest(rel);
         output::write_atomic(&dest, text.as_bytes())
-            .map_err(|e| format!("{}: {e:#}", input.display()))?;
+            .map_err(|e| batch::output_failure(input, &e))?;
         Ok(Some(format!("written to {}", dest.display())))
     });
     let failed = batch::report(&outcomes, "roundtrip", args.batch.verbose);
@@ -211,7 +286,7 @@ fn validate(args: ValidateArgs) -> Result<ExitCode> {
         let parsed = load(input)?;
         if let Some(dir) = &schema_dir {
             let xsd = schema::schema_for(&parsed.document);
-            schema::xmllint(input, dir, xsd).map_err(|e| format!("{e:#}"))?;
+            schema::xmllint_file(input, dir, xsd).map_err(|e| format!("{e:#}"))?;
             return Ok(Some(format!("valid ({xsd})")));
         }
         Ok(Some(

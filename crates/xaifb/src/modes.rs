@@ -20,6 +20,9 @@ pub fn catalogues(
     inlinable: Option<&Path>,
     noninlinable: Option<&Path>,
 ) -> Result<(Cow<'static, Catalogue>, Option<NonInlinableCatalogue>), String> {
+    for path in inlinable.iter().chain(noninlinable.iter()) {
+        crate::input::check(path).map_err(|e| e.to_string())?;
+    }
     match inlinable {
         Some(path) => xaif_linearize::catalogue::read_catalogues(path, noninlinable)
             .map(|(c, n)| (Cow::Owned(c), n))
@@ -28,7 +31,7 @@ pub fn catalogues(
             let non = match noninlinable {
                 None => None,
                 Some(path) => {
-                    let parsed = xaif_model::read_file(path).map_err(|e| e.to_string())?;
+                    let parsed = crate::input::read_document(path)?;
                     xaif_model::validate_document(&parsed.document, &parsed.source)
                         .map_err(|e| e.to_string())?;
                     match parsed.document {
@@ -58,11 +61,7 @@ pub fn read_input(
 ) -> Result<Program, String> {
     let stdin = path.as_os_str() == "-";
     let (p, source) = if stdin {
-        use std::io::Read;
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("standard input: {e}"))?;
+        let bytes = crate::input::read_stdin().map_err(|e| e.to_string())?;
         let parsed = xaif_model::read_bytes(&bytes, Some("<stdin>")).map_err(|e| e.to_string())?;
         let source = parsed.source;
         match parsed.document {
@@ -70,7 +69,7 @@ pub fn read_input(
             _ => return Err("standard input: not an XAIF program".into()),
         }
     } else {
-        xaif_model::read_program_file(path).map_err(|e| e.to_string())?
+        crate::input::read_program(path)?
     };
     // With the catalogue, every intrinsic use is also checked against its
     // entry before any transformation starts.
@@ -86,7 +85,8 @@ pub fn read_input(
         });
         match dir {
             Some(dir) if dir.join("xaif.xsd").is_file() && !stdin => {
-                crate::schema::xmllint(path, &dir, "xaif.xsd").map_err(|e| format!("{e:#}"))?;
+                crate::schema::xmllint_file(path, &dir, "xaif.xsd")
+                    .map_err(|e| format!("{e:#}"))?;
             }
             Some(dir) if !stdin => note(
                 args,
@@ -319,7 +319,7 @@ where
     };
     match run(&program) {
         Ok(out) => {
-            args.write(out)?;
+            args.write(crate::output::Outputs::new(), "", out)?;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => fail(format!("{}: {e}", args.single_input().display())),

@@ -1,65 +1,348 @@
-//! Writing result files without ever leaving a partial one behind.
+//! Writing result files: all of a job's files or none, never over an input,
+//! never a partial or leftover file.
 //!
-//! Results are written to a temporary file beside the destination and renamed
-//! into place only when complete, so a failed run leaves either the previous
-//! file or nothing. The file is not synced to disk: the rename already
-//! guarantees that no reader sees a partial file, and durability across a
-//! power loss is the file system's business; an `fsync` per file would cost
-//! more than transforming a typical input.
+//! - Every output goes to a temporary file created beside its destination
+//!   (tempfile: a unique name per job, removed when dropped) and is renamed
+//!   into place only when the job's outputs are all complete
+//!   ([`Outputs::commit`]), so a failed job leaves the previous files or
+//!   nothing, and jobs writing beside each other never share a temporary.
+//! - SIGINT and SIGTERM remove the temporaries that are still open, then end
+//!   the process by the signal as usual ([`install_signal_cleanup`]).
+//! - A destination that is the same file as an input of the run (the
+//!   program, a catalogue, `params.conf`, …; see `input.rs`) or as another
+//!   output of the same job is refused ([`Refused`], exit code 2).
+//! - A destination that exists and is not a regular file (`/dev/null`, a
+//!   FIFO) is written directly, at commit time.
+//!
+//! Files are not synced to disk: the rename already guarantees that no
+//! reader sees a partial file, and durability across a power loss is the
+//! file system's business (see `docs/decisions.md`).
 
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use anyhow::{Context, Result};
 
-/// Writes `bytes` to `path` atomically (temporary file, then rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_with(path, |f| f.write_all(bytes))
+/// An output the command line must not ask for (exit code 2): it is an
+/// input of the run, or two outputs are the same file.
+#[derive(Debug, Clone)]
+pub struct Refused(pub String);
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
-/// Writes what `fill` produces to `path` atomically: `fill` writes into a
-/// buffered temporary file as it goes (a large result never has to be held
-/// whole in memory), which is renamed into place only when `fill` and the
-/// final flush succeed, and removed otherwise.
+impl std::error::Error for Refused {}
+
+/// The identity of a file: device and inode.
+type FileId = (u64, u64);
+
+#[cfg(unix)]
+fn file_id(meta: &std::fs::Metadata) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(_meta: &std::fs::Metadata) -> Option<FileId> {
+    None
+}
+
+/// The inputs of this run, by identity, with the name they were given.
+static INPUTS: Mutex<Option<HashMap<FileId, PathBuf>>> = Mutex::new(None);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Registers `path` (with its metadata) as an input of the run: no output
+/// may be written over it.
+pub fn protect(path: &Path, meta: &std::fs::Metadata) {
+    if let Some(id) = file_id(meta) {
+        lock(&INPUTS)
+            .get_or_insert_with(HashMap::new)
+            .entry(id)
+            .or_insert_with(|| path.to_path_buf());
+    }
+}
+
+/// The input `path` is, if it exists and is one.
+fn protected(path: &Path) -> Option<PathBuf> {
+    let meta = std::fs::metadata(path).ok()?;
+    let id = file_id(&meta)?;
+    lock(&INPUTS).as_ref()?.get(&id).cloned()
+}
+
+/// Refuses `dest` when it is an input of the run.
+pub fn refuse_input(dest: &Path) -> std::result::Result<(), Refused> {
+    match protected(dest) {
+        Some(input) if input == dest => Err(Refused(format!(
+            "{}: refusing to write an output over an input of this run",
+            dest.display()
+        ))),
+        Some(input) => Err(Refused(format!(
+            "{}: refusing to write an output over an input of this run ({})",
+            dest.display(),
+            input.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `path` made absolute and with `.` and `..` resolved lexically, for
+/// comparing destinations that do not exist yet.
+pub fn normalize(path: &Path) -> PathBuf {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    };
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Temporaries that exist now, for the signal handler.
+static TEMPORARIES: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+
+/// Removes every temporary when SIGINT or SIGTERM arrives, then lets the
+/// signal end the process as it would have. Call once, at start-up.
+pub fn install_signal_cleanup() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            // Holding the lock to the end keeps workers from creating or
+            // renaming temporaries while the process ends.
+            let temps = lock(&TEMPORARIES);
+            for p in temps.iter().flatten() {
+                let _ = std::fs::remove_file(p);
+            }
+            let _ = signal_hook::low_level::emulate_default_handler(sig);
+            std::process::exit(128 + sig);
+        }
+    });
+}
+
+/// One staged output.
+enum Staged {
+    /// A temporary beside its destination, renamed at commit.
+    Temporary {
+        tmp: Option<tempfile::NamedTempFile>,
+        dest: PathBuf,
+    },
+    /// An existing special file (a device, a FIFO), written at commit.
+    Direct { bytes: Vec<u8>, dest: PathBuf },
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Staged::Temporary { tmp, .. } = self {
+            if let Some(t) = tmp.take() {
+                let mut temps = lock(&TEMPORARIES);
+                if let Some(set) = temps.as_mut() {
+                    set.remove(t.path());
+                }
+                // Removed while holding the lock, so a signal never misses it.
+                let _ = t.close();
+            }
+        }
+    }
+}
+
+/// The outputs of one job, written all or none.
+#[derive(Default)]
+pub struct Outputs {
+    staged: Vec<Staged>,
+    dests: HashSet<PathBuf>,
+}
+
+impl Outputs {
+    /// No outputs yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stages `bytes` for `dest`: checks the destination (not an input, not
+    /// another output of this job, not a directory) and writes a temporary
+    /// beside it. Nothing is visible at `dest` before [`Outputs::commit`].
+    pub fn add(&mut self, dest: &Path, bytes: &[u8]) -> Result<()> {
+        self.add_with(dest, |w| w.write_all(bytes))
+    }
+
+    /// Stages what `fill` writes for `dest`, as [`Outputs::add`]: `fill`
+    /// writes into a buffered temporary as it goes, so a large result never
+    /// has to be held whole in memory.
+    pub fn add_with(
+        &mut self,
+        dest: &Path,
+        fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        refuse_input(dest)?;
+        if !self.dests.insert(normalize(dest)) {
+            return Err(Refused(format!(
+                "{}: two outputs of one job name the same file",
+                dest.display()
+            ))
+            .into());
+        }
+        if let Ok(meta) = std::fs::metadata(dest) {
+            if meta.is_dir() {
+                anyhow::bail!("cannot write {}: it is a directory", dest.display());
+            }
+            if !meta.is_file() {
+                let mut bytes = Vec::new();
+                fill(&mut bytes).with_context(|| format!("cannot write {}", dest.display()))?;
+                self.staged.push(Staged::Direct {
+                    bytes,
+                    dest: dest.to_path_buf(),
+                });
+                return Ok(());
+            }
+        }
+        let dir = match dest.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create directory {}", dir.display()))?;
+                dir.to_path_buf()
+            }
+            None => PathBuf::from("."),
+        };
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "output".into());
+        let prefix = format!(".{name}.");
+        let tmp = {
+            let mut temps = lock(&TEMPORARIES);
+            let mut builder = tempfile::Builder::new();
+            builder.prefix(&prefix).suffix(".tmp");
+            #[cfg(unix)]
+            {
+                // Like any newly created file: 0666 less the umask (tempfile's
+                // own default, 0600, would hide results from other users).
+                use std::os::unix::fs::PermissionsExt;
+                builder.permissions(std::fs::Permissions::from_mode(0o666));
+            }
+            let tmp = builder
+                .tempfile_in(&dir)
+                .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+            temps
+                .get_or_insert_with(HashSet::new)
+                .insert(tmp.path().to_path_buf());
+            tmp
+        };
+        let mut staged = Staged::Temporary {
+            tmp: Some(tmp),
+            dest: dest.to_path_buf(),
+        };
+        if let Staged::Temporary { tmp: Some(tmp), .. } = &mut staged {
+            let path = tmp.path().to_path_buf();
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+            fill(&mut w)
+                .and_then(|()| w.flush())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        self.staged.push(staged);
+        Ok(())
+    }
+
+    /// Moves every staged output into place. When one cannot be, those
+    /// already moved are removed again and the rest are dropped, so the job
+    /// leaves none of its outputs.
+    pub fn commit(mut self) -> Result<()> {
+        let mut done: Vec<PathBuf> = Vec::new();
+        let mut failure = None;
+        for staged in &mut self.staged {
+            let result = match staged {
+                Staged::Temporary { tmp, dest } => {
+                    let mut temps = lock(&TEMPORARIES);
+                    let tmp = tmp.take().expect("staged once, committed once");
+                    let path = tmp.path().to_path_buf();
+                    let r = tmp
+                        .persist(&*dest)
+                        .map(|_| ())
+                        .map_err(|e| {
+                            let _ = e.file.close();
+                            anyhow::Error::new(e.error)
+                        })
+                        .with_context(|| format!("cannot move result into {}", dest.display()));
+                    if let Some(set) = temps.as_mut() {
+                        set.remove(&path);
+                    }
+                    r.map(|_| dest.clone())
+                }
+                Staged::Direct { bytes, dest } => std::fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(&*dest)
+                    .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()))
+                    .map(|_| PathBuf::new())
+                    .with_context(|| format!("cannot write {}", dest.display())),
+            };
+            match result {
+                Ok(p) => done.push(p),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failure {
+            for p in done.iter().filter(|p| !p.as_os_str().is_empty()) {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+/// Writes `bytes` to `path` atomically (temporary file, then rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// Writes what `fill` produces to `path` atomically, streaming into the
+/// temporary (see [`Outputs::add_with`]).
 pub fn write_atomic_with(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    if let Some(dir) = dir {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create directory {}", dir.display()))?;
-    }
-    let tmp = temporary_name(path);
-    let result = (|| -> Result<()> {
-        let f = std::fs::File::create(&tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
-        fill(&mut w)
-            .and_then(|()| w.flush())
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        drop(w);
-        std::fs::rename(&tmp, path)
-            .with_context(|| format!("cannot move result into {}", path.display()))?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-fn temporary_name(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "output".into());
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+    let mut outputs = Outputs::new();
+    outputs.add_with(path, fill)?;
+    outputs.commit()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect()
+    }
 
     #[test]
     fn writes_whole_file_and_leaves_no_temporary() {
@@ -67,12 +350,26 @@ mod tests {
         let path = dir.join("sub").join("out.xaif");
         write_atomic(&path, b"abc").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"abc");
-        let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
-            .collect();
-        assert!(leftovers.is_empty());
+        assert!(leftovers(path.parent().unwrap()).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_job_writes_all_its_outputs_or_none() {
+        let dir = std::env::temp_dir().join(format!("xaifb-output-all-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("taken")).unwrap();
+        let mut o = Outputs::new();
+        o.add(&dir.join("a.txt"), b"a").unwrap();
+        assert!(o.add(&dir.join("taken"), b"b").is_err());
+        drop(o);
+        assert!(!dir.join("a.txt").exists());
+        assert!(leftovers(&dir).is_empty());
+        // The same destination twice in one job is refused.
+        let mut o = Outputs::new();
+        o.add(&dir.join("a.txt"), b"a").unwrap();
+        let e = o.add(&dir.join("./a.txt"), b"b").unwrap_err();
+        assert!(e.downcast_ref::<Refused>().is_some());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

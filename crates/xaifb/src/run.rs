@@ -152,7 +152,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 
 /// Runs `xaifb run` on the current thread.
 fn run_here(args: RunArgs) -> Result<ExitCode> {
-    let (program, source) = match xaif_model::read_program_file(&args.file) {
+    let (program, source) = match crate::input::read_program(&args.file) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");
@@ -170,8 +170,7 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
         .or_else(|| sibling(&args.file, "params.conf"));
     let params = match &params_path {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read {}", p.display()))?;
+            let text = crate::input::read_text(p)?;
             match Params::parse(&text) {
                 // The step is checked where it is used: --h overrides it.
                 Ok(params)
@@ -197,11 +196,14 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
         .or_else(|| sibling(&args.file, "harness.json"));
     let mut spec = match &harness_path {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read {}", p.display()))?;
+            let text = crate::input::read_text(p)?;
             match HarnessSpec::parse_json(&text) {
                 Ok(spec) => spec,
-                Err(e) => return Ok(invalid(&p.display().to_string(), e)),
+                // The path names the file: not `PATH: harness.json: …`.
+                Err(e) => {
+                    let cause = e.strip_prefix("harness.json: ").unwrap_or(&e);
+                    return Ok(invalid(&p.display().to_string(), cause));
+                }
             }
         }
         None => {
@@ -293,9 +295,10 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
             Err(e) => return Ok(invalid(&file, format!("{e}{}", hint(&e.kind)))),
         }
     };
-    match &args.output {
-        Some(path) => crate::output::write_atomic(path, text.as_bytes())?,
-        None => print!("{text}"),
+    // The Jacobian file and the statistics file: both or neither.
+    let mut outputs = crate::output::Outputs::new();
+    if let Some(path) = &args.output {
+        outputs.add(path, text.as_bytes())?;
     }
     if let Some(outcome) = stats
         .as_ref()
@@ -332,7 +335,11 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
             }),
             None => serde_json::json!({ "file": file, "mode": "fd" }),
         };
-        crate::output::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        outputs.add(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    }
+    outputs.commit()?;
+    if args.output.is_none() {
+        print!("{text}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -357,8 +364,7 @@ pub struct CompareArgs {
 /// numbers.
 pub fn compare_files(args: CompareArgs) -> Result<ExitCode> {
     let read = |p: &Path| -> Result<std::result::Result<Jacobian, String>> {
-        let text =
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+        let text = crate::input::read_text(p)?;
         let name = p.display();
         Ok(match Jacobian::parse(&text) {
             Err(e) => Err(format!("{name}: {e}")),

@@ -5,11 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use xaif_elim::{Chain, Config, Effort, Extent, Filter, Goal, Method, Mode, Search, Strategy};
 use xaif_linearize::{Catalogue, FlattenOptions, TangentOptions};
 use xaif_model::{NonInlinableCatalogue, Program};
+
+use crate::output::Outputs;
 
 /// Flags of the transformation drivers.
 #[derive(Args, Clone)]
@@ -34,6 +36,9 @@ pub struct TransformArgs {
     /// Worker threads for many inputs (default: available cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Print a line for every file, not only for failures.
+    #[arg(long)]
+    pub verbose: bool,
     /// Schema directory: the output's schemaLocation names xaif_output.xsd
     /// there; with -v the input is validated against it.
     #[arg(short = 's')]
@@ -314,46 +319,38 @@ impl TransformArgs {
         result
     }
 
-    /// Writes the output program (to standard output without -o or with
-    /// `-o -`).
-    pub fn write(&self, mut p: Program) -> Result<()> {
-        match &self.output {
-            Some(path) if path.as_os_str() != "-" => self.write_to(p, path),
-            _ => {
-                use std::io::Write;
-                self.mark_output(&mut p);
-                let stdout = std::io::stdout();
-                let mut lock = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-                xaif_model::write_program_to(&p, &mut lock)?;
-                lock.flush()?;
-                release(p);
-                Ok(())
-            }
+    /// Writes the output program together with the job's other outputs
+    /// (the -d file with `debug`, and what `outputs` holds): all or none.
+    /// The program is streamed into its temporary file, or to standard
+    /// output without -o or with `-o -`.
+    pub fn write(&self, mut outputs: Outputs, debug: &str, mut p: Program) -> Result<()> {
+        self.mark_output(&mut p);
+        if let Some(path) = &self.debug_file {
+            outputs.add(path, debug.as_bytes())?;
         }
+        let file = self.output.as_ref().filter(|p| p.as_os_str() != "-");
+        if let Some(path) = file {
+            outputs.add_with(path, |w| xaif_model::write_program_to(&p, w))?;
+        }
+        outputs.commit()?;
+        if file.is_none() {
+            use std::io::Write;
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, crate::console::Stdout);
+            xaif_model::write_program_to(&p, &mut out)?;
+            out.flush()?;
+        }
+        release(p);
+        Ok(())
     }
 
-    /// Writes debug output: the records `-T` selects.
-    pub fn debug(&self, text: &str) -> Result<()> {
+    /// Debug output, the records `-T` selects: kept in `buffer` for the
+    /// -d file, or printed to standard error.
+    pub fn debug(&self, buffer: &mut String, text: &str) {
         let text = crate::modes::select_debug(self.reference.tags.as_deref(), text);
-        if text.is_empty() {
-            return Ok(());
-        }
         let text = text.as_str();
         match &self.debug_file {
-            Some(path) => {
-                use std::io::Write;
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .with_context(|| format!("cannot open {}", path.display()))?;
-                f.write_all(text.as_bytes())?;
-                Ok(())
-            }
-            None => {
-                eprint!("{text}");
-                Ok(())
-            }
+            Some(_) => buffer.push_str(text),
+            None => eprint!("{text}"),
         }
     }
 }
@@ -371,18 +368,18 @@ fn release(p: Program) {
 /// Whether this process transforms one file (see [`release`]).
 static ONE_FILE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-fn write_dots(dir: &Path, dots: &[xaif_linearize::tangent::DotGraph]) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+fn write_dots(
+    outputs: &mut Outputs,
+    dir: &Path,
+    dots: &[xaif_linearize::tangent::DotGraph],
+) -> Result<()> {
     for d in dots {
-        crate::output::write_atomic(
+        outputs.add(
             &dir.join(format!("{}_before.dot", d.name)),
             d.before.as_bytes(),
         )?;
         if let Some(after) = &d.after {
-            crate::output::write_atomic(
-                &dir.join(format!("{}_after.dot", d.name)),
-                after.as_bytes(),
-            )?;
+            outputs.add(&dir.join(format!("{}_after.dot", d.name)), after.as_bytes())?;
         }
     }
     Ok(())
@@ -419,6 +416,7 @@ where
     if inputs.is_empty() {
         bail!("no .xaif files found");
     }
+    crate::batch::check_destinations(&inputs, |rel| out_dir.join(rel))?;
     let jobs = common.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -430,15 +428,11 @@ where
         let dest = out_dir.join(rel);
         common
             .write_to(result, &dest)
-            .map_err(|e| format!("{}: {e:#}", input.display()))?;
+            .map_err(|e| crate::batch::output_failure(input, &e))?;
         Ok(Some(format!("written to {}", dest.display())))
     });
-    let failed = crate::batch::report(&outcomes, verb, false);
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    let failed = crate::batch::report(&outcomes, verb, common.verbose);
+    Ok(crate::batch::exit_code(failed))
 }
 
 /// Runs `xaifb tangent`.
@@ -477,6 +471,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
         Ok(r) => r,
         Err(e) => return fail(format!("{}: {e}", args.single_input().display())),
     };
+    let (mut outputs, mut debug) = (Outputs::new(), String::new());
     if args.debug_mask & 64 != 0 {
         let mut text = String::new();
         for r in &result.stats.routines {
@@ -494,7 +489,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
                 r.routine, t.multiplications, t.additions, t.subtractions, t.divisions
             ));
         }
-        args.debug(&text)?;
+        args.debug(&mut debug, &text);
     }
     if args.debug_mask & 8 != 0 {
         let mut text = String::new();
@@ -504,10 +499,10 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
                 text.push_str(&format!("// {} after elimination\n{a}\n", d.name));
             }
         }
-        args.debug(&text)?;
+        args.debug(&mut debug, &text);
     }
     if let Some(dir) = &args.dot {
-        write_dots(dir, &result.dots)?;
+        write_dots(&mut outputs, dir, &result.dots)?;
     }
     crate::modes::render_graphs(&args, &result.dots)?;
     if let Some(path) = &args.stats_json {
@@ -517,16 +512,19 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
             "routines": result.stats.routines,
             "total": result.stats.total,
         });
-        crate::output::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        outputs.add(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
-    args.write(result.program)?;
     release(program);
     if args.debug_mask & 16 != 0 {
-        args.debug(&format!(
-            "timing: tangent transformation {:.3} ms\n",
-            start.elapsed().as_secs_f64() * 1e3
-        ))?;
+        args.debug(
+            &mut debug,
+            &format!(
+                "timing: tangent transformation {:.3} ms\n",
+                start.elapsed().as_secs_f64() * 1e3
+            ),
+        );
     }
+    args.write(outputs, &debug, result.program)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -589,6 +587,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         Ok(r) => r,
         Err(e) => return fail(format!("{}: {e}", common.single_input().display())),
     };
+    let (mut outputs, mut debug) = (Outputs::new(), String::new());
     let stats = &result.transformed.stats;
     if common.debug_mask & 64 != 0 {
         let mut text = String::new();
@@ -609,7 +608,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
                 if tp.structured { "structured" } else { "unstructured" }
             ));
         }
-        common.debug(&text)?;
+        common.debug(&mut debug, &text);
     }
     if let Some(path) = &common.stats_json {
         let report = serde_json::json!({
@@ -619,15 +618,18 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
             "total": stats.total,
             "tapes": result.tapes,
         });
-        crate::output::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        outputs.add(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
-    common.write(result.transformed.program)?;
     release(program);
     if common.debug_mask & 16 != 0 {
-        common.debug(&format!(
-            "timing: adjoint transformation {:.3} ms\n",
-            start.elapsed().as_secs_f64() * 1e3
-        ))?;
+        common.debug(
+            &mut debug,
+            &format!(
+                "timing: adjoint transformation {:.3} ms\n",
+                start.elapsed().as_secs_f64() * 1e3
+            ),
+        );
     }
+    common.write(outputs, &debug, result.transformed.program)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -115,11 +115,18 @@ fn bad_input_gives_a_located_error_and_no_output() {
         xaifb().args(["roundtrip"]).output().unwrap().status.code(),
         Some(2)
     );
+    // A missing input is an input that cannot be processed (exit code 1,
+    // as in every subcommand); an empty directory is an environment error.
     let missing = xaifb()
         .args(["validate", "/nonexistent/x.xaif"])
         .output()
         .unwrap();
-    assert_eq!(missing.status.code(), Some(3));
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr)
+        .contains("/nonexistent/x.xaif: no such file or directory"));
+    let empty = scratch("empty");
+    let none = xaifb().arg("validate").arg(&empty).output().unwrap();
+    assert_eq!(none.status.code(), Some(3));
 }
 
 #[test]
