@@ -573,66 +573,57 @@ pub fn preaccumulate(
     Ok(result)
 }
 
-/// For every node of a right-hand side, the first variable reference of
-/// each rank among its arguments (in [`crate::dag::Dag::postorder`] from
-/// the node), built in one pass: asking [`like_ref`] node by node walked the
-/// node's whole subexpression each time, quadratic in the depth of an
-/// array-valued expression.
+/// For every node of a right-hand side, its [`like_ref`] (the first
+/// variable reference of its rank reached through elementwise operations
+/// of that rank), built in one pass: asking [`like_ref`] node by node
+/// walked the node's whole subexpression each time, quadratic in the depth
+/// of an array-valued expression.
 struct LikeRefs {
-    /// `(rank, node)` pairs of each node reachable from the root; `None`
-    /// for the others.
-    first: Vec<Option<Vec<(usize, usize)>>>,
+    /// The node holding the reference, for each node reachable from the
+    /// root; `None` for the others.
+    first: Vec<Option<Option<usize>>>,
 }
 
 impl LikeRefs {
     fn new(dag: &crate::dag::Dag, types: &[(ValueType, Shape)]) -> LikeRefs {
-        let mut first: Vec<Option<Vec<(usize, usize)>>> = vec![None; dag.nodes.len()];
+        let mut first: Vec<Option<Option<usize>>> = vec![None; dag.nodes.len()];
         if types.iter().all(|(_, s)| s.rank == 0) {
             // All scalar: no temporary needs a model.
             return LikeRefs { first };
         }
-        // Arguments before users: a node's list merges its arguments' in
-        // position order, which is the order the walk from it meets them.
+        // Arguments before users: a node takes the first of its arguments
+        // of its own rank that has one, which is what the walk from it
+        // meets first.
+        let rank = |n: usize| types.get(n).map_or(0, |(_, s)| s.rank);
         for n in dag.postorder(dag.root) {
-            let mut list: Vec<(usize, usize)> = Vec::new();
-            match &dag.nodes[n] {
-                Node::Var(_) => {
-                    if let Some((_, s)) = types.get(n) {
-                        if s.rank > 0 {
-                            list.push((s.rank, n));
-                        }
+            let want = rank(n);
+            let found = if want == 0 {
+                None
+            } else {
+                match &dag.nodes[n] {
+                    Node::Var(_) => Some(n),
+                    Node::Op { attrs, args, .. }
+                        if elementwise(attrs.get("name").unwrap_or("")) =>
+                    {
+                        args.iter()
+                            .filter(|&&a| rank(a) == want)
+                            .find_map(|&a| first[a].flatten())
                     }
+                    _ => None,
                 }
-                Node::Op { args, .. } => {
-                    for &a in args {
-                        for &(rank, m) in first[a].as_deref().unwrap_or_default() {
-                            if !list.iter().any(|(r, _)| *r == rank) {
-                                list.push((rank, m));
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
-            first[n] = Some(list);
+            };
+            first[n] = Some(found);
         }
         LikeRefs { first }
     }
 
     /// [`like_ref`] of `n`, from the table when `n` is in it.
     fn get(&self, dag: &crate::dag::Dag, n: usize, types: &[(ValueType, Shape)]) -> Option<VarRef> {
-        let want = types.get(n)?.1.rank;
-        if want == 0 {
-            return None;
-        }
         match self.first.get(n) {
-            Some(Some(list)) => {
-                let &(_, m) = list.iter().find(|(r, _)| *r == want)?;
-                match &dag.nodes[m] {
-                    Node::Var(r) => Some(r.clone()),
-                    _ => None,
-                }
-            }
+            Some(Some(found)) => match &dag.nodes[(*found)?] {
+                Node::Var(r) => Some(r.clone()),
+                _ => None,
+            },
             _ => like_ref(dag, n, types),
         }
     }
