@@ -189,6 +189,13 @@ pub fn xmllint(bytes: &[u8], name: &str, schema_dir: &Path, xsd: &str) -> Result
         return Ok(());
     }
     let msg = String::from_utf8_lossy(&messages);
+    if is_out_of_memory(&msg) {
+        // A limit of xmllint's, not a verdict on the file.
+        bail!(
+            "{name}: xmllint did not finish schema validation: it ran out of memory on {} bytes (the file was not found invalid; validate it where more memory is available)",
+            bytes.len()
+        );
+    }
     let lines: Vec<String> = msg
         .lines()
         .filter(|l| !l.trim().is_empty() && l.trim() != "- fails to validate")
@@ -201,6 +208,13 @@ pub fn xmllint(bytes: &[u8], name: &str, schema_dir: &Path, xsd: &str) -> Result
         bail!("{name}: xmllint failed ({status})");
     }
     bail!("{}", lines.join("\n"))
+}
+
+/// Whether xmllint's messages say that it ran out of memory (libxml2's
+/// `out of memory error`, `Memory allocation failed`), which says nothing
+/// about the document.
+fn is_out_of_memory(messages: &str) -> bool {
+    messages.contains("out of memory") || messages.contains("Memory allocation failed")
 }
 
 #[cfg(test)]

@@ -370,6 +370,41 @@ fn fake_xmllint(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     (PathBuf::from(path), schema, log)
 }
 
+/// xmllint running out of memory (libxml2 says so as a parser error at a
+/// line) is named as xmllint's limit, not reported as an invalid file.
+#[test]
+fn xmllint_out_of_memory_is_not_an_invalid_file() {
+    let dir = scratch("xmllint-oom");
+    let (_, schema, _) = fake_xmllint(&dir);
+    let script = dir.join("bin/xmllint");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo fake; exit 0; fi\ncat > /dev/null\necho '-:3: parser error : out of memory error' >&2\necho '- fails to validate' >&2\nexit 1\n",
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = run(
+        xaifb()
+            .env("PATH", &path)
+            .args(["validate", "--schema"])
+            .arg(&schema)
+            .arg(program()),
+        20,
+    );
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("xmllint did not finish schema validation: it ran out of memory")
+            && e.contains("seed_cfr.xaif")
+            && !e.contains("parser error"),
+        "{e}"
+    );
+}
+
 /// xmllint runs under a timeout named in the error, without network and on
 /// the bytes xaifb checked; the model checks come first.
 #[test]
