@@ -296,3 +296,36 @@ fn validate(args: ValidateArgs) -> Result<ExitCode> {
     let failed = batch::report(&outcomes, "validate", args.batch.verbose);
     Ok(exit_for(failed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The elimination configuration a command line asks for.
+    fn elimination(args: &[&str]) -> xaif_elim::Config {
+        let cli = Cli::try_parse_from(args).expect("a valid command line");
+        let Command::Tangent(t) = cli.command else {
+            panic!("not a tangent command line");
+        };
+        t.elimination().expect("a valid configuration")
+    }
+
+    /// `-a` (with `--seed`), `-R` and `-m` reach the elimination search,
+    /// whose tests show each changing results where it pays off
+    /// (`xaif-elim/tests/optimize.rs`); without them the search does
+    /// neither.
+    #[test]
+    fn search_flags_reach_the_elimination() {
+        let plain = elimination(&["xaifb", "tangent", "in.xaif"]);
+        assert!(!plain.search.randomized && !plain.search.rerouting);
+        assert!(!plain.search.allow_maintaining);
+        let set = elimination(&[
+            "xaifb", "tangent", "-a", "--seed", "7", "-R", "-m", "in.xaif",
+        ]);
+        assert!(set.search.randomized && set.search.rerouting && set.search.allow_maintaining);
+        assert_eq!(set.search.seed, 7);
+        let grouped = elimination(&["xaifb", "tangent", "-aRm", "in.xaif"]);
+        assert!(grouped.search.randomized && grouped.search.rerouting);
+        assert!(grouped.search.allow_maintaining);
+    }
+}
