@@ -526,6 +526,18 @@ pub fn adjoint_block(
     Ok(block)
 }
 
+/// `oad_convert(temp, value)`, and for an active temporary `ZeroDeriv(temp)`:
+/// what a fresh temporary of a reverse call needs before it (the callee
+/// may run its forward sweep again from it in joint mode, and must not
+/// see an adjoint of an earlier use).
+fn give_value(t: &mut Target<'_>, temp: &VarRef, value: ArgValue, active: bool) -> Vec<StmtId> {
+    let mut out = vec![call(t.out, t.names, "oad_convert", vec![var(temp), value])];
+    if active {
+        out.push(call(t.out, t.names, "ZeroDeriv", vec![var(temp)]));
+    }
+    out
+}
+
 /// A call, a marker or a direct action: taping and adjoint forms.
 fn single(
     ctx: &Ctx<'_>,
@@ -579,18 +591,8 @@ fn single(
                                     &arg.shape,
                                     arg.active,
                                 );
-                                allocations.push(call(
-                                    t.out,
-                                    t.names,
-                                    "oad_convert",
-                                    vec![var(&temp.var), ArgValue::Constant(constant.clone())],
-                                ));
-                                allocations.push(call(
-                                    t.out,
-                                    t.names,
-                                    "ZeroDeriv",
-                                    vec![var(&temp.var)],
-                                ));
+                                let value = ArgValue::Constant(constant.clone());
+                                allocations.extend(give_value(t, &temp.var, value, arg.active));
                                 ArgValue::Variable(temp.var)
                             }
                             None => ArgValue::Constant(constant.clone()),
@@ -628,20 +630,12 @@ fn single(
                                 } else {
                                     index.adjoint_ref(ctx, t, &arg.like)
                                 };
-                                allocations.push(call(
-                                    t.out,
-                                    t.names,
-                                    "oad_convert",
-                                    vec![var(&temp.var), var(&source)],
+                                allocations.extend(give_value(
+                                    t,
+                                    &temp.var,
+                                    var(&source),
+                                    arg.active,
                                 ));
-                                if arg.active {
-                                    allocations.push(call(
-                                        t.out,
-                                        t.names,
-                                        "ZeroDeriv",
-                                        vec![var(&temp.var)],
-                                    ));
-                                }
                                 if arg.element {
                                     temp.var
                                 } else {
