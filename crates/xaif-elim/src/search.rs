@@ -128,6 +128,20 @@ fn within(work: &Work, ops_limit: i64) -> bool {
     work.cost_split().is_some_and(|(ops, _)| ops <= ops_limit)
 }
 
+/// The proof and the bound an A* search leaves: proven when it ran out of
+/// open states within its budget, bounded by the cheapest open state (or
+/// by the best found).
+fn settle(
+    result: &mut Exact,
+    open: &BinaryHeap<(Reverse<i64>, Reverse<u32>)>,
+    exhausted: bool,
+    best_cost: i64,
+) {
+    let open_bound = open.iter().map(|(Reverse(f), _)| *f).min();
+    result.proven = exhausted && open_bound.is_none();
+    result.lower_bound = open_bound.map_or(best_cost, |b| b.min(best_cost));
+}
+
 /// What an exact search established.
 #[derive(Clone, Debug)]
 pub(crate) struct Exact {
@@ -239,11 +253,10 @@ pub(crate) fn exact_vertices(
                 parent: id,
                 vertex: v,
             });
+            // (`stop` is only kept when it beats the best, within the limit.)
             if let Some(stop) = stop {
-                if child_g + stop < best_cost {
-                    best_cost = child_g + stop;
-                    best_node = Some(child);
-                }
+                best_cost = child_g + stop;
+                best_node = Some(child);
             }
             if child_g + h < best_cost {
                 open.push((Reverse(child_g + h), Reverse(child)));
@@ -251,12 +264,7 @@ pub(crate) fn exact_vertices(
         }
     }
     work.undo_to(base);
-    let open_bound = open.iter().map(|(Reverse(f), _)| *f).min();
-    result.proven = exhausted && open_bound.is_none();
-    result.lower_bound = match open_bound {
-        Some(b) => b.min(best_cost),
-        None => best_cost,
-    };
+    settle(&mut result, &open, exhausted, best_cost);
     if let Some(mut id) = best_node {
         let mut path = Vec::new();
         while id != 0 && id != u32::MAX {
@@ -392,11 +400,10 @@ pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, ops_limit: i64, budge
                 step: m,
                 depth: node.depth + 1,
             });
+            // (`stop` is only kept when it beats the best, within the limit.)
             if let Some(stop) = stop {
-                if child_g + stop < best_cost {
-                    best_cost = child_g + stop;
-                    best_node = Some(child);
-                }
+                best_cost = child_g + stop;
+                best_node = Some(child);
             }
             if child_g + h < best_cost {
                 open.push((Reverse(child_g + h), Reverse(child)));
@@ -404,12 +411,7 @@ pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, ops_limit: i64, budge
         }
     }
     work.undo_to(base);
-    let open_bound = open.iter().map(|(Reverse(f), _)| *f).min();
-    result.proven = exhausted && open_bound.is_none();
-    result.lower_bound = match open_bound {
-        Some(b) => b.min(best_cost),
-        None => best_cost,
-    };
+    settle(&mut result, &open, exhausted, best_cost);
     if let Some(id) = best_node {
         result.best = Some((node_path(&nodes, id), best_cost));
     }
