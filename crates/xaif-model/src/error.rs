@@ -216,6 +216,25 @@ pub enum ErrorKind {
         /// The position taken twice.
         position: i64,
     },
+    /// A call with two arguments at one position.
+    #[error("the call of `{routine}` has two arguments at position {position}")]
+    CallPositionTaken {
+        /// The called routine's symbol.
+        routine: CompactString,
+        /// The position taken twice.
+        position: i64,
+    },
+    /// A call passing an argument where the called routine (defined in the
+    /// file) has no formal argument.
+    #[error("the call of `{routine}` passes an argument at position {position}, but `{routine}` has {formals} formal argument(s)")]
+    CallPositionNoFormal {
+        /// The called routine's symbol.
+        routine: CompactString,
+        /// The position without a formal.
+        position: i64,
+        /// How many formal arguments the routine has.
+        formals: usize,
+    },
     /// An expression graph that does not compute one value.
     #[error("expression graph has {roots} result vertices; exactly one is required")]
     ExpressionRoots {

@@ -14,6 +14,9 @@
 //!   `do_chain` keys exist in their maps;
 //! - expression graphs are acyclic, have one result vertex, and every
 //!   operation has its arguments at positions 1..k exactly once;
+//! - a call passes at most one argument per position, and a call of a
+//!   routine defined in the file passes none where the routine has no
+//!   formal argument;
 //! - every non-empty control flow graph has exactly one `Entry` and one
 //!   `Exit`;
 //! - the attributes the engine interprets parse (integers, booleans, enums).
@@ -288,6 +291,8 @@ struct Gate<'a> {
     duud_keys: Option<FxHashSet<&'a str>>,
     do_keys: Option<FxHashSet<&'a str>>,
     statement_ids_are_keys: bool,
+    /// Formal argument counts of the file's routines, by symbol and scope.
+    formals: FxHashMap<(&'a str, &'a str), usize>,
 }
 
 impl<'a> Gate<'a> {
@@ -301,6 +306,7 @@ impl<'a> Gate<'a> {
             duud_keys: None,
             do_keys: None,
             statement_ids_are_keys: true,
+            formals: FxHashMap::default(),
         }
     }
 
@@ -513,6 +519,18 @@ impl<'a> Gate<'a> {
             self.edge_ends(attrs, "CallGraphEdge", RefKind::CallGraphEdgeEnd, |id| {
                 routine_ids.contains_key(id)
             });
+        }
+        for item in &p.items {
+            if let CallGraphItem::Routine(r) = item {
+                let routine = &p.routines[*r];
+                if let (Some(sym), Some(scope)) = (
+                    routine.attrs.get("symbol_id"),
+                    routine.attrs.get("scope_id"),
+                ) {
+                    let n = routine.arguments.as_ref().map_or(0, |a| a.args.len());
+                    self.formals.entry((sym, scope)).or_insert(n);
+                }
+            }
         }
         for item in &p.items {
             if let CallGraphItem::Routine(r) = item {
@@ -961,16 +979,65 @@ impl<'a> Gate<'a> {
             }
             StmtKind::SubroutineCall(args) => {
                 self.symbol_pair(&s.attrs, element);
+                let callee = s.attrs.get("symbol_id").unwrap_or("");
+                let formals = s
+                    .attrs
+                    .get("scope_id")
+                    .and_then(|scope| self.formals.get(&(callee, scope)).copied());
+                let mut taken = FxHashSet::default();
                 for a in args {
                     self.call_arg(a);
+                    let Some(pos) = a.attrs.int("position") else {
+                        continue;
+                    };
+                    // Each position once; passes and the back end index the
+                    // actuals by position.
+                    if !taken.insert(pos) {
+                        self.push(
+                            &a.attrs,
+                            "Argument",
+                            ErrorKind::CallPositionTaken {
+                                routine: callee.into(),
+                                position: pos,
+                            },
+                        );
+                    } else if let Some(n) = formals {
+                        if pos >= 1 && usize::try_from(pos).map_or(true, |p| p > n) {
+                            self.push(
+                                &a.attrs,
+                                "Argument",
+                                ErrorKind::CallPositionNoFormal {
+                                    routine: callee.into(),
+                                    position: pos,
+                                    formals: n,
+                                },
+                            );
+                        }
+                    }
                 }
             }
             StmtKind::Marker => {}
             StmtKind::InlinableCall(args) => {
                 self.required(&s.attrs, element, "subroutine_name");
+                let callee = s.attrs.get("subroutine_name").unwrap_or("");
+                let mut taken = FxHashSet::default();
                 for a in args {
                     match a {
-                        InlinableArg::Argument(a) => self.call_arg(a),
+                        InlinableArg::Argument(a) => {
+                            self.call_arg(a);
+                            if let Some(pos) = a.attrs.int("position") {
+                                if !taken.insert(pos) {
+                                    self.push(
+                                        &a.attrs,
+                                        "Argument",
+                                        ErrorKind::CallPositionTaken {
+                                            routine: callee.into(),
+                                            position: pos,
+                                        },
+                                    );
+                                }
+                            }
+                        }
                         InlinableArg::Substitute(v) => {
                             self.integer(&v.attrs, "ArgumentSubstitute", "position", true);
                             self.var_ref(v, "ArgumentSubstitute");

@@ -31,6 +31,7 @@ macro_rules! eprintln {
 
 mod analyze;
 mod batch;
+mod cleanup;
 mod compat;
 mod console;
 mod input;
@@ -145,10 +146,67 @@ struct ValidateArgs {
     batch: BatchArgs,
 }
 
+/// The command line, parsed by a command that holds only the subcommand
+/// named on it: clap builds every argument of every subcommand it knows
+/// before parsing, and for the one process per file that OpenAD runs that
+/// was a twentieth of the run. Anything this quick parse does not accept
+/// (help, version, errors, no or an unknown subcommand) is parsed again by
+/// the whole command, so what a user sees is the whole command's output.
+fn parse_cli() -> Cli {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    quick_parse(&args).unwrap_or_else(|| Cli::parse_from(&args))
+}
+
+/// [`parse_cli`]'s quick parse: `None` when it does not apply or fails.
+fn quick_parse(args: &[std::ffi::OsString]) -> Option<Cli> {
+    use clap::FromArgMatches;
+    // The first word that is neither an option nor the value of a global
+    // option names the subcommand.
+    let mut words = args.iter().skip(1);
+    let name = loop {
+        let w = words.next()?.to_str()?;
+        match w {
+            "--max-input-size" | "--xmllint-timeout" => {
+                words.next()?;
+            }
+            _ if w.starts_with('-') => {}
+            _ => break w,
+        }
+    };
+    let root = quick_command(name)?;
+    let matches = root.try_get_matches_from(args).ok()?;
+    Cli::from_arg_matches(&matches).ok()
+}
+
+/// The command [`quick_parse`] parses with when `name` is the subcommand:
+/// the root's global options and that one subcommand.
+fn quick_command(name: &str) -> Option<clap::Command> {
+    let sub = |name: &'static str| clap::Command::new(name);
+    let sub = match name {
+        "tangent" => transform::TransformArgs::augment_args(sub("tangent")),
+        "trace" => transform::TransformArgs::augment_args(sub("trace")),
+        "typechange" => transform::TransformArgs::augment_args(sub("typechange")),
+        "adjoint" => transform::AdjointArgs::augment_args(sub("adjoint")),
+        "roundtrip" => RoundtripArgs::augment_args(sub("roundtrip")),
+        "validate" => ValidateArgs::augment_args(sub("validate")),
+        "run" => run::RunArgs::augment_args(sub("run")),
+        "compare" => run::CompareArgs::augment_args(sub("compare")),
+        "analyze" => analyze::AnalyzeArgs::augment_args(sub("analyze")),
+        _ => return None,
+    };
+    let root = Limits::augment_args(
+        clap::Command::new("xaifb")
+            .args_override_self(true)
+            .subcommand_required(true),
+    )
+    .subcommand(sub.args_override_self(true));
+    Some(root)
+}
+
 fn main() -> ExitCode {
     batch::install_panic_hook();
     output::install_signal_cleanup();
-    let cli = Cli::parse();
+    let cli = parse_cli();
     if let Some(n) = cli.limits.max_input_size {
         input::set_max_input_size(n);
     }
@@ -300,6 +358,126 @@ fn validate(args: ValidateArgs) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The quick parse defines every subcommand's arguments exactly as the
+    /// whole command does, and parses command lines to the same matches;
+    /// what it refuses goes to the whole command.
+    #[test]
+    fn quick_parse_is_the_whole_parse() {
+        let mut full = Cli::command();
+        full.build();
+        let names = [
+            "tangent",
+            "trace",
+            "typechange",
+            "adjoint",
+            "roundtrip",
+            "validate",
+            "run",
+            "compare",
+            "analyze",
+        ];
+        let describe = |c: &clap::Command| {
+            // The display order of the global options only matters to
+            // help, which the whole command prints.
+            let mut v: Vec<String> = c
+                .get_arguments()
+                .map(|a| {
+                    if a.is_global_set() {
+                        format!("{:?}", a.clone().display_order(0))
+                    } else {
+                        format!("{a:?}")
+                    }
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        for name in names {
+            let mut quick = quick_command(name).expect("a quick command");
+            quick.build();
+            let q = quick.find_subcommand(name).expect("the subcommand");
+            let f = full.find_subcommand(name).expect("the subcommand");
+            let (dq, df) = (describe(q), describe(f));
+            let only_quick: Vec<_> = dq.iter().filter(|a| !df.contains(a)).collect();
+            let only_whole: Vec<_> = df.iter().filter(|a| !dq.contains(a)).collect();
+            assert!(
+                only_quick.is_empty() && only_whole.is_empty(),
+                "{name}: quick {only_quick:#?}, whole {only_whole:#?}"
+            );
+            assert_eq!(
+                q.is_args_override_self(),
+                f.is_args_override_self(),
+                "{name}"
+            );
+        }
+        for name in ["shims", "completions", "man", "help", "nosuch"] {
+            assert!(quick_command(name).is_none(), "{name}");
+        }
+        let lines: &[&[&str]] = &[
+            &[
+                "xaifb", "tangent", "-i", "a.xaif", "-o", "b.xaif", "-S", "-A", "2",
+            ],
+            &[
+                "xaifb",
+                "--max-input-size",
+                "1M",
+                "tangent",
+                "a.xaif",
+                "-o",
+                "x",
+                "-o",
+                "y",
+            ],
+            &[
+                "xaifb", "adjoint", "-I", "-aRm", "--seed", "3", "--effort", "max", "a.xaif",
+            ],
+            &[
+                "xaifb",
+                "run",
+                "f.xaif",
+                "--mode",
+                "split",
+                "--xmllint-timeout",
+                "3",
+            ],
+            &[
+                "xaifb",
+                "validate",
+                "--schema",
+                "s",
+                "d",
+                "--jobs",
+                "2",
+                "--verbose",
+            ],
+            &["xaifb", "compare", "a", "b"],
+            &["xaifb", "analyze", "a.xaif"],
+            &["xaifb", "roundtrip", "a.xaif", "-o", "b"],
+        ];
+        for line in lines {
+            let whole = Cli::command().try_get_matches_from(*line).expect("parses");
+            let quick = quick_command(line[line.iter().position(|w| names.contains(w)).unwrap()])
+                .unwrap()
+                .try_get_matches_from(*line)
+                .expect("parses");
+            assert_eq!(
+                format!("{:?}", whole.subcommand()),
+                format!("{:?}", quick.subcommand()),
+                "{line:?}"
+            );
+            assert!(quick_parse(&line.iter().map(Into::into).collect::<Vec<_>>()).is_some());
+        }
+        // Help and errors are left to the whole command.
+        for line in [
+            &["xaifb", "tangent", "--help"][..],
+            &["xaifb", "tangent", "--nosuch"],
+            &["xaifb", "--version"],
+            &["xaifb"],
+        ] {
+            assert!(quick_parse(&line.iter().map(Into::into).collect::<Vec<_>>()).is_none());
+        }
+    }
 
     /// The elimination configuration a command line asks for.
     fn elimination(args: &[&str]) -> xaif_elim::Config {

@@ -117,28 +117,11 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Temporaries that exist now, for the signal handler.
-static TEMPORARIES: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
-
 /// Removes every temporary when SIGINT or SIGTERM arrives, then lets the
-/// signal end the process as it would have. Call once, at start-up.
+/// signal end the process as it would have. Call once, at start-up; the
+/// work is done in the signal handler (see `cleanup.rs`), no thread waits.
 pub fn install_signal_cleanup() {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
-        return;
-    };
-    std::thread::spawn(move || {
-        if let Some(sig) = signals.forever().next() {
-            // Holding the lock to the end keeps workers from creating or
-            // renaming temporaries while the process ends.
-            let temps = lock(&TEMPORARIES);
-            for p in temps.iter().flatten() {
-                let _ = std::fs::remove_file(p);
-            }
-            let _ = signal_hook::low_level::emulate_default_handler(sig);
-            std::process::exit(128 + sig);
-        }
-    });
+    crate::cleanup::install();
 }
 
 /// One staged output.
@@ -146,6 +129,8 @@ enum Staged {
     /// A temporary beside its destination, renamed at commit.
     Temporary {
         tmp: Option<tempfile::NamedTempFile>,
+        /// The temporary's entry in the signal handler's list.
+        registration: Option<crate::cleanup::Registration>,
         dest: PathBuf,
     },
     /// An existing special file (a device, a FIFO), written at commit.
@@ -154,15 +139,15 @@ enum Staged {
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        if let Staged::Temporary { tmp, .. } = self {
+        if let Staged::Temporary {
+            tmp, registration, ..
+        } = self
+        {
             if let Some(t) = tmp.take() {
-                let mut temps = lock(&TEMPORARIES);
-                if let Some(set) = temps.as_mut() {
-                    set.remove(t.path());
-                }
-                // Removed while holding the lock, so a signal never misses it.
                 let _ = t.close();
             }
+            // Unregistered once the file is gone, so a signal never misses it.
+            registration.take();
         }
     }
 }
@@ -230,27 +215,31 @@ impl Outputs {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "output".into());
         let prefix = format!(".{name}.");
-        let tmp = {
-            let mut temps = lock(&TEMPORARIES);
-            let mut builder = tempfile::Builder::new();
-            builder.prefix(&prefix).suffix(".tmp");
-            #[cfg(unix)]
-            {
-                // Like any newly created file: 0666 less the umask (tempfile's
-                // own default, 0600, would hide results from other users).
-                use std::os::unix::fs::PermissionsExt;
-                builder.permissions(std::fs::Permissions::from_mode(0o666));
-            }
-            let tmp = builder
-                .tempfile_in(&dir)
-                .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-            temps
-                .get_or_insert_with(HashSet::new)
-                .insert(tmp.path().to_path_buf());
-            tmp
-        };
+        let mut registration = None;
+        let tmp = tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(".tmp")
+            .make_in(&dir, |path| {
+                let (file, reg) = crate::cleanup::create(path, |path| {
+                    let mut o = std::fs::OpenOptions::new();
+                    o.write(true).create_new(true);
+                    #[cfg(unix)]
+                    {
+                        // Like any newly created file: 0666 less the umask
+                        // (tempfile's own default, 0600, would hide results
+                        // from other users).
+                        use std::os::unix::fs::OpenOptionsExt;
+                        o.mode(0o666);
+                    }
+                    o.open(path)
+                })?;
+                registration = Some(reg);
+                Ok(file)
+            })
+            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
         let mut staged = Staged::Temporary {
             tmp: Some(tmp),
+            registration,
             dest: dest.to_path_buf(),
         };
         if let Staged::Temporary { tmp: Some(tmp), .. } = &mut staged {
@@ -272,10 +261,12 @@ impl Outputs {
         let mut failure = None;
         for staged in &mut self.staged {
             let result = match staged {
-                Staged::Temporary { tmp, dest } => {
-                    let mut temps = lock(&TEMPORARIES);
+                Staged::Temporary {
+                    tmp,
+                    registration,
+                    dest,
+                } => {
                     let tmp = tmp.take().expect("staged once, committed once");
-                    let path = tmp.path().to_path_buf();
                     let r = tmp
                         .persist(&*dest)
                         .map(|_| ())
@@ -284,9 +275,8 @@ impl Outputs {
                             anyhow::Error::new(e.error)
                         })
                         .with_context(|| format!("cannot move result into {}", dest.display()));
-                    if let Some(set) = temps.as_mut() {
-                        set.remove(&path);
-                    }
+                    // Unregistered once the temporary is renamed or removed.
+                    registration.take();
                     r.map(|_| dest.clone())
                 }
                 Staged::Direct { bytes, dest } => std::fs::OpenOptions::new()

@@ -283,6 +283,7 @@ fn do_loop(lo: &str, hi: &str, step: &str, body: &[String], after: &[String]) ->
 
 /// A routine: its Fortran name, scope id, symbols (XML), formals by
 /// position and control flow graph.
+#[derive(Clone)]
 struct Routine {
     name: &'static str,
     scope: u32,
@@ -1026,11 +1027,58 @@ fn call_errors_name_file_line_and_routine() {
     let file = write(
         &dir,
         "position.xaif",
-        &program(&[head(1, 1, "", straight(&[call("g", &["Y", "X"])])), g]),
+        &program(&[
+            head(1, 1, "", straight(&[call("g", &["Y", "X"])])),
+            g.clone(),
+        ]),
     );
+    // The gate refuses the call statement, at its argument's element,
+    // before anything runs, in every subcommand.
     let err = run_plain(&file, &[]).refused(1).to_string();
-    assert!(err.contains("position 2"), "{err}");
-    located(&err, &file, "head");
+    assert!(
+        err.contains("passes an argument at position 2, but `g` has 1 formal argument(s)"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{}:", path(&file))), "{err}");
+    assert!(err.contains("element `Argument`"), "{err}");
+    for sub in ["tangent", "adjoint", "analyze", "validate"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_xaifb"))
+            .arg(sub)
+            .arg(&file)
+            .args(if matches!(sub, "tangent" | "adjoint") {
+                vec![
+                    "-o".to_string(),
+                    path(&dir.join(format!("{sub}.out"))).to_string(),
+                ]
+            } else {
+                vec![]
+            })
+            .output()
+            .unwrap();
+        assert_ne!(o.status.code(), Some(0), "{sub}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains("at position 2, but `g` has 1"), "{sub}: {e}");
+        assert!(!dir.join(format!("{sub}.out")).exists(), "{sub}");
+    }
+    // The same position twice.
+    let twice = write(
+        &dir,
+        "twice.xaif",
+        &program(&[
+            head(1, 1, "", straight(&[call("g", &["Y", "X"])])),
+            g.clone(),
+        ])
+        .replace(
+            r#"<xaif:Argument position="2""#,
+            r#"<xaif:Argument position="1""#,
+        ),
+    );
+    let err = run_plain(&twice, &[]).refused(1).to_string();
+    assert!(
+        err.contains("the call of `g` has two arguments at position 1"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{}:", path(&twice))), "{err}");
     let one = write(
         &dir,
         "one.xaif",
