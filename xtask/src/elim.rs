@@ -140,6 +140,94 @@ fn gaps(s: &mut String, mode: &str, graphs: &[GraphStats]) {
     );
 }
 
+/// The elimination alone: `graphs` (built once) eliminated and searched
+/// per effort level, median of `rounds` rounds (1 for `max`, which is
+/// left out when `max` is false), as a markdown section.
+fn timing_table_with(graphs: &[Lcg], rounds: usize, max: bool, efforts: &[String]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n## The elimination alone\n");
+    let _ = writeln!(
+        s,
+        "All {} graphs of the corpus's tangent inputs (duplicates included: every graph the transformations eliminate), \
+         built once, then eliminated and searched per effort level; median of {rounds} rounds (1 for `max`), one thread \
+         per graph except the reference selection's own two threads on large graphs. `none` is the reference's \
+         selection alone (what `--heuristic` and the previous releases did).\n",
+        graphs.len()
+    );
+    let _ = writeln!(s, "| effort | tangent | adjoint | per graph (tangent) |");
+    let _ = writeln!(s, "|---|---|---|---|");
+    let mut levels = vec![
+        ("none", Effort::None, rounds),
+        ("fast", Effort::Fast, rounds),
+        ("default", Effort::Default, rounds),
+    ];
+    if max {
+        levels.push(("max", Effort::Max, 1));
+    }
+    if !efforts.is_empty() {
+        levels.retain(|l| efforts.iter().any(|e| e == l.0));
+    }
+    for (name, effort, rounds) in levels {
+        let mut row = Vec::new();
+        for mode in [PropagationMode::Tangent, PropagationMode::Adjoint] {
+            let mut times = Vec::new();
+            for _ in 0..rounds.max(1) {
+                let t = Instant::now();
+                for g in graphs {
+                    let mut config = Config::default();
+                    config.search.effort = effort;
+                    let _ = optimize(g, &config, mode);
+                }
+                times.push(t.elapsed());
+            }
+            row.push(median(times));
+        }
+        let _ = writeln!(
+            s,
+            "| {name} | {:.1} ms | {:.1} ms | {:.0} µs |",
+            row[0].as_secs_f64() * 1e3,
+            row[1].as_secs_f64() * 1e3,
+            row[0].as_secs_f64() * 1e6 / graphs.len().max(1) as f64
+        );
+    }
+    s
+}
+
+fn timing_table(graphs: &[Lcg], rounds: usize) -> String {
+    timing_table_with(graphs, rounds, true, &[])
+}
+
+/// `cargo xtask elim-report --timing`: only the elimination-alone table
+/// (without `max`; only the levels named in `efforts`, when given),
+/// printed, over the graphs of the corpus's tangent inputs (of the
+/// examples named in `only`, when given).
+pub fn timing(
+    shared: &Path,
+    only: &[String],
+    efforts: &[String],
+    rounds: usize,
+) -> Result<(), String> {
+    let examples = read_index(&shared.join("corpus"))?;
+    let mut lcgs: Vec<String> = Vec::new();
+    for ex in &examples {
+        if !only.is_empty() && !only.iter().any(|o| *o == ex.name) {
+            continue;
+        }
+        if ex.input(false).is_file() {
+            if let Ok((_, dots)) = transform(shared, ex, false) {
+                lcgs.extend(dots);
+            }
+        }
+    }
+    let graphs: Vec<Lcg> = lcgs
+        .iter()
+        .filter_map(|t| Lcg::from_text(t))
+        .filter(|g| !g.edges().is_empty())
+        .collect();
+    print!("{}", timing_table_with(&graphs, rounds, false, efforts));
+    Ok(())
+}
+
 /// Runs the report over the corpus in `shared` and writes it to `out`.
 pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
     let started = Instant::now();
@@ -292,45 +380,7 @@ pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
     }
 
     // The elimination alone over all graphs.
-    let _ = writeln!(s, "\n## The elimination alone\n");
-    let _ = writeln!(
-        s,
-        "All {} graphs of the corpus's tangent inputs (duplicates included: every graph the transformations eliminate), \
-         built once, then eliminated and searched per effort level; median of 5 rounds (1 for `max`), one thread \
-         per graph except the reference selection's own two threads on large graphs. `none` is the reference's \
-         selection alone (what `--heuristic` and the previous releases did).\n",
-        graphs.len()
-    );
-    let _ = writeln!(s, "| effort | tangent | adjoint | per graph (tangent) |");
-    let _ = writeln!(s, "|---|---|---|---|");
-    for (name, effort, rounds) in [
-        ("none", Effort::None, 5),
-        ("fast", Effort::Fast, 5),
-        ("default", Effort::Default, 5),
-        ("max", Effort::Max, 1),
-    ] {
-        let mut row = Vec::new();
-        for mode in [PropagationMode::Tangent, PropagationMode::Adjoint] {
-            let mut times = Vec::new();
-            for _ in 0..rounds {
-                let t = Instant::now();
-                for g in &graphs {
-                    let mut config = Config::default();
-                    config.search.effort = effort;
-                    let _ = optimize(g, &config, mode);
-                }
-                times.push(t.elapsed());
-            }
-            row.push(median(times));
-        }
-        let _ = writeln!(
-            s,
-            "| {name} | {:.1} ms | {:.1} ms | {:.0} µs |",
-            row[0].as_secs_f64() * 1e3,
-            row[1].as_secs_f64() * 1e3,
-            row[0].as_secs_f64() * 1e6 / graphs.len().max(1) as f64
-        );
-    }
+    s.push_str(&timing_table(&graphs, 5));
     let _ = writeln!(
         s,
         "\nThe machine is shared and its figures noisy; compare ratios within one run. Wall time of the whole report: \

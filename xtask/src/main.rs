@@ -149,6 +149,19 @@ struct ElimReportArgs {
     /// Where the report goes.
     #[arg(long, default_value = "docs/elimination.md")]
     out: PathBuf,
+    /// Only time the elimination alone (every effort but `max`) and print
+    /// the table; nothing is written.
+    #[arg(long)]
+    timing: bool,
+    /// With `--timing`: only the graphs of these corpus examples.
+    #[arg(long)]
+    only: Vec<String>,
+    /// With `--timing`: only these effort levels (none, fast, default).
+    #[arg(long)]
+    effort: Vec<String>,
+    /// With `--timing`: rounds per measurement (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
 }
 
 #[derive(Args)]
@@ -251,6 +264,10 @@ fn main() -> Result<()> {
             } else {
                 repo_root().join(args.out)
             };
+            if args.timing {
+                return elim::timing(&shared, &args.only, &args.effort, args.rounds)
+                    .map_err(|e| anyhow::anyhow!(e));
+            }
             elim::run(&shared, &out).map_err(|e| anyhow::anyhow!(e))
         }
         Task::Speed(args) => {
