@@ -150,12 +150,16 @@ fn timing_table_with(graphs: &[Lcg], rounds: usize, max: bool, efforts: &[String
         s,
         "All {} graphs of the corpus's tangent inputs (duplicates included: every graph the transformations eliminate), \
          built once, then eliminated and searched per effort level; median of {rounds} rounds (1 for `max`), one thread \
-         per graph except the reference selection's own two threads on large graphs. `none` is the reference's \
+         per graph except the reference selection's own two threads on large graphs; wall time, and the CPU time of \
+         every thread. `none` is the reference's \
          selection alone (what `--heuristic` and the previous releases did).\n",
         graphs.len()
     );
-    let _ = writeln!(s, "| effort | tangent | adjoint | per graph (tangent) |");
-    let _ = writeln!(s, "|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "| effort | tangent | adjoint | per graph (tangent) | tangent, CPU | adjoint, CPU |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
     let mut levels = vec![
         ("none", Effort::None, rounds),
         ("fast", Effort::Fast, rounds),
@@ -169,28 +173,48 @@ fn timing_table_with(graphs: &[Lcg], rounds: usize, max: bool, efforts: &[String
     }
     for (name, effort, rounds) in levels {
         let mut row = Vec::new();
+        let mut cpu_row = Vec::new();
         for mode in [PropagationMode::Tangent, PropagationMode::Adjoint] {
             let mut times = Vec::new();
+            let mut cpu = Vec::new();
             for _ in 0..rounds.max(1) {
-                let t = Instant::now();
+                let (t, c) = (Instant::now(), process_cpu());
                 for g in graphs {
                     let mut config = Config::default();
                     config.search.effort = effort;
                     let _ = optimize(g, &config, mode);
                 }
                 times.push(t.elapsed());
+                cpu.push(process_cpu().saturating_sub(c));
             }
             row.push(median(times));
+            cpu_row.push(median(cpu));
         }
         let _ = writeln!(
             s,
-            "| {name} | {:.1} ms | {:.1} ms | {:.0} µs |",
+            "| {name} | {:.1} ms | {:.1} ms | {:.0} µs | {:.1} ms | {:.1} ms |",
             row[0].as_secs_f64() * 1e3,
             row[1].as_secs_f64() * 1e3,
-            row[0].as_secs_f64() * 1e6 / graphs.len().max(1) as f64
+            row[0].as_secs_f64() * 1e6 / graphs.len().max(1) as f64,
+            cpu_row[0].as_secs_f64() * 1e3,
+            cpu_row[1].as_secs_f64() * 1e3,
         );
     }
     s
+}
+
+/// CPU time of this process so far (every thread), less sensitive to the
+/// load of a shared machine than wall time.
+fn process_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes into the struct we pass.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 fn timing_table(graphs: &[Lcg], rounds: usize) -> String {

@@ -485,16 +485,10 @@ pub(crate) fn run_all(
     strategies: &[Strategy],
     stop_when_flat: bool,
 ) -> Vec<Option<ChainRun>> {
-    // Small graphs first: asking for the parallelism reads the cgroup
-    // files, which costs more than eliminating a small graph.
     let threads = if work.edge_count() < PARALLEL_EDGES {
         1
     } else {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(2)
-            .min(strategies.len())
+        parallelism().min(2).min(strategies.len())
     };
     if threads < 2 {
         return strategies
@@ -502,32 +496,41 @@ pub(crate) fn run_all(
             .map(|s| run_chain_with(work, s, None, stop_when_flat))
             .collect();
     }
+    // Strategies alternate between this thread and one more (results in
+    // strategy order).
     let mut results: Vec<Option<ChainRun>> = (0..strategies.len()).map(|_| None).collect();
-    let base: &Work = work;
+    let mut other = work.clone();
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let mut own = base.clone();
-                scope.spawn(move || {
-                    strategies
-                        .iter()
-                        .enumerate()
-                        .skip(t)
-                        .step_by(threads)
-                        .map(|(k, s)| (k, run_chain_with(&mut own, s, None, stop_when_flat)))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        for h in handles {
-            if let Ok(done) = h.join() {
-                for (k, r) in done {
-                    results[k] = r;
-                }
+        let handle = scope.spawn(move || {
+            strategies
+                .iter()
+                .enumerate()
+                .skip(1)
+                .step_by(2)
+                .map(|(k, s)| (k, run_chain_with(&mut other, s, None, stop_when_flat)))
+                .collect::<Vec<_>>()
+        });
+        for (k, s) in strategies.iter().enumerate().step_by(2) {
+            results[k] = run_chain_with(work, s, None, stop_when_flat);
+        }
+        if let Ok(done) = handle.join() {
+            for (k, r) in done {
+                results[k] = r;
             }
         }
     });
     results
+}
+
+/// The available parallelism, asked once per process (asking reads the
+/// cgroup files, which costs more than eliminating a small graph).
+fn parallelism() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
 }
 
 /// Scarcity classes of an edge's two moves as counted bits.
@@ -939,34 +942,41 @@ fn choose_all(
             })
         }
     };
+    // Every group's measure once (`NONE`: no such group).
+    const NONE: i64 = i64::MAX;
     let n = work.len() as u32;
-    let mut min: Option<i64> = None;
+    measures.clear();
+    let mut min = NONE;
     for j in 0..n {
         for front in [true, false] {
-            if let Some(v) = group(j, front) {
-                min = Some(min.map_or(v, |m| m.min(v)));
-            }
+            let v = group(j, front).unwrap_or(NONE);
+            min = min.min(v);
+            measures.push(v);
         }
     }
-    let min = min?;
+    if min == NONE {
+        return None;
+    }
+    let front_of = |j: u32| measures[2 * j as usize];
+    let back_of = |j: u32| measures[2 * j as usize + 1];
     match chain.mode {
         Mode::Forward => {
             for j in 0..n {
-                if group(j, true) == Some(min) {
+                if front_of(j) == min {
                     return Some(Move::Front(work.preds(j)[0].0, j));
                 }
-                if group(j, false) == Some(min) {
+                if back_of(j) == min {
                     return Some(Move::Back(j, work.succs(j)[0].0));
                 }
             }
         }
         Mode::Reverse => {
             for j in (0..n).rev() {
-                if group(j, false) == Some(min) {
+                if back_of(j) == min {
                     let s = work.succs(j);
                     return Some(Move::Back(j, s[s.len() - 1].0));
                 }
-                if group(j, true) == Some(min) {
+                if front_of(j) == min {
                     let p = work.preds(j);
                     return Some(Move::Front(p[p.len() - 1].0, j));
                 }

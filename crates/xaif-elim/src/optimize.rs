@@ -378,7 +378,7 @@ pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Opt
     // operations (the push part aside) is replayed with expressions; the
     // baseline is kept unless it is strictly more expensive.
     let reference_strategy = baseline[reference_index].clone();
-    let chain_elimination = replay(lcg, &mut work, &reference_moves, config)?;
+    let chain_elimination = replay(&graph, &mut work, &reference_moves, config)?;
     let chain_cost = evaluate_model(&work.model, &chain_elimination);
     let best = candidates
         .iter()
@@ -387,7 +387,7 @@ pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Opt
     let best_within = best.as_ref().map_or(i64::MAX, |b| b.cost);
     let (elimination, cost, found_by) = match best {
         Some(best) if best.moves != reference_moves => {
-            let ours = replay(lcg, &mut work, &best.moves, config)?;
+            let ours = replay(&graph, &mut work, &best.moves, config)?;
             let ours_cost = evaluate_model(&work.model, &ours);
             match (ours_cost, chain_cost) {
                 (Some(a), Some(b)) if a < b => (ours, ours_cost, best.found_by),
@@ -516,15 +516,15 @@ fn sequence_cost(work: &mut Work, moves: &[Move]) -> Option<i64> {
     cost
 }
 
-/// Replays a sequence of working moves on a fresh [`ElimGraph`] and
-/// finishes it.
+/// Replays a sequence of working moves on a copy of `built` (the graph as
+/// built, which `work` started from) and finishes it.
 fn replay(
-    lcg: &Lcg,
+    built: &ElimGraph,
     work: &mut Work,
     moves: &[Move],
     config: &Config,
 ) -> Result<Elimination, ElimError> {
-    let mut graph = ElimGraph::new(lcg)?;
+    let mut graph = built.clone();
     let mark = work.mark();
     let mut targets = Vec::new();
     for &m in moves {

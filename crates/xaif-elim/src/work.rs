@@ -120,17 +120,6 @@ pub(crate) struct Model {
 }
 
 impl Model {
-    fn vertex_cost(&self, counts: [u16; 4]) -> i64 {
-        let mut c = 0;
-        for (class, &n) in counts.iter().enumerate() {
-            c += self.w_edge[class] * i64::from(n);
-        }
-        if counts[0] > 0 {
-            c -= self.first_unit;
-        }
-        c
-    }
-
     /// The lower bound beyond the operations spent: `phi` grounded
     /// run-time edges, of which `fixed_run` (and `fixed_const` constant
     /// edges) run from an independent to a dependent, which no
@@ -229,7 +218,9 @@ pub(crate) struct Work {
     succ: Vec<Vec<(u32, W)>>,
     pred: Vec<Vec<(u32, W)>>,
     pub(crate) model: Model,
-    triviality: Triviality,
+    /// Per value shape (unit, constant, run time): 1 if such an edge is
+    /// non-trivial under `triviality`.
+    nontrivial_weight: [i64; 3],
     pub(crate) mults: u32,
     pub(crate) adds: u32,
     fresh: u32,
@@ -355,7 +346,12 @@ impl Work {
             succ: vec![Vec::new(); n],
             pred: vec![Vec::new(); n],
             model,
-            triviality,
+            nontrivial_weight: [
+                crate::value::Shape::One,
+                crate::value::Shape::Constant,
+                crate::value::Shape::Runtime,
+            ]
+            .map(|shape| i64::from(triviality.shape_is_nontrivial(shape))),
             mults: ops.multiplicative() as u32,
             adds: ops.additive() as u32,
             fresh: acc_base + max_acc,
@@ -551,24 +547,35 @@ impl Work {
     // ---------------------------------------------------------- edges
 
     fn class_weight(&self, val: W) -> i64 {
-        let shape = match val {
-            W::One(_) => crate::value::Shape::One,
-            W::Const(_) => crate::value::Shape::Constant,
-            W::Run(..) => crate::value::Shape::Runtime,
-        };
-        i64::from(self.triviality.shape_is_nontrivial(shape))
+        self.nontrivial_weight[match val {
+            W::One(_) => 0,
+            W::Const(_) => 1,
+            W::Run(..) => 2,
+        }]
     }
 
     fn count_edge(&mut self, u: u32, w: u32, val: W, sign: i64) {
         let t = w as usize;
-        let before = self.model.vertex_cost(self.counts[t]);
-        let c = &mut self.counts[t][val.class()];
+        let class = val.class();
+        let c = &mut self.counts[t][class];
+        let before = *c;
         if sign > 0 {
             *c += 1;
         } else {
             *c -= 1;
         }
-        self.prop += self.model.vertex_cost(self.counts[t]) - before;
+        // The change of the target's propagation cost: the class's weight,
+        // and the unit credit when the first unit in-edge comes or the
+        // last one goes.
+        let mut change = sign * self.model.w_edge[class];
+        if class == 0 {
+            if sign > 0 && before == 0 {
+                change -= self.model.first_unit;
+            } else if sign < 0 && before == 1 {
+                change += self.model.first_unit;
+            }
+        }
+        self.prop += change;
         self.nontrivial += sign * self.class_weight(val);
         if self.kinds[u as usize] == VertexKind::Independent
             && self.kinds[t] == VertexKind::Dependent
