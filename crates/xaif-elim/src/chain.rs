@@ -942,46 +942,43 @@ fn choose_all(
             })
         }
     };
-    // Every group's measure once (`NONE`: no such group).
-    const NONE: i64 = i64::MAX;
+    // One pass in the mode's order (forward: vertices ascending, the
+    // front group before the back group; reverse: descending, back before
+    // front): the first group with the smallest measure wins.
     let n = work.len() as u32;
-    measures.clear();
-    let mut min = NONE;
-    for j in 0..n {
-        for front in [true, false] {
-            let v = group(j, front).unwrap_or(NONE);
-            min = min.min(v);
-            measures.push(v);
+    let mut best: Option<(i64, u32, bool)> = None;
+    let mut consider = |j: u32, front: bool| {
+        if let Some(v) = group(j, front) {
+            if best.is_none_or(|(b, _, _)| v < b) {
+                best = Some((v, j, front));
+            }
         }
-    }
-    if min == NONE {
-        return None;
-    }
-    let front_of = |j: u32| measures[2 * j as usize];
-    let back_of = |j: u32| measures[2 * j as usize + 1];
+    };
     match chain.mode {
         Mode::Forward => {
             for j in 0..n {
-                if front_of(j) == min {
-                    return Some(Move::Front(work.preds(j)[0].0, j));
-                }
-                if back_of(j) == min {
-                    return Some(Move::Back(j, work.succs(j)[0].0));
-                }
+                consider(j, true);
+                consider(j, false);
             }
         }
         Mode::Reverse => {
             for j in (0..n).rev() {
-                if back_of(j) == min {
-                    let s = work.succs(j);
-                    return Some(Move::Back(j, s[s.len() - 1].0));
-                }
-                if front_of(j) == min {
-                    let p = work.preds(j);
-                    return Some(Move::Front(p[p.len() - 1].0, j));
-                }
+                consider(j, false);
+                consider(j, true);
             }
         }
     }
-    None
+    let (_, j, front) = best?;
+    Some(match (chain.mode, front) {
+        (Mode::Forward, true) => Move::Front(work.preds(j)[0].0, j),
+        (Mode::Forward, false) => Move::Back(j, work.succs(j)[0].0),
+        (Mode::Reverse, true) => {
+            let p = work.preds(j);
+            Move::Front(p[p.len() - 1].0, j)
+        }
+        (Mode::Reverse, false) => {
+            let s = work.succs(j);
+            Move::Back(j, s[s.len() - 1].0)
+        }
+    })
 }

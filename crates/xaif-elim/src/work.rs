@@ -1250,6 +1250,44 @@ impl Work {
         missing
     }
 
+    /// [`Work::scarcity_delta`] and (with `fill`, else -1) [`Work::fill_in`]
+    /// of the front elimination of the edge at position `at` of `u`'s
+    /// successors, in one pass.
+    fn front_measures(&self, u: u32, at: usize, fill: bool) -> (i32, i32) {
+        let (j, c_ji) = self.succ[u as usize][at];
+        let ji = j as usize;
+        let mut delta = -self.weight(c_ji);
+        let mut missing = 0;
+        Self::merge(&self.succ[ji], &self.succ[u as usize], |c_kj, existing| {
+            delta += self.accumulate_delta(existing, c_ji, c_kj);
+            missing += i32::from(existing.is_none());
+        });
+        if self.kinds[ji] == VertexKind::Intermediate && self.pred[ji].len() == 1 {
+            for &(_, c_kj) in &self.succ[ji] {
+                delta -= self.weight(c_kj);
+            }
+        }
+        (delta as i32, if fill { missing } else { -1 })
+    }
+
+    /// The same for the back elimination of that edge.
+    fn back_measures(&self, u: u32, at: usize, fill: bool) -> (i32, i32) {
+        let (k, c_kj) = self.succ[u as usize][at];
+        let ji = u as usize;
+        let mut delta = -self.weight(c_kj);
+        let mut missing = 0;
+        Self::merge(&self.pred[ji], &self.pred[k as usize], |c_ji, existing| {
+            delta += self.accumulate_delta(existing, c_kj, c_ji);
+            missing += i32::from(existing.is_none());
+        });
+        if self.kinds[ji] == VertexKind::Intermediate && self.succ[ji].len() == 1 {
+            for &(_, c_ji) in &self.pred[ji] {
+                delta -= self.weight(c_ji);
+            }
+        }
+        (delta as i32, if fill { missing } else { -1 })
+    }
+
     fn count_kind(list: &[(u32, W)], kinds: &[VertexKind], kind: VertexKind) -> usize {
         list.iter().filter(|e| kinds[e.0 as usize] == kind).count()
     }
@@ -1309,30 +1347,18 @@ impl Work {
         }
         let mut c = c;
         if !front_fresh {
-            let ok = self.kinds[wi] == VertexKind::Intermediate;
-            c.front = if ok {
-                self.scarcity_delta(Move::Front(u, w)) as i32
+            (c.front, c.front_fill) = if self.kinds[wi] == VertexKind::Intermediate {
+                self.front_measures(u, at, fill)
             } else {
-                0
-            };
-            c.front_fill = match (fill, ok) {
-                (false, _) => -1,
-                (true, true) => self.fill_in(Move::Front(u, w)) as i32,
-                (true, false) => 0,
+                (0, if fill { 0 } else { -1 })
             };
             c.stamp = self.epoch;
         }
         if !back_fresh {
-            let ok = self.kinds[ui] != VertexKind::Independent;
-            c.back = if ok {
-                self.scarcity_delta(Move::Back(u, w)) as i32
+            (c.back, c.back_fill) = if self.kinds[ui] != VertexKind::Independent {
+                self.back_measures(u, at, fill)
             } else {
-                0
-            };
-            c.back_fill = match (fill, ok) {
-                (false, _) => -1,
-                (true, true) => self.fill_in(Move::Back(u, w)) as i32,
-                (true, false) => 0,
+                (0, if fill { 0 } else { -1 })
             };
             c.back_stamp = self.epoch;
         }
@@ -1466,30 +1492,18 @@ impl Work {
         let w = self.succ[ui][at].0;
         let mut c = self.cache[ui][at];
         if front {
-            let ok = self.kinds[w as usize] == VertexKind::Intermediate;
-            c.front = if ok {
-                self.scarcity_delta(Move::Front(u, w)) as i32
+            (c.front, c.front_fill) = if self.kinds[w as usize] == VertexKind::Intermediate {
+                self.front_measures(u, at, fill)
             } else {
-                0
-            };
-            c.front_fill = match (fill, ok) {
-                (false, _) => -1,
-                (true, true) => self.fill_in(Move::Front(u, w)) as i32,
-                (true, false) => 0,
+                (0, if fill { 0 } else { -1 })
             };
             c.stamp = self.epoch;
         }
         if back {
-            let ok = self.kinds[ui] != VertexKind::Independent;
-            c.back = if ok {
-                self.scarcity_delta(Move::Back(u, w)) as i32
+            (c.back, c.back_fill) = if self.kinds[ui] != VertexKind::Independent {
+                self.back_measures(u, at, fill)
             } else {
-                0
-            };
-            c.back_fill = match (fill, ok) {
-                (false, _) => -1,
-                (true, true) => self.fill_in(Move::Back(u, w)) as i32,
-                (true, false) => 0,
+                (0, if fill { 0 } else { -1 })
             };
             c.back_stamp = self.epoch;
         }
@@ -1499,40 +1513,7 @@ impl Work {
 
     /// Recomputes both scarcity measures (and fills) of an edge now.
     pub(crate) fn refresh_edge(&mut self, u: u32, at: usize, fill: bool) -> EdgeCache {
-        let ui = u as usize;
-        let w = self.succ[ui][at].0;
-        let front_ok = self.kinds[w as usize] == VertexKind::Intermediate;
-        let back_ok = self.kinds[ui] != VertexKind::Independent;
-        let mut c = self.cache[ui][at];
-        c.front = if front_ok {
-            self.scarcity_delta(Move::Front(u, w)) as i32
-        } else {
-            0
-        };
-        c.back = if back_ok {
-            self.scarcity_delta(Move::Back(u, w)) as i32
-        } else {
-            0
-        };
-        if fill {
-            c.front_fill = if front_ok {
-                self.fill_in(Move::Front(u, w)) as i32
-            } else {
-                0
-            };
-            c.back_fill = if back_ok {
-                self.fill_in(Move::Back(u, w)) as i32
-            } else {
-                0
-            };
-        } else {
-            c.front_fill = -1;
-            c.back_fill = -1;
-        }
-        c.stamp = self.epoch;
-        c.back_stamp = self.epoch;
-        self.cache[ui][at] = c;
-        c
+        self.refresh_sides(u, at, fill, true, true)
     }
 
     /// Position of `w` in `u`'s successors.

@@ -139,12 +139,19 @@ proptest! {
             prop_assert_eq!(work.cost(), evaluate_model(&work.model, &elimination), "{:?}", m);
             // The Jacobian survives every move, reroutings included (they
             // divide by a pivot that may be zero at run time, here when a
-            // constant zero factor reached it).
+            // constant zero factor reached it, or a rounding residue of a
+            // cancellation: then the quotients blow up and the comparison
+            // says nothing).
             let vars = |v: VarId| Some(0.75 + 0.5 * f64::from(v.0));
             let a = lcg.jacobian(&vars).unwrap();
             let b = elimination.jacobian(&vars).unwrap();
+            let blown_up = elimination
+                .acc_values(&vars)
+                .unwrap()
+                .iter()
+                .any(|v| !v.is_finite() || v.abs() > 1e8);
             for (x, y) in a.values.iter().zip(&b.values) {
-                if !y.is_finite() {
+                if !y.is_finite() || blown_up {
                     prop_assert!(elimination.ops.divisions > 0);
                     continue;
                 }
