@@ -609,6 +609,7 @@ pub(crate) fn run_edge_chain(
             }
         }
     }
+    let mut groups = Groups::new(work, &strategy.chain);
     let mut seen = vec![(0u32, 0u32); n];
     let mut stamp = 0u32;
     let mut changed: Vec<u32> = Vec::new();
@@ -662,6 +663,7 @@ pub(crate) fn run_edge_chain(
                 &strategy.chain,
                 have_previous.then_some(&marks),
                 need_fill,
+                &groups,
                 &mut candidates,
                 &mut fills,
                 &mut measures,
@@ -683,6 +685,18 @@ pub(crate) fn run_edge_chain(
             }
         }
         if !incremental {
+            if groups.kind.is_some() {
+                for e in work.changes_since(mark) {
+                    match *e {
+                        Entry::Linked(u, w) | Entry::Changed(u, w, _) | Entry::Unlinked(u, w, ..) => {
+                            groups.update(work, u);
+                            groups.update(work, w);
+                        }
+                        Entry::Removed(v) => groups.update(work, v),
+                        Entry::ExprUse(_) => {}
+                    }
+                }
+            }
             continue;
         }
         // Update the classes around what changed: front elimination of
@@ -718,6 +732,7 @@ pub(crate) fn run_edge_chain(
         }
         let epoch = work.epoch();
         for &v in &changed {
+            groups.update(work, v);
             if !work.is_present(v) {
                 continue;
             }
@@ -807,16 +822,18 @@ fn refresh_counted(
 
 /// The chain's choice among all edge moves (no scarcity narrowing), by
 /// vertex groups where the filters allow, or `None` if there is no move.
+#[allow(clippy::too_many_arguments)]
 fn choose_all(
     work: &mut Work,
     chain: &Chain,
     previous: Option<&Marks>,
     need_fill: bool,
+    groups: &Groups,
     candidates: &mut Vec<Move>,
     fills: &mut Vec<i64>,
     measures: &mut Vec<i64>,
 ) -> Option<Move> {
-    use crate::VertexKind::{Dependent, Independent, Intermediate};
+    use crate::VertexKind::{Independent, Intermediate};
     let mut filters: &[Filter] = &chain.filters;
     if let [Filter::HighestSiblingDegree, tail @ ..] = filters {
         if let Some(marks) = previous {
@@ -876,13 +893,7 @@ fn choose_all(
         }
         filters = tail;
     }
-    let group_measure = match filters {
-        [] => Some(0u8),
-        [Filter::LowestMarkowitz] => Some(1),
-        [Filter::LowestRelativeMarkowitz] => Some(2),
-        _ => None,
-    };
-    let Some(kind_of_measure) = group_measure else {
+    if group_kind(filters).is_none() {
         // Materialize every move and filter generically.
         candidates.clear();
         fills.clear();
@@ -912,57 +923,27 @@ fn choose_all(
         }
         let rest = Chain::new(filters.to_vec(), chain.mode);
         return choose(work, &rest, candidates, fills, measures, None);
-    };
-    // Groups: (vertex, direction) with the group's measure.
-    let count = |list: &[(u32, crate::work::W)], kind| {
-        list.iter().filter(|e| work.kind(e.0) == kind).count() as i64
-    };
-    let group = |j: u32, front: bool| -> Option<i64> {
-        if !work.is_present(j) {
-            return None;
-        }
-        let (p, s) = (work.preds(j), work.succs(j));
-        if front {
-            if work.kind(j) != Intermediate || p.is_empty() {
-                return None;
-            }
-            Some(match kind_of_measure {
-                0 => 0,
-                1 => s.len() as i64,
-                _ => s.len() as i64 - count(s, Dependent),
-            })
-        } else {
-            if work.kind(j) == Independent || s.is_empty() {
-                return None;
-            }
-            Some(match kind_of_measure {
-                0 => 0,
-                1 => p.len() as i64,
-                _ => p.len() as i64 - count(p, Independent),
-            })
-        }
-    };
+    }
     // One pass in the mode's order (forward: vertices ascending, the
     // front group before the back group; reverse: descending, back before
     // front): the first group with the smallest measure wins.
-    let n = work.len() as u32;
+    let values = &groups.values;
     let mut best: Option<(i64, u32, bool)> = None;
-    let mut consider = |j: u32, front: bool| {
-        if let Some(v) = group(j, front) {
-            if best.is_none_or(|(b, _, _)| v < b) {
-                best = Some((v, j, front));
-            }
+    let mut consider = |j: usize, front: bool| {
+        let v = values[j][usize::from(!front)];
+        if v != NO_GROUP && best.is_none_or(|(b, _, _)| v < b) {
+            best = Some((v, j as u32, front));
         }
     };
     match chain.mode {
         Mode::Forward => {
-            for j in 0..n {
+            for j in 0..values.len() {
                 consider(j, true);
                 consider(j, false);
             }
         }
         Mode::Reverse => {
-            for j in (0..n).rev() {
+            for j in (0..values.len()).rev() {
                 consider(j, false);
                 consider(j, true);
             }
@@ -981,4 +962,77 @@ fn choose_all(
             Move::Back(j, s[s.len() - 1].0)
         }
     })
+}
+
+/// No group (in [`Groups`]).
+const NO_GROUP: i64 = i64::MAX;
+
+/// How the chain's filters after a leading sibling filter measure the
+/// vertex groups of [`choose_all`]: 0 all equal, 1 Markowitz degree, 2
+/// relative Markowitz degree; `None` when they cannot run by groups.
+fn group_kind(filters: &[Filter]) -> Option<u8> {
+    match filters {
+        [] => Some(0),
+        [Filter::LowestMarkowitz] => Some(1),
+        [Filter::LowestRelativeMarkowitz] => Some(2),
+        _ => None,
+    }
+}
+
+/// The measures of every vertex's two edge groups (its in-edges, front
+/// eliminated, and its out-edges, back eliminated; [`NO_GROUP`] when there
+/// is no such group), kept up to date by the incremental runner for the
+/// vertices whose lists changed.
+struct Groups {
+    kind: Option<u8>,
+    values: Vec<[i64; 2]>,
+}
+
+impl Groups {
+    fn new(work: &Work, chain: &Chain) -> Groups {
+        let filters: &[Filter] = match chain.filters.as_slice() {
+            [Filter::HighestSiblingDegree, tail @ ..] => tail,
+            all => all,
+        };
+        let kind = group_kind(filters);
+        let mut groups = Groups {
+            kind,
+            values: Vec::new(),
+        };
+        if kind.is_some() {
+            groups.values = vec![[NO_GROUP; 2]; work.len()];
+            for j in 0..work.len() as u32 {
+                groups.update(work, j);
+            }
+        }
+        groups
+    }
+
+    /// Measures vertex `j`'s groups again.
+    fn update(&mut self, work: &Work, j: u32) {
+        use crate::VertexKind::{Dependent, Independent, Intermediate};
+        let Some(kind) = self.kind else { return };
+        let count = |list: &[(u32, crate::work::W)], k| {
+            list.iter().filter(|e| work.kind(e.0) == k).count() as i64
+        };
+        let mut v = [NO_GROUP; 2];
+        if work.is_present(j) {
+            let (p, s) = (work.preds(j), work.succs(j));
+            if work.kind(j) == Intermediate && !p.is_empty() {
+                v[0] = match kind {
+                    0 => 0,
+                    1 => s.len() as i64,
+                    _ => s.len() as i64 - count(s, Dependent),
+                };
+            }
+            if work.kind(j) != Independent && !s.is_empty() {
+                v[1] = match kind {
+                    0 => 0,
+                    1 => p.len() as i64,
+                    _ => p.len() as i64 - count(p, Independent),
+                };
+            }
+        }
+        self.values[j as usize] = v;
+    }
 }
