@@ -517,10 +517,8 @@ impl Work {
                     let _ = self.raw_unlink(u, w);
                 }
                 Some(Entry::Unlinked(u, w, val, cache)) => {
-                    self.raw_link(u, w, val);
-                    if let Ok(at) = self.succ[u as usize].binary_search_by_key(&w, |e| e.0) {
-                        self.cache[u as usize][at] = cache;
-                    }
+                    let at = self.raw_link(u, w, val);
+                    self.cache[u as usize][at] = cache;
                 }
                 Some(Entry::Changed(u, w, old)) => {
                     self.raw_set(u, w, old);
@@ -613,17 +611,19 @@ impl Work {
         }
     }
 
-    fn raw_link(&mut self, u: u32, w: u32, val: W) {
+    /// Adds an edge; returns its position among `u`'s successors.
+    fn raw_link(&mut self, u: u32, w: u32, val: W) -> usize {
         self.touch(u, w);
         let s = &mut self.succ[u as usize];
         let at = s.partition_point(|e| e.0 < w);
         s.insert(at, (w, val));
         self.cache[u as usize].insert(at, EdgeCache::default());
         let p = &mut self.pred[w as usize];
-        let at = p.partition_point(|e| e.0 < u);
-        p.insert(at, (u, val));
+        let before = p.partition_point(|e| e.0 < u);
+        p.insert(before, (u, val));
         self.edges += 1;
         self.count_edge(u, w, val, 1);
+        at
     }
 
     fn raw_unlink(&mut self, u: u32, w: u32) -> Option<(W, EdgeCache)> {
@@ -665,7 +665,7 @@ impl Work {
     }
 
     fn link(&mut self, u: u32, w: u32, val: W) {
-        self.raw_link(u, w, val);
+        let _ = self.raw_link(u, w, val);
         self.journal.push(Entry::Linked(u, w));
     }
 
