@@ -688,7 +688,9 @@ pub(crate) fn run_edge_chain(
             if groups.kind.is_some() {
                 for e in work.changes_since(mark) {
                     match *e {
-                        Entry::Linked(u, w) | Entry::Changed(u, w, _) | Entry::Unlinked(u, w, ..) => {
+                        Entry::Linked(u, w)
+                        | Entry::Changed(u, w, _)
+                        | Entry::Unlinked(u, w, ..) => {
                             groups.update(work, u);
                             groups.update(work, w);
                         }

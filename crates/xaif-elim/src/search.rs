@@ -318,7 +318,6 @@ struct ENode {
     g: i64,
     parent: u32,
     step: Move,
-    depth: u32,
 }
 
 /// A* over edge-elimination states (front and back eliminations, with
@@ -347,13 +346,13 @@ pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, ops_limit: i64, budge
         g: work.g(),
         parent: u32::MAX,
         step: Move::Vertex(u32::MAX),
-        depth: 0,
     }];
     let mut seen: HashMap<(u64, u64), i64> = HashMap::default();
     seen.insert(work.state_key(&mut scratch), work.g());
     let mut open: BinaryHeap<(Reverse<i64>, Reverse<u32>)> = BinaryHeap::new();
     open.push((Reverse(root_bound), Reverse(0)));
     let mut path: Vec<(u32, crate::work::Mark)> = Vec::new();
+    let mut chain: Vec<u32> = Vec::new();
     let mut candidates = Vec::new();
     let mut exhausted = true;
     while let Some((Reverse(f), Reverse(id))) = open.pop() {
@@ -367,7 +366,7 @@ pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, ops_limit: i64, budge
             break;
         }
         result.expanded += 1;
-        goto_node(work, &nodes, id, &mut path);
+        goto_node(work, &nodes, id, &mut path, &mut chain);
         let g_here = work.g();
         let node = nodes[id as usize];
         moves(
@@ -398,7 +397,6 @@ pub(crate) fn exact_edges(work: &mut Work, incumbent: i64, ops_limit: i64, budge
                 g: child_g,
                 parent: id,
                 step: m,
-                depth: node.depth + 1,
             });
             // (`stop` is only kept when it beats the best, within the limit.)
             if let Some(stop) = stop {
@@ -436,8 +434,9 @@ fn goto_node(
     nodes: &[ENode],
     id: u32,
     applied: &mut Vec<(u32, crate::work::Mark)>,
+    chain: &mut Vec<u32>,
 ) {
-    let mut chain = Vec::with_capacity(nodes[id as usize].depth as usize);
+    chain.clear();
     let mut at = id;
     while at != 0 && at != u32::MAX {
         chain.push(at);

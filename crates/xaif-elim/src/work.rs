@@ -246,6 +246,8 @@ pub(crate) struct Work {
     edges: usize,
     journal: Vec<Entry>,
     scratch: Vec<u32>,
+    /// The work list of [`Work::prune`], reused.
+    prune_stack: Vec<u32>,
     /// Cached per-edge measures, parallel to `succ`.
     cache: Vec<Vec<EdgeCache>>,
     /// When each vertex's lists last changed (see [`EdgeCache`]).
@@ -370,6 +372,7 @@ impl Work {
             edges: 0,
             journal: Vec::new(),
             scratch: Vec::new(),
+            prune_stack: Vec::new(),
             cache: vec![Vec::new(); n],
             touched: vec![0; n],
             touched_out: vec![0; n],
@@ -775,7 +778,10 @@ impl Work {
 
     /// The isolation rule, from `start`.
     fn prune(&mut self, start: &[u32]) {
-        let mut work: Vec<u32> = start.to_vec();
+        // The stack is kept between calls: no allocation per elimination.
+        let mut work = std::mem::take(&mut self.prune_stack);
+        work.clear();
+        work.extend_from_slice(start);
         while let Some(v) = work.pop() {
             let i = v as usize;
             if !self.present[i]
@@ -794,6 +800,7 @@ impl Work {
             }
             self.remove_vertex(v);
         }
+        self.prune_stack = work;
     }
 
     // ---------------------------------------------------------- moves
@@ -1014,33 +1021,30 @@ impl Work {
         match m {
             Move::Pre(i, k, j) => out.push(Replay::Pre(o(i), o(k), o(j))),
             Move::Post(i, k, j) => out.push(Replay::Post(o(i), o(k), o(j))),
-            other => {
-                let mut targets = Vec::new();
-                self.elimination_targets(other, &mut targets);
-                out.extend(targets.into_iter().map(Replay::Eliminate));
-            }
+            other => self.elimination_targets(other, out),
         }
     }
 
-    fn elimination_targets(&self, m: Move, out: &mut Vec<LcgTarget>) {
+    fn elimination_targets(&self, m: Move, out: &mut Vec<Replay>) {
+        let mut push = |t: LcgTarget| out.push(Replay::Eliminate(t));
         match m {
             Move::Pre(..) | Move::Post(..) => {}
             Move::Vertex(j) if self.kinds[j as usize] == VertexKind::Dependent => {
                 for &(k, _) in &self.succ[j as usize] {
-                    out.push(LcgTarget::Edge {
+                    push(LcgTarget::Edge {
                         source: self.orig[j as usize],
                         target: self.orig[k as usize],
                         direction: Direction::Back,
                     });
                 }
             }
-            Move::Vertex(j) => out.push(LcgTarget::Vertex(self.orig[j as usize])),
-            Move::Front(i, j) => out.push(LcgTarget::Edge {
+            Move::Vertex(j) => push(LcgTarget::Vertex(self.orig[j as usize])),
+            Move::Front(i, j) => push(LcgTarget::Edge {
                 source: self.orig[i as usize],
                 target: self.orig[j as usize],
                 direction: Direction::Front,
             }),
-            Move::Back(j, k) => out.push(LcgTarget::Edge {
+            Move::Back(j, k) => push(LcgTarget::Edge {
                 source: self.orig[j as usize],
                 target: self.orig[k as usize],
                 direction: Direction::Back,
