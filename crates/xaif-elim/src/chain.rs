@@ -715,16 +715,18 @@ pub(crate) fn run_edge_chain(
             }
             entry.1 |= bit;
         };
+        for c in work.unlinked_since(mark) {
+            let (r, k) = count_bits(c.counted);
+            reducing -= r;
+            keeping -= k;
+        }
         for e in work.changes_since(mark) {
             match *e {
                 Entry::Linked(u, w) | Entry::Changed(u, w, _) => {
                     note(u, OUT, &mut changed);
                     note(w, IN, &mut changed);
                 }
-                Entry::Unlinked(u, w, _, c) => {
-                    let (r, k) = count_bits(c.counted);
-                    reducing -= r;
-                    keeping -= k;
+                Entry::Unlinked(u, w, _) => {
                     note(u, OUT, &mut changed);
                     note(w, IN, &mut changed);
                 }

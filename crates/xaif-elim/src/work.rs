@@ -145,7 +145,9 @@ impl Model {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Entry {
     Linked(u32, u32),
-    Unlinked(u32, u32, W, EdgeCache),
+    /// An edge removed; its cache is on the stack of removed edges' caches
+    /// (kept apart so that every entry stays small).
+    Unlinked(u32, u32, W),
     Changed(u32, u32, W),
     Removed(u32),
     /// An expression read run-time value `id` once more.
@@ -156,6 +158,7 @@ pub(crate) enum Entry {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Mark {
     journal: usize,
+    unlinked: usize,
     mults: u32,
     adds: u32,
     fresh: u32,
@@ -245,6 +248,9 @@ pub(crate) struct Work {
     intermediates: usize,
     edges: usize,
     journal: Vec<Entry>,
+    /// The caches of the edges of the journal's `Unlinked` entries, in
+    /// the same order.
+    unlinked: Vec<EdgeCache>,
     scratch: Vec<u32>,
     /// The work list of [`Work::prune`], reused.
     prune_stack: Vec<u32>,
@@ -371,6 +377,7 @@ impl Work {
             intermediates: 0,
             edges: 0,
             journal: Vec::new(),
+            unlinked: Vec::new(),
             scratch: Vec::new(),
             prune_stack: Vec::new(),
             cache: vec![Vec::new(); n],
@@ -418,6 +425,7 @@ impl Work {
             }
         }
         work.journal.clear();
+        work.unlinked.clear();
         work
     }
 
@@ -505,6 +513,7 @@ impl Work {
     pub(crate) fn mark(&self) -> Mark {
         Mark {
             journal: self.journal.len(),
+            unlinked: self.unlinked.len(),
             mults: self.mults,
             adds: self.adds,
             fresh: self.fresh,
@@ -519,9 +528,11 @@ impl Work {
                 Some(Entry::Linked(u, w)) => {
                     let _ = self.raw_unlink(u, w);
                 }
-                Some(Entry::Unlinked(u, w, val, cache)) => {
+                Some(Entry::Unlinked(u, w, val)) => {
                     let at = self.raw_link(u, w, val);
-                    self.cache[u as usize][at] = cache;
+                    if let Some(cache) = self.unlinked.pop() {
+                        self.cache[u as usize][at] = cache;
+                    }
                 }
                 Some(Entry::Changed(u, w, old)) => {
                     self.raw_set(u, w, old);
@@ -540,6 +551,7 @@ impl Work {
             }
         }
         self.journal.truncate(mark.journal);
+        self.unlinked.truncate(mark.unlinked);
         self.mults = mark.mults;
         self.adds = mark.adds;
         self.fresh = mark.fresh;
@@ -674,7 +686,8 @@ impl Work {
 
     fn unlink(&mut self, u: u32, w: u32) -> Option<W> {
         let (val, cache) = self.raw_unlink(u, w)?;
-        self.journal.push(Entry::Unlinked(u, w, val, cache));
+        self.unlinked.push(cache);
+        self.journal.push(Entry::Unlinked(u, w, val));
         Some(val)
     }
 
@@ -1475,6 +1488,12 @@ impl Work {
     /// own incremental state.
     pub(crate) fn changes_since(&self, mark: Mark) -> &[Entry] {
         &self.journal[mark.journal.min(self.journal.len())..]
+    }
+
+    /// The caches of the edges removed since `mark` (one per `Unlinked`
+    /// entry of [`Work::changes_since`]).
+    pub(crate) fn unlinked_since(&self, mark: Mark) -> &[EdgeCache] {
+        &self.unlinked[mark.unlinked.min(self.unlinked.len())..]
     }
 
     /// The cache of the edge at position `at` of `u`'s successors.
