@@ -591,7 +591,7 @@ pub(crate) fn run_edge_chain(
     let mut best_scarcity = work.nontrivial();
     let mut marks = Marks::new(n);
     let mut have_previous = false;
-    let (mut reducing, mut keeping) = (0i64, 0i64);
+    let mut counts = Counts::new(n);
     if incremental {
         for u in 0..n as u32 {
             if !work.is_present(u) {
@@ -603,9 +603,7 @@ pub(crate) fn run_edge_chain(
                 let c = work.refresh_edge(u, at, need_fill);
                 let bits = classes(&c, work.kind(w) == Intermediate, back_ok);
                 work.cache_at(u, at).counted = bits;
-                let (r, k) = count_bits(bits);
-                reducing += r;
-                keeping += k;
+                counts.add(u, bits, 1);
             }
         }
     }
@@ -618,8 +616,8 @@ pub(crate) fn run_edge_chain(
     let mut measures: Vec<i64> = Vec::new();
     for _ in 0..MOVE_LIMIT {
         let class = match scarcity {
-            Some(_) if reducing > 0 => Some(1u8 | 4),
-            Some(true) if keeping > 0 => Some(2u8 | 8),
+            Some(_) if counts.total[0] > 0 => Some(1u8 | 4),
+            Some(true) if counts.total[1] > 0 => Some(2u8 | 8),
             _ => None,
         };
         if stop_when_flat && scarcity.is_some() && class.is_none() {
@@ -629,13 +627,15 @@ pub(crate) fn run_edge_chain(
             Some(bits) => {
                 candidates.clear();
                 fills.clear();
+                // Only the vertices with candidates of the class.
+                let which = usize::from(bits & 1 == 0);
                 for u in 0..n as u32 {
-                    if !work.is_present(u) {
+                    if counts.per_vertex[u as usize][which] == 0 {
                         continue;
                     }
                     for at in 0..work.succs(u).len() {
                         let w = work.succs(u)[at].0;
-                        let c = *work.cache_at(u, at);
+                        let c = work.cache_ref(u, at);
                         if c.counted & bits & 3 != 0 {
                             candidates.push(Move::Front(u, w));
                             fills.push(i64::from(c.front_fill));
@@ -715,11 +715,7 @@ pub(crate) fn run_edge_chain(
             }
             entry.1 |= bit;
         };
-        for c in work.unlinked_since(mark) {
-            let (r, k) = count_bits(c.counted);
-            reducing -= r;
-            keeping -= k;
-        }
+        let mut removed = work.unlinked_since(mark).iter();
         for e in work.changes_since(mark) {
             match *e {
                 Entry::Linked(u, w) | Entry::Changed(u, w, _) => {
@@ -727,6 +723,9 @@ pub(crate) fn run_edge_chain(
                     note(w, IN, &mut changed);
                 }
                 Entry::Unlinked(u, w, _) => {
+                    if let Some(c) = removed.next() {
+                        counts.add(u, c.counted, -1);
+                    }
                     note(u, OUT, &mut changed);
                     note(w, IN, &mut changed);
                 }
@@ -745,16 +744,7 @@ pub(crate) fn run_edge_chain(
             // v's predecessors.
             let out_sides = if how & OUT != 0 { FRONT | BACK } else { BACK };
             for at in 0..work.succs(v).len() {
-                refresh_counted(
-                    work,
-                    v,
-                    at,
-                    need_fill,
-                    epoch,
-                    out_sides,
-                    &mut reducing,
-                    &mut keeping,
-                );
+                refresh_counted(work, v, at, need_fill, epoch, out_sides, &mut counts);
             }
             // In-edges (y,v): front reads v's successors and predecessors,
             // back reads v's predecessors.
@@ -762,16 +752,7 @@ pub(crate) fn run_edge_chain(
             for p in 0..work.preds(v).len() {
                 let u = work.preds(v)[p].0;
                 if let Some(at) = work.position(u, v) {
-                    refresh_counted(
-                        work,
-                        u,
-                        at,
-                        need_fill,
-                        epoch,
-                        in_sides,
-                        &mut reducing,
-                        &mut keeping,
-                    );
+                    refresh_counted(work, u, at, need_fill, epoch, in_sides, &mut counts);
                 }
             }
         }
@@ -799,8 +780,7 @@ fn refresh_counted(
     fill: bool,
     epoch: u32,
     sides: u32,
-    reducing: &mut i64,
-    keeping: &mut i64,
+    counts: &mut Counts,
 ) {
     let old = *work.cache_at(u, at);
     let front = sides & FRONT != 0 && old.stamp != epoch;
@@ -808,9 +788,7 @@ fn refresh_counted(
     if !front && !back {
         return;
     }
-    let (r, k) = count_bits(old.counted);
-    *reducing -= r;
-    *keeping -= k;
+    counts.add(u, old.counted, -1);
     let w = work.succs(u)[at].0;
     let c = work.refresh_sides(u, at, fill, front, back);
     let bits = classes(
@@ -819,9 +797,34 @@ fn refresh_counted(
         work.kind(u) != crate::VertexKind::Independent,
     );
     work.cache_at(u, at).counted = bits;
-    let (r, k) = count_bits(bits);
-    *reducing += r;
-    *keeping += k;
+    counts.add(u, bits, 1);
+}
+
+/// How many candidate moves reduce and keep the non-trivial edge count,
+/// in all and per source vertex of their edges.
+struct Counts {
+    total: [i64; 2],
+    per_vertex: Vec<[i64; 2]>,
+}
+
+impl Counts {
+    fn new(n: usize) -> Counts {
+        Counts {
+            total: [0; 2],
+            per_vertex: vec![[0; 2]; n],
+        }
+    }
+
+    /// Counts (`sign` 1) or uncounts (-1) the classes `bits` of an edge
+    /// out of `u`.
+    fn add(&mut self, u: u32, bits: u8, sign: i64) {
+        let (r, k) = count_bits(bits);
+        self.total[0] += sign * r;
+        self.total[1] += sign * k;
+        let v = &mut self.per_vertex[u as usize];
+        v[0] += sign * r;
+        v[1] += sign * k;
+    }
 }
 
 /// The chain's choice among all edge moves (no scarcity narrowing), by

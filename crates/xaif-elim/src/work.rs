@@ -1496,6 +1496,11 @@ impl Work {
         &self.unlinked[mark.unlinked.min(self.unlinked.len())..]
     }
 
+    /// The cache of the edge at position `at` of `u`'s successors, to read.
+    pub(crate) fn cache_ref(&self, u: u32, at: usize) -> &EdgeCache {
+        &self.cache[u as usize][at]
+    }
+
     /// The cache of the edge at position `at` of `u`'s successors.
     pub(crate) fn cache_at(&mut self, u: u32, at: usize) -> &mut EdgeCache {
         &mut self.cache[u as usize][at]
