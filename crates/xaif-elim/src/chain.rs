@@ -496,21 +496,27 @@ pub(crate) fn run_all(
             .map(|s| run_chain_with(work, s, None, stop_when_flat))
             .collect();
     }
-    // Strategies alternate between this thread and one more (results in
-    // strategy order).
+    // This thread and one more take the next strategy not yet taken until
+    // none is left (chains differ much in length); every run starts from
+    // the same state and depends on nothing else, so the results, kept in
+    // strategy order, do not depend on which thread ran what.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let take = || next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut results: Vec<Option<ChainRun>> = (0..strategies.len()).map(|_| None).collect();
     let mut other = work.clone();
     std::thread::scope(|scope| {
-        let handle = scope.spawn(move || {
-            strategies
-                .iter()
-                .enumerate()
-                .skip(1)
-                .step_by(2)
-                .map(|(k, s)| (k, run_chain_with(&mut other, s, None, stop_when_flat)))
-                .collect::<Vec<_>>()
+        let handle = scope.spawn(|| {
+            let mut done = Vec::new();
+            loop {
+                let k = take();
+                let Some(s) = strategies.get(k) else { break };
+                done.push((k, run_chain_with(&mut other, s, None, stop_when_flat)));
+            }
+            done
         });
-        for (k, s) in strategies.iter().enumerate().step_by(2) {
+        loop {
+            let k = take();
+            let Some(s) = strategies.get(k) else { break };
             results[k] = run_chain_with(work, s, None, stop_when_flat);
         }
         if let Ok(done) = handle.join() {

@@ -183,4 +183,31 @@ proptest! {
             }
         }
     }
+
+    /// A chain run depends only on the state it starts from, not on the
+    /// runs made before on the same working graph (the threads of
+    /// `run_all` take strategies in any order).
+    #[test]
+    fn chain_runs_do_not_depend_on_earlier_runs(lcg in graph()) {
+        let base = ElimGraph::new(&lcg).unwrap();
+        let m = models()[1];
+        let mut shared = Work::new(&base, m, Triviality::Unit);
+        let strategies: Vec<ElimStrategy> = Chain::edge_defaults()
+            .into_iter()
+            .map(|chain| ElimStrategy {
+                method: Method::Edge,
+                chain,
+                extent: Extent::ScarcityPreserving { allow_maintaining: false },
+            })
+            .collect();
+        // In reverse order on one graph, each on a fresh one.
+        for s in strategies.iter().rev() {
+            let after_others = run_edge_chain(&mut shared, s, false);
+            let mut fresh = Work::new(&base, m, Triviality::Unit);
+            let alone = run_edge_chain(&mut fresh, s, false);
+            prop_assert_eq!(&after_others.moves, &alone.moves, "{:?}", s);
+            prop_assert_eq!(&after_others.splits, &alone.splits);
+            prop_assert_eq!(after_others.kept, alone.kept);
+        }
+    }
 }
