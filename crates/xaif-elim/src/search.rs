@@ -69,18 +69,27 @@ pub(crate) fn descend(work: &mut Work, kinds: Moves, plateau: bool, steps: usize
     while done.len() < steps {
         let Some(now) = work.cost() else { break };
         moves(work, kinds, &mut candidates);
-        let mut best: Option<(i64, Move)> = None;
+        // The best move, and whether its change was measured in this state.
+        let mut best: Option<(i64, Move, bool)> = None;
         for &m in &candidates {
+            let probes = work.probes;
             if let Some(d) = work.cached_delta(m, now) {
-                if best.is_none_or(|(b, _)| d < b) {
-                    best = Some((d, m));
+                if best.is_none_or(|(b, _, _)| d < b) {
+                    best = Some((d, m, work.probes != probes));
                 }
             }
         }
-        let Some((cached, m)) = best else { break };
+        let Some((cached, m, measured_here)) = best else {
+            break;
+        };
         // Cached changes ignore far-away effects (shared factors); the
-        // chosen move is measured again before it is taken.
-        let real = work.probe_cost(m).map(|c| c - now);
+        // chosen move is measured again before it is taken, unless it was
+        // just measured in this very state (probes take themselves back).
+        let real = if measured_here {
+            Some(cached)
+        } else {
+            work.probe_cost(m).map(|c| c - now)
+        };
         if real != Some(cached) && retries < 4 {
             retries += 1;
             work.forget_delta(m);

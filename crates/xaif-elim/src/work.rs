@@ -268,6 +268,8 @@ pub(crate) struct Work {
     probing: bool,
     /// Cached cost change of eliminating each vertex: (stamp, change).
     vertex_cost: Vec<(u32, Option<i64>)>,
+    /// Moves measured by [`Work::probe_cost`] so far.
+    pub(crate) probes: u64,
 }
 
 /// Measures of the front and back elimination of one edge, valid while
@@ -387,6 +389,7 @@ impl Work {
             epoch: 1,
             probing: false,
             vertex_cost: vec![(0, None); n],
+            probes: 0,
         };
         for r in 0..n {
             if work.present[r] && work.kinds[r] == VertexKind::Intermediate {
@@ -1388,6 +1391,7 @@ impl Work {
     /// The cost after a move, measured by performing and taking it back
     /// without invalidating any cache.
     pub(crate) fn probe_cost(&mut self, m: Move) -> Option<i64> {
+        self.probes += 1;
         let mark = self.mark();
         let probing = self.probing;
         self.probing = true;
