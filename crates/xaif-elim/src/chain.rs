@@ -540,17 +540,17 @@ fn parallelism() -> usize {
 }
 
 /// Scarcity classes of an edge's two moves as counted bits.
-fn classes(c: &crate::work::EdgeCache, front_ok: bool, back_ok: bool) -> u8 {
+fn classes(front: i32, back: i32, front_ok: bool, back_ok: bool) -> u8 {
     let mut bits = 0;
     if front_ok {
-        bits |= match c.front {
+        bits |= match front {
             d if d < 0 => 1,
             0 => 2,
             _ => 0,
         };
     }
     if back_ok {
-        bits |= match c.back {
+        bits |= match back {
             d if d < 0 => 4,
             0 => 8,
             _ => 0,
@@ -606,8 +606,8 @@ pub(crate) fn run_edge_chain(
             let back_ok = work.kind(u) != Independent;
             for at in 0..work.succs(u).len() {
                 let w = work.succs(u)[at].0;
-                let c = work.refresh_edge(u, at, need_fill);
-                let bits = classes(&c, work.kind(w) == Intermediate, back_ok);
+                let (front, back) = work.refresh_edge(u, at, need_fill);
+                let bits = classes(front, back, work.kind(w) == Intermediate, back_ok);
                 work.cache_at(u, at).counted = bits;
                 counts.add(u, bits, 1);
             }
@@ -788,7 +788,7 @@ fn refresh_counted(
     sides: u32,
     counts: &mut Counts,
 ) {
-    let old = *work.cache_at(u, at);
+    let old = work.cache_ref(u, at);
     let front = sides & FRONT != 0 && old.stamp != epoch;
     let back = sides & BACK != 0 && old.back_stamp != epoch;
     if !front && !back {
@@ -796,9 +796,10 @@ fn refresh_counted(
     }
     counts.add(u, old.counted, -1);
     let w = work.succs(u)[at].0;
-    let c = work.refresh_sides(u, at, fill, front, back);
+    let (front, back) = work.refresh_sides(u, at, fill, front, back);
     let bits = classes(
-        &c,
+        front,
+        back,
         work.kind(w) == crate::VertexKind::Intermediate,
         work.kind(u) != crate::VertexKind::Independent,
     );

@@ -1358,31 +1358,14 @@ impl Work {
         let back_last = self.touched_in[ui]
             .max(self.touched_in[wi])
             .max(self.touched_out[ui]);
-        let c = self.cache[ui][at];
+        let c = &self.cache[ui][at];
         let front_fresh = c.stamp != 0 && c.stamp >= front_last && (!fill || c.front_fill >= 0);
         let back_fresh =
             c.back_stamp != 0 && c.back_stamp >= back_last && (!fill || c.back_fill >= 0);
-        if front_fresh && back_fresh {
-            return (c.front, c.back, c.front_fill, c.back_fill);
+        if !(front_fresh && back_fresh) {
+            self.refresh_sides(u, at, fill, !front_fresh, !back_fresh);
         }
-        let mut c = c;
-        if !front_fresh {
-            (c.front, c.front_fill) = if self.kinds[wi] == VertexKind::Intermediate {
-                self.front_measures(u, at, fill)
-            } else {
-                (0, if fill { 0 } else { -1 })
-            };
-            c.stamp = self.epoch;
-        }
-        if !back_fresh {
-            (c.back, c.back_fill) = if self.kinds[ui] != VertexKind::Independent {
-                self.back_measures(u, at, fill)
-            } else {
-                (0, if fill { 0 } else { -1 })
-            };
-            c.back_stamp = self.epoch;
-        }
-        self.cache[ui][at] = c;
+        let c = &self.cache[ui][at];
         (c.front, c.back, c.front_fill, c.back_fill)
     }
 }
@@ -1429,7 +1412,6 @@ impl Work {
                 let Ok(at) = self.succ[u as usize].binary_search_by_key(&w, |e| e.0) else {
                     return None;
                 };
-                let c = self.cache[u as usize][at];
                 let last = self.touched[u as usize]
                     .max(self.touched[w as usize])
                     .max(
@@ -1447,6 +1429,7 @@ impl Work {
                             .unwrap_or(0),
                     );
                 let front = matches!(m, Move::Front(..));
+                let c = &self.cache[u as usize][at];
                 if c.cost_stamp != 0 && c.cost_stamp >= last {
                     let cached = if front { c.front_cost } else { c.back_cost };
                     if cached != UNKNOWN {
@@ -1511,7 +1494,8 @@ impl Work {
     }
 
     /// Recomputes the scarcity measures (and fills) of the front and/or
-    /// back elimination of an edge now.
+    /// back elimination of an edge now; returns the front and back
+    /// scarcity changes.
     pub(crate) fn refresh_sides(
         &mut self,
         u: u32,
@@ -1519,32 +1503,40 @@ impl Work {
         fill: bool,
         front: bool,
         back: bool,
-    ) -> EdgeCache {
+    ) -> (i32, i32) {
+        // Fields are written one by one (no copy of the whole entry read
+        // back after partial writes).
         let ui = u as usize;
         let w = self.succ[ui][at].0;
-        let mut c = self.cache[ui][at];
+        let epoch = self.epoch;
         if front {
-            (c.front, c.front_fill) = if self.kinds[w as usize] == VertexKind::Intermediate {
+            let (delta, fill_in) = if self.kinds[w as usize] == VertexKind::Intermediate {
                 self.front_measures(u, at, fill)
             } else {
                 (0, if fill { 0 } else { -1 })
             };
-            c.stamp = self.epoch;
+            let c = &mut self.cache[ui][at];
+            c.front = delta;
+            c.front_fill = fill_in;
+            c.stamp = epoch;
         }
         if back {
-            (c.back, c.back_fill) = if self.kinds[ui] != VertexKind::Independent {
+            let (delta, fill_in) = if self.kinds[ui] != VertexKind::Independent {
                 self.back_measures(u, at, fill)
             } else {
                 (0, if fill { 0 } else { -1 })
             };
-            c.back_stamp = self.epoch;
+            let c = &mut self.cache[ui][at];
+            c.back = delta;
+            c.back_fill = fill_in;
+            c.back_stamp = epoch;
         }
-        self.cache[ui][at] = c;
-        c
+        let c = &self.cache[ui][at];
+        (c.front, c.back)
     }
 
     /// Recomputes both scarcity measures (and fills) of an edge now.
-    pub(crate) fn refresh_edge(&mut self, u: u32, at: usize, fill: bool) -> EdgeCache {
+    pub(crate) fn refresh_edge(&mut self, u: u32, at: usize, fill: bool) -> (i32, i32) {
         self.refresh_sides(u, at, fill, true, true)
     }
 
