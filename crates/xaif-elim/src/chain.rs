@@ -729,8 +729,8 @@ pub(crate) fn run_edge_chain(
                     note(w, IN, &mut changed);
                 }
                 Entry::Unlinked(u, w, _) => {
-                    if let Some(c) = removed.next() {
-                        counts.add(u, c.counted, -1);
+                    if let Some(&slot) = removed.next() {
+                        counts.add(u, work.slot_cache(slot).counted, -1);
                     }
                     note(u, OUT, &mut changed);
                     note(w, IN, &mut changed);

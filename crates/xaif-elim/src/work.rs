@@ -248,14 +248,20 @@ pub(crate) struct Work {
     intermediates: usize,
     edges: usize,
     journal: Vec<Entry>,
-    /// The caches of the edges of the journal's `Unlinked` entries, in
-    /// the same order.
-    unlinked: Vec<EdgeCache>,
+    /// The cache slots of the edges of the journal's `Unlinked` entries,
+    /// in the same order (kept, so that undoing restores them as they
+    /// were without copying).
+    unlinked: Vec<u32>,
     scratch: Vec<u32>,
     /// The work list of [`Work::prune`], reused.
     prune_stack: Vec<u32>,
-    /// Cached per-edge measures, parallel to `succ`.
-    cache: Vec<Vec<EdgeCache>>,
+    /// Per-edge cache slots in `caches`, parallel to `succ` (an edge's
+    /// measures stay in their slot while it moves in the lists).
+    slots: Vec<Vec<u32>>,
+    /// Cached per-edge measures, by slot.
+    caches: Vec<EdgeCache>,
+    /// Slots of no edge and of no journal entry.
+    free_slots: Vec<u32>,
     /// When each vertex's lists last changed (see [`EdgeCache`]).
     touched: Vec<u32>,
     /// When each vertex's successor list last changed.
@@ -382,7 +388,9 @@ impl Work {
             unlinked: Vec::new(),
             scratch: Vec::new(),
             prune_stack: Vec::new(),
-            cache: vec![Vec::new(); n],
+            slots: vec![Vec::new(); n],
+            caches: Vec::new(),
+            free_slots: Vec::new(),
             touched: vec![0; n],
             touched_out: vec![0; n],
             touched_in: vec![0; n],
@@ -529,13 +537,13 @@ impl Work {
         while self.journal.len() > mark.journal {
             match self.journal.pop() {
                 Some(Entry::Linked(u, w)) => {
-                    let _ = self.raw_unlink(u, w);
+                    if let Some((_, slot)) = self.raw_unlink(u, w) {
+                        self.free_slots.push(slot);
+                    }
                 }
                 Some(Entry::Unlinked(u, w, val)) => {
-                    let at = self.raw_link(u, w, val);
-                    if let Some(cache) = self.unlinked.pop() {
-                        self.cache[u as usize][at] = cache;
-                    }
+                    let slot = self.unlinked.pop();
+                    self.raw_link_slot(u, w, val, slot);
                 }
                 Some(Entry::Changed(u, w, old)) => {
                     self.raw_set(u, w, old);
@@ -629,34 +637,50 @@ impl Work {
         }
     }
 
-    /// Adds an edge; returns its position among `u`'s successors.
-    fn raw_link(&mut self, u: u32, w: u32, val: W) -> usize {
+    /// Adds an edge with a fresh cache.
+    fn raw_link(&mut self, u: u32, w: u32, val: W) {
+        self.raw_link_slot(u, w, val, None);
+    }
+
+    /// Adds an edge with the cache in `slot` (a fresh one if `None`).
+    fn raw_link_slot(&mut self, u: u32, w: u32, val: W, slot: Option<u32>) {
+        let slot = slot.unwrap_or_else(|| match self.free_slots.pop() {
+            Some(free) => {
+                self.caches[free as usize] = EdgeCache::default();
+                free
+            }
+            None => {
+                self.caches.push(EdgeCache::default());
+                (self.caches.len() - 1) as u32
+            }
+        });
         self.touch(u, w);
         let s = &mut self.succ[u as usize];
         let at = s.partition_point(|e| e.0 < w);
         s.insert(at, (w, val));
-        self.cache[u as usize].insert(at, EdgeCache::default());
+        self.slots[u as usize].insert(at, slot);
         let p = &mut self.pred[w as usize];
         let before = p.partition_point(|e| e.0 < u);
         p.insert(before, (u, val));
         self.edges += 1;
         self.count_edge(u, w, val, 1);
-        at
     }
 
-    fn raw_unlink(&mut self, u: u32, w: u32) -> Option<(W, EdgeCache)> {
+    /// Removes an edge; returns its value and its cache slot (still
+    /// taken).
+    fn raw_unlink(&mut self, u: u32, w: u32) -> Option<(W, u32)> {
         self.touch(u, w);
         let s = &mut self.succ[u as usize];
         let at = s.binary_search_by_key(&w, |e| e.0).ok()?;
         let (_, val) = s.remove(at);
-        let cache = self.cache[u as usize].remove(at);
+        let slot = self.slots[u as usize].remove(at);
         let p = &mut self.pred[w as usize];
         if let Ok(at) = p.binary_search_by_key(&u, |e| e.0) {
             p.remove(at);
         }
         self.edges -= 1;
         self.count_edge(u, w, val, -1);
-        Some((val, cache))
+        Some((val, slot))
     }
 
     fn touch(&mut self, u: u32, w: u32) {
@@ -683,13 +707,13 @@ impl Work {
     }
 
     fn link(&mut self, u: u32, w: u32, val: W) {
-        let _ = self.raw_link(u, w, val);
+        self.raw_link(u, w, val);
         self.journal.push(Entry::Linked(u, w));
     }
 
     fn unlink(&mut self, u: u32, w: u32) -> Option<W> {
-        let (val, cache) = self.raw_unlink(u, w)?;
-        self.unlinked.push(cache);
+        let (val, slot) = self.raw_unlink(u, w)?;
+        self.unlinked.push(slot);
         self.journal.push(Entry::Unlinked(u, w, val));
         Some(val)
     }
@@ -1358,14 +1382,14 @@ impl Work {
         let back_last = self.touched_in[ui]
             .max(self.touched_in[wi])
             .max(self.touched_out[ui]);
-        let c = &self.cache[ui][at];
+        let c = &self.caches[self.slots[ui][at] as usize];
         let front_fresh = c.stamp != 0 && c.stamp >= front_last && (!fill || c.front_fill >= 0);
         let back_fresh =
             c.back_stamp != 0 && c.back_stamp >= back_last && (!fill || c.back_fill >= 0);
         if !(front_fresh && back_fresh) {
             self.refresh_sides(u, at, fill, !front_fresh, !back_fresh);
         }
-        let c = &self.cache[ui][at];
+        let c = &self.caches[self.slots[ui][at] as usize];
         (c.front, c.back, c.front_fill, c.back_fill)
     }
 }
@@ -1429,7 +1453,7 @@ impl Work {
                             .unwrap_or(0),
                     );
                 let front = matches!(m, Move::Front(..));
-                let c = &self.cache[u as usize][at];
+                let c = &self.caches[self.slots[u as usize][at] as usize];
                 if c.cost_stamp != 0 && c.cost_stamp >= last {
                     let cached = if front { c.front_cost } else { c.back_cost };
                     if cached != UNKNOWN {
@@ -1437,7 +1461,7 @@ impl Work {
                     }
                 }
                 let delta = self.probe_cost(m).map(|c| c - now);
-                let entry = &mut self.cache[u as usize][at];
+                let entry = &mut self.caches[self.slots[u as usize][at] as usize];
                 if entry.cost_stamp < last || entry.cost_stamp == 0 {
                     entry.front_cost = UNKNOWN;
                     entry.back_cost = UNKNOWN;
@@ -1463,7 +1487,7 @@ impl Work {
             Move::Vertex(v) => self.vertex_cost[v as usize].0 = 0,
             Move::Front(u, w) | Move::Back(u, w) => {
                 if let Ok(at) = self.succ[u as usize].binary_search_by_key(&w, |e| e.0) {
-                    self.cache[u as usize][at].cost_stamp = 0;
+                    self.caches[self.slots[u as usize][at] as usize].cost_stamp = 0;
                 }
             }
         }
@@ -1477,20 +1501,26 @@ impl Work {
         &self.journal[mark.journal.min(self.journal.len())..]
     }
 
-    /// The caches of the edges removed since `mark` (one per `Unlinked`
-    /// entry of [`Work::changes_since`]).
-    pub(crate) fn unlinked_since(&self, mark: Mark) -> &[EdgeCache] {
+    /// The cache slots of the edges removed since `mark` (one per
+    /// `Unlinked` entry of [`Work::changes_since`]); see
+    /// [`Work::slot_cache`].
+    pub(crate) fn unlinked_since(&self, mark: Mark) -> &[u32] {
         &self.unlinked[mark.unlinked.min(self.unlinked.len())..]
+    }
+
+    /// The cache in a slot.
+    pub(crate) fn slot_cache(&self, slot: u32) -> &EdgeCache {
+        &self.caches[slot as usize]
     }
 
     /// The cache of the edge at position `at` of `u`'s successors, to read.
     pub(crate) fn cache_ref(&self, u: u32, at: usize) -> &EdgeCache {
-        &self.cache[u as usize][at]
+        &self.caches[self.slots[u as usize][at] as usize]
     }
 
     /// The cache of the edge at position `at` of `u`'s successors.
     pub(crate) fn cache_at(&mut self, u: u32, at: usize) -> &mut EdgeCache {
-        &mut self.cache[u as usize][at]
+        &mut self.caches[self.slots[u as usize][at] as usize]
     }
 
     /// Recomputes the scarcity measures (and fills) of the front and/or
@@ -1515,7 +1545,7 @@ impl Work {
             } else {
                 (0, if fill { 0 } else { -1 })
             };
-            let c = &mut self.cache[ui][at];
+            let c = &mut self.caches[self.slots[ui][at] as usize];
             c.front = delta;
             c.front_fill = fill_in;
             c.stamp = epoch;
@@ -1526,12 +1556,12 @@ impl Work {
             } else {
                 (0, if fill { 0 } else { -1 })
             };
-            let c = &mut self.cache[ui][at];
+            let c = &mut self.caches[self.slots[ui][at] as usize];
             c.back = delta;
             c.back_fill = fill_in;
             c.back_stamp = epoch;
         }
-        let c = &self.cache[ui][at];
+        let c = &self.caches[self.slots[ui][at] as usize];
         (c.front, c.back)
     }
 
