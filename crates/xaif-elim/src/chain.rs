@@ -477,15 +477,22 @@ fn random_choice(work: &Work, candidates: &[Move], rng: &mut Rng) -> Move {
 /// threads (below it, starting threads costs more than it saves).
 const PARALLEL_EDGES: usize = 64;
 
+/// Fewer strategies than this run on one thread: with two (the tangent
+/// search's baseline on large graphs) the second thread, its copy of the
+/// graph and its allocator arena cost more CPU than they save in wall
+/// time (measured on the corpus's largest graphs).
+const PARALLEL_STRATEGIES: usize = 3;
+
 /// Runs every strategy from the current state of `work` (restored), on
-/// two threads for large graphs; results in strategy order, so the
-/// outcome does not depend on scheduling.
+/// two threads for large graphs with at least [`PARALLEL_STRATEGIES`]
+/// strategies; results in strategy order, so the outcome does not depend
+/// on scheduling.
 pub(crate) fn run_all(
     work: &mut Work,
     strategies: &[Strategy],
     stop_when_flat: bool,
 ) -> Vec<Option<ChainRun>> {
-    let threads = if work.edge_count() < PARALLEL_EDGES {
+    let threads = if work.edge_count() < PARALLEL_EDGES || strategies.len() < PARALLEL_STRATEGIES {
         1
     } else {
         parallelism().min(2).min(strategies.len())
