@@ -150,8 +150,8 @@ fn timing_table_with(graphs: &[Lcg], rounds: usize, max: bool, efforts: &[String
         s,
         "All {} graphs of the corpus's tangent inputs (duplicates included: every graph the transformations eliminate), \
          built once, then eliminated and searched per effort level; median of {rounds} rounds (1 for `max`), one thread \
-         per graph except the reference selection's own two threads on large graphs; wall time, and the CPU time of \
-         every thread. `none` is the reference's \
+         per graph except two for the chains of a large graph with three or more of them (the adjoint search's \
+         seven, the reference selection's); wall time, and the CPU time of every thread. `none` is the reference's \
          selection alone (what `--heuristic` and the previous releases did).\n",
         graphs.len()
     );
