@@ -234,7 +234,7 @@ pub fn timing(
     let examples = read_index(&shared.join("corpus"))?;
     let mut lcgs: Vec<String> = Vec::new();
     for ex in &examples {
-        if !only.is_empty() && !only.iter().any(|o| *o == ex.name) {
+        if !only.is_empty() && !only.contains(&ex.name) {
             continue;
         }
         if ex.input(false).is_file() {
