@@ -224,8 +224,10 @@ pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Opt
     if search.goal == Goal::RunTime && mode == PropagationMode::Adjoint {
         // Taping more factors than the baseline must pay for itself.
         if let Some((_, pushes)) = reference_split {
-            work.model.max_pushes = pushes;
-            work.model.w_excess = crate::cost::EXCESS_TAPE as i64 * crate::cost::OPERATION;
+            work.limit_tape(
+                pushes,
+                crate::cost::EXCESS_TAPE as i64 * crate::cost::OPERATION,
+            );
         }
     }
 

@@ -276,6 +276,12 @@ pub(crate) struct Work {
     vertex_cost: Vec<(u32, Option<i64>)>,
     /// Moves measured by [`Work::probe_cost`] so far.
     pub(crate) probes: u64,
+    /// Changes of state outside probes (moves applied, undone).
+    version: u64,
+    /// Per intermediate: the cost after its elimination (or an equivalent
+    /// edge elimination, see [`Work::same_as_vertex`]) as last probed,
+    /// and `version + 1` then (0: never).
+    probed: Vec<(u64, Option<i64>)>,
 }
 
 /// Measures of the front and back elimination of one edge, valid while
@@ -398,6 +404,8 @@ impl Work {
             probing: false,
             vertex_cost: vec![(0, None); n],
             probes: 0,
+            version: 0,
+            probed: vec![(0, None); n],
         };
         for r in 0..n {
             if work.present[r] && work.kinds[r] == VertexKind::Intermediate {
@@ -534,6 +542,9 @@ impl Work {
     /// Reverts every change made since `mark`.
     pub(crate) fn undo_to(&mut self, mark: Mark) {
         self.epoch += 1;
+        if !self.probing {
+            self.version += 1;
+        }
         while self.journal.len() > mark.journal {
             match self.journal.pop() {
                 Some(Entry::Linked(u, w)) => {
@@ -874,6 +885,9 @@ impl Work {
     /// Performs a possible move (see [`Work::can`]).
     pub(crate) fn apply(&mut self, m: Move) {
         self.epoch += 1;
+        if !self.probing {
+            self.version += 1;
+        }
         match m {
             Move::Vertex(j) => self.eliminate_vertex(j),
             Move::Front(i, j) => self.front(i, j),
@@ -1399,6 +1413,13 @@ impl Work {
     /// without invalidating any cache.
     pub(crate) fn probe_cost(&mut self, m: Move) -> Option<i64> {
         self.probes += 1;
+        let same = self.same_as_vertex(m);
+        if let Some(j) = same {
+            let (version, after) = self.probed[j as usize];
+            if version == self.version + 1 {
+                return after;
+            }
+        }
         let mark = self.mark();
         let probing = self.probing;
         self.probing = true;
@@ -1406,7 +1427,33 @@ impl Work {
         let after = self.cost();
         self.undo_to(mark);
         self.probing = probing;
+        if let Some(j) = same {
+            self.probed[j as usize] = (self.version + 1, after);
+        }
         after
+    }
+
+    /// Makes distinct run-time factors beyond `max_pushes` cost `w_excess`
+    /// more each (a change of the model: no cost measured before is
+    /// reused).
+    pub(crate) fn limit_tape(&mut self, max_pushes: i64, w_excess: i64) {
+        self.model.max_pushes = max_pushes;
+        self.model.w_excess = w_excess;
+        self.version += 1;
+    }
+
+    /// The intermediate whose elimination leads to the same state as the
+    /// move: the move itself, the front elimination of its only in-edge
+    /// or the back elimination of its only out-edge (the same products in
+    /// the same order, the same values, the same edges left).
+    fn same_as_vertex(&self, m: Move) -> Option<u32> {
+        let j = match m {
+            Move::Vertex(j) => j,
+            Move::Front(_, j) if self.pred[j as usize].len() == 1 => j,
+            Move::Back(j, _) if self.succ[j as usize].len() == 1 => j,
+            _ => return None,
+        };
+        (self.kinds[j as usize] == VertexKind::Intermediate).then_some(j)
     }
 
     /// The cost change of a move, from the cache when neither the move's

@@ -210,4 +210,50 @@ proptest! {
             prop_assert_eq!(after_others.kept, alone.kept);
         }
     }
+
+    /// Eliminating an intermediate and front eliminating its only in-edge
+    /// (or back eliminating its only out-edge) reach the same state, which
+    /// is what lets a probe reuse the other's cost.
+    #[test]
+    fn a_lone_edge_elimination_reaches_the_vertex_elimination_state(
+        lcg in graph(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let base = ElimGraph::new(&lcg).unwrap();
+        for m in models() {
+            let mut work = Work::new(&base, m, Triviality::Unit);
+            let mut moves = Vec::new();
+            let mut scratch = crate::work::KeyScratch::default();
+            for pick in picks.iter().map(Some).chain([None]) {
+                for j in work.inner_vertices().collect::<Vec<_>>() {
+                    if work.kind(j) != VertexKind::Intermediate {
+                        continue;
+                    }
+                    let mut same = Vec::new();
+                    if let [(i, _)] = work.preds(j) {
+                        same.push(Move::Front(*i, j));
+                    }
+                    if let [(k, _)] = work.succs(j) {
+                        same.push(Move::Back(j, *k));
+                    }
+                    let mark = work.mark();
+                    work.apply(Move::Vertex(j));
+                    let expected = (work.cost(), work.state_key(&mut scratch));
+                    work.undo_to(mark);
+                    for mv in same {
+                        work.apply(mv);
+                        let got = (work.cost(), work.state_key(&mut scratch));
+                        work.undo_to(mark);
+                        prop_assert_eq!(got, expected, "{:?}", mv);
+                    }
+                }
+                let Some(pick) = pick else { break };
+                possible_moves(&work, &mut moves);
+                if moves.is_empty() {
+                    break;
+                }
+                work.apply(moves[pick.index(moves.len())]);
+            }
+        }
+    }
 }
