@@ -13,8 +13,8 @@
 use serde::Serialize;
 use xaif_model::{
     build::inlinable_call, ArgValue, Attrs, AxTerm, CallArg, CfgId, Expr, NonInlinable,
-    NonInlinableCatalogue, Program, PropEntry, PropKind, RoutineBody, RoutineIndex, ScopeId, Stmt,
-    StmtId, StmtKind, SymbolId, VarRef, VertexKind,
+    NonInlinableCatalogue, Program, PropEntry, PropKind, Routine, RoutineBody, RoutineId,
+    RoutineIndex, ScopeId, Stmt, StmtId, StmtKind, SymbolId, VarRef, VertexKind,
 };
 
 use crate::catalogue::Catalogue;
@@ -123,6 +123,9 @@ pub enum TransformError {
     /// The input is already a transformation result or otherwise unusable.
     #[error("{0}")]
     Input(String),
+    /// The sink of a streamed transformation failed (writing its output).
+    #[error("{0}")]
+    Output(String),
 }
 
 /// The result of a transformation.
@@ -221,6 +224,89 @@ pub fn tangent(
     noninlinable: Option<&NonInlinableCatalogue>,
     options: &TangentOptions,
 ) -> Result<Transformed, TransformError> {
+    tangent_with(p, catalogue, noninlinable, options, None)
+}
+
+/// [`tangent`], handing every routine to `sink` as soon as it is complete
+/// (see [`Finisher`]); the returned program then holds everything but the
+/// routines' bodies. Not with `rename` (`-r` renames across routines).
+pub fn tangent_streamed(
+    p: &Program,
+    catalogue: &Catalogue,
+    noninlinable: Option<&NonInlinableCatalogue>,
+    options: &TangentOptions,
+    sink: RoutineSink<'_>,
+) -> Result<Transformed, TransformError> {
+    if options.rename {
+        return Err(TransformError::Output(
+            "-r renames across routines: the output cannot be streamed".into(),
+        ));
+    }
+    tangent_with(p, catalogue, noninlinable, options, Some(sink))
+}
+
+/// Where a streamed transformation hands each finished routine: the
+/// output program (the routine complete, ready to be written) and the
+/// routine. An error stops the transformation.
+pub type RoutineSink<'a> = &'a mut dyn FnMut(&mut Program, RoutineId) -> Result<(), String>;
+
+/// Finishes routines one at a time for a streamed transformation: gives
+/// the routine what the whole-program passes at the end would
+/// (`formalArgCount` on calls, `-I` intents), hands it to the sink, then
+/// drops every graph, vertex, edge and statement made since the
+/// transformation started, so the output model holds one routine at a
+/// time. Transformations build each routine's code from the input and
+/// never refer to another routine's new elements, which makes the drop
+/// safe; the finished routine's body must not be read afterwards.
+pub struct Finisher<'a> {
+    sink: RoutineSink<'a>,
+    routines: RoutineIndex,
+    all_inout: bool,
+    marks: [usize; 4],
+}
+
+impl<'a> Finisher<'a> {
+    /// A finisher for `out` as it is now (before any routine was
+    /// transformed); `all_inout` is `-I` when the transformation leaves
+    /// intents to the end.
+    pub fn new(out: &Program, sink: RoutineSink<'a>, all_inout: bool) -> Self {
+        Finisher {
+            sink,
+            routines: RoutineIndex::new(out),
+            all_inout,
+            marks: [
+                out.cfgs.len(),
+                out.vertices.len(),
+                out.edges.len(),
+                out.stmts.len(),
+            ],
+        }
+    }
+
+    /// Routine `r` of `out` is complete: finish it, hand it on, drop it.
+    pub fn done(&mut self, out: &mut Program, r: RoutineId) -> Result<(), TransformError> {
+        let (_, stmts) = out.routine_contents(r);
+        crate::rename::complete_call_counts_of(out, &self.routines, &stmts);
+        if self.all_inout {
+            crate::rename::intents_inout(&mut out.routines[r]);
+        }
+        (self.sink)(out, r).map_err(TransformError::Output)?;
+        let [cfgs, vertices, edges, stmts] = self.marks;
+        out.cfgs.truncate(cfgs);
+        out.vertices.truncate(vertices);
+        out.edges.truncate(edges);
+        out.stmts.truncate(stmts);
+        Ok(())
+    }
+}
+
+fn tangent_with(
+    p: &Program,
+    catalogue: &Catalogue,
+    noninlinable: Option<&NonInlinableCatalogue>,
+    options: &TangentOptions,
+    sink: Option<RoutineSink<'_>>,
+) -> Result<Transformed, TransformError> {
     let Start {
         ctx,
         mut out,
@@ -237,9 +323,60 @@ pub fn tangent(
     let is_direct = |name: &str| direct.contains(name);
     let mut stats = TransformStats::default();
     let mut dots = Vec::new();
+    let mut finisher = sink.map(|sink| Finisher::new(&out, sink, options.all_inout));
     for (rid, routine) in p.routines.iter() {
+        tangent_routine(
+            p,
+            &ctx,
+            &mut out,
+            &mut names,
+            &routines,
+            &is_direct,
+            catalogue,
+            options,
+            (rid, routine),
+            &mut stats,
+            &mut dots,
+        )?;
+        if let Some(f) = &mut finisher {
+            f.done(&mut out, rid)?;
+        }
+    }
+    if finisher.is_none() {
+        crate::rename::complete_call_counts(&mut out);
+        if options.all_inout {
+            crate::rename::all_intents_inout(&mut out);
+        }
+        if options.rename {
+            crate::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
+        }
+    }
+    Ok(Transformed {
+        program: out,
+        stats,
+        dots,
+    })
+}
+
+/// One routine of [`tangent`].
+#[allow(clippy::too_many_arguments)]
+fn tangent_routine(
+    p: &Program,
+    ctx: &Ctx<'_>,
+    out: &mut Program,
+    names: &mut Names,
+    routines: &RoutineIndex,
+    is_direct: &dyn Fn(&str) -> bool,
+    catalogue: &Catalogue,
+    options: &TangentOptions,
+    (rid, routine): (RoutineId, &Routine),
+    stats: &mut TransformStats,
+    dots: &mut Vec<DotGraph>,
+) -> Result<(), TransformError> {
+    let (mut out, mut names) = (out, names);
+    {
         let RoutineBody::Graph(cfg) = &routine.body else {
-            continue;
+            return Ok(());
         };
         let name = routine.symbol_name().to_string();
         let Some(scope) = routine
@@ -247,7 +384,7 @@ pub fn tangent(
             .get("controlflowgraph_scope_id")
             .and_then(|s| ctx.symbols.scope(s))
         else {
-            continue;
+            return Ok(());
         };
         let mut rstats = RoutineStats {
             routine: name.clone(),
@@ -343,18 +480,7 @@ pub fn tangent(
         stats.total.add(&rstats.total);
         stats.routines.push(rstats);
     }
-    crate::rename::complete_call_counts(&mut out);
-    if options.all_inout {
-        crate::rename::all_intents_inout(&mut out);
-    }
-    if options.rename {
-        crate::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
-    }
-    Ok(Transformed {
-        program: out,
-        stats,
-        dots,
-    })
+    Ok(())
 }
 
 /// `countmult(n)` and `countadd(n)` for a block whose derivative code

@@ -112,6 +112,14 @@ impl<T> Arena<T> {
         self.items.is_empty()
     }
 
+    /// Drops every element created after the first `len`, so that a
+    /// program streamed routine by routine holds one routine's output at a
+    /// time. Handles to the dropped elements must no longer be used: later
+    /// elements reuse their indices.
+    pub fn truncate(&mut self, len: usize) {
+        self.items.truncate(len);
+    }
+
     /// All handles with their values, in creation order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (Id<T>, &T)> + '_ {
         self.items

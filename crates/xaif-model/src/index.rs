@@ -262,6 +262,40 @@ impl Routine {
     }
 }
 
+impl Program {
+    /// The control flow graphs of routine `r` in document order: its body,
+    /// or each replacement's.
+    pub fn routine_cfgs(&self, r: RoutineId) -> Vec<CfgId> {
+        match &self.routines[r].body {
+            RoutineBody::Graph(cfg) => vec![*cfg],
+            RoutineBody::Replacements(list) => list.iter().map(|rep| rep.cfg).collect(),
+        }
+    }
+
+    /// The vertices and the statements (basic blocks' statements, loop
+    /// initializations and updates) of routine `r`'s graphs, in document
+    /// order: what passes that finish one routine at a time rewrite.
+    pub fn routine_contents(&self, r: RoutineId) -> (Vec<VertexId>, Vec<StmtId>) {
+        let (mut vertices, mut stmts) = (Vec::new(), Vec::new());
+        for cfg in self.routine_cfgs(r) {
+            for item in &self.cfgs[cfg].items {
+                let CfgItem::Vertex(v) = *item else {
+                    continue;
+                };
+                vertices.push(v);
+                match &self.vertices[v].kind {
+                    VertexKind::BasicBlock(list) => stmts.extend(list.iter().copied()),
+                    VertexKind::ForLoop { init, update, .. } => {
+                        stmts.extend(init.iter().chain(update.iter()).copied())
+                    }
+                    _ => {}
+                }
+            }
+        }
+        (vertices, stmts)
+    }
+}
+
 impl Stmt {
     /// `statement_id`.
     pub fn id(&self) -> &str {

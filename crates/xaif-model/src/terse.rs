@@ -10,14 +10,30 @@
 //! empty key 0 and the keys and lists are left out. The DO map stays.
 
 use crate::model::{
-    AliasSet, ArgValue, Expr, ExprVertexKind, InlinableArg, Program, PropKind, RefGraph,
-    RefVertexKind, SideEffectKind, StmtIdSet, StmtKind, VarRef, VertexKind,
+    AliasSet, ArgValue, CfgVertex, Expr, ExprVertexKind, InlinableArg, Program, PropKind, RefGraph,
+    RefVertexKind, Routine, RoutineId, SideEffectKind, Stmt, StmtIdSet, StmtKind, VarRef,
+    VertexKind,
 };
 use crate::Attrs;
 
 impl Program {
     /// Removes what only `-V` prints: see the module documentation.
     pub fn make_terse(&mut self) {
+        self.make_maps_terse();
+        for r in self.routines.values_mut() {
+            routine_lists(r);
+        }
+        for v in self.vertices.values_mut() {
+            vertex(v);
+        }
+        for s in self.stmts.values_mut() {
+            stmt(s);
+        }
+    }
+
+    /// The part of [`Program::make_terse`] outside the routines: the alias
+    /// and DU-UD maps keep only their key 0.
+    pub fn make_maps_terse(&mut self) {
         if let Some(map) = &mut self.alias_map {
             map.sets = vec![AliasSet {
                 attrs: Attrs::new().with("key", "0"),
@@ -30,76 +46,97 @@ impl Program {
                 ids: Vec::new(),
             }];
         }
-        for r in self.routines.values_mut() {
-            r.side_effects.retain(|l| l.kind == SideEffectKind::OnEntry);
-            for l in &mut r.side_effects {
-                for v in &mut l.refs {
+    }
+
+    /// The part of [`Program::make_terse`] inside routine `r` (its lists,
+    /// vertices and statements), for output written one routine at a
+    /// time: [`Program::make_maps_terse`] and this for every routine give
+    /// the bytes of `make_terse`.
+    pub fn make_routine_terse(&mut self, r: RoutineId) {
+        routine_lists(&mut self.routines[r]);
+        let (vertices, stmts) = self.routine_contents(r);
+        for v in vertices {
+            vertex(&mut self.vertices[v]);
+        }
+        for s in stmts {
+            stmt(&mut self.stmts[s]);
+        }
+    }
+}
+
+/// A routine's side-effect lists: only `OnEntry` stays, without keys.
+fn routine_lists(r: &mut Routine) {
+    r.side_effects.retain(|l| l.kind == SideEffectKind::OnEntry);
+    for l in &mut r.side_effects {
+        for v in &mut l.refs {
+            var_ref(v);
+        }
+    }
+}
+
+/// A vertex's condition, without keys.
+fn vertex(v: &mut CfgVertex) {
+    match &mut v.kind {
+        VertexKind::Branch(Some(c))
+        | VertexKind::If(Some(c))
+        | VertexKind::PreLoop(Some(c))
+        | VertexKind::PostLoop(Some(c))
+        | VertexKind::ForLoop {
+            condition: Some(c), ..
+        } => expr(c),
+        _ => {}
+    }
+}
+
+/// A statement without `do_chain` and without keys in its references.
+fn stmt(s: &mut Stmt) {
+    s.attrs.remove("do_chain");
+    match &mut s.kind {
+        StmtKind::Assignment(a) => {
+            var_ref(&mut a.lhs);
+            expr(&mut a.rhs);
+        }
+        StmtKind::SubroutineCall(args) => {
+            for a in args {
+                if let ArgValue::Variable(v) = &mut a.value {
                     var_ref(v);
                 }
             }
         }
-        for v in self.vertices.values_mut() {
-            match &mut v.kind {
-                VertexKind::Branch(Some(c))
-                | VertexKind::If(Some(c))
-                | VertexKind::PreLoop(Some(c))
-                | VertexKind::PostLoop(Some(c))
-                | VertexKind::ForLoop {
-                    condition: Some(c), ..
-                } => expr(c),
-                _ => {}
-            }
-        }
-        for s in self.stmts.values_mut() {
-            s.attrs.remove("do_chain");
-            match &mut s.kind {
-                StmtKind::Assignment(a) => {
-                    var_ref(&mut a.lhs);
-                    expr(&mut a.rhs);
-                }
-                StmtKind::SubroutineCall(args) => {
-                    for a in args {
+        StmtKind::InlinableCall(args) => {
+            for a in args {
+                match a {
+                    InlinableArg::Argument(a) => {
                         if let ArgValue::Variable(v) = &mut a.value {
                             var_ref(v);
                         }
                     }
+                    InlinableArg::Substitute(v) => var_ref(v),
                 }
-                StmtKind::InlinableCall(args) => {
-                    for a in args {
-                        match a {
-                            InlinableArg::Argument(a) => {
-                                if let ArgValue::Variable(v) = &mut a.value {
-                                    var_ref(v);
-                                }
-                            }
-                            InlinableArg::Substitute(v) => var_ref(v),
-                        }
-                    }
-                }
-                StmtKind::DerivativePropagator(entries) => {
-                    for e in entries {
-                        match &mut e.kind {
-                            PropKind::SetDeriv { tgt, src }
-                            | PropKind::SetNegDeriv { tgt, src }
-                            | PropKind::IncDeriv { tgt, src }
-                            | PropKind::DecDeriv { tgt, src } => {
-                                var_ref(tgt);
-                                var_ref(src);
-                            }
-                            PropKind::Sax { terms, y } | PropKind::Saxpy { terms, y } => {
-                                for t in terms {
-                                    expr(&mut t.a);
-                                    var_ref(&mut t.x);
-                                }
-                                var_ref(y);
-                            }
-                            PropKind::ZeroDeriv(x) => var_ref(x),
-                        }
-                    }
-                }
-                StmtKind::Marker => {}
             }
         }
+        StmtKind::DerivativePropagator(entries) => {
+            for e in entries {
+                match &mut e.kind {
+                    PropKind::SetDeriv { tgt, src }
+                    | PropKind::SetNegDeriv { tgt, src }
+                    | PropKind::IncDeriv { tgt, src }
+                    | PropKind::DecDeriv { tgt, src } => {
+                        var_ref(tgt);
+                        var_ref(src);
+                    }
+                    PropKind::Sax { terms, y } | PropKind::Saxpy { terms, y } => {
+                        for t in terms {
+                            expr(&mut t.a);
+                            var_ref(&mut t.x);
+                        }
+                        var_ref(y);
+                    }
+                    PropKind::ZeroDeriv(x) => var_ref(x),
+                }
+            }
+        }
+        StmtKind::Marker => {}
     }
 }
 

@@ -40,6 +40,7 @@ mod output;
 mod run;
 mod schema;
 mod shims;
+mod stream;
 mod transform;
 
 use std::path::{Path, PathBuf};
