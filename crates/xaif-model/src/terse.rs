@@ -245,4 +245,73 @@ mod tests {
             "the DO map stays"
         );
     }
+
+    /// Shortening and writing one routine at a time (a streamed
+    /// transformation) gives the bytes of the whole model's.
+    #[test]
+    fn routine_by_routine_gives_the_same_bytes() {
+        let dir = two_routines();
+        let (whole, _) = crate::read_program_str(&dir, None).unwrap();
+        let mut by_routine = whole.clone();
+        let mut whole = whole;
+        whole.make_terse();
+        let expected = crate::write_program(&whole);
+        by_routine.make_maps_terse();
+        let mut text = Vec::new();
+        crate::write_header_to(&by_routine, &mut text).unwrap();
+        for item in by_routine.items.clone() {
+            if let crate::CallGraphItem::Routine(r) = item {
+                by_routine.make_routine_terse(r);
+            }
+            crate::write_item_to(&by_routine, item, &mut text).unwrap();
+        }
+        crate::write_footer_to(&mut text).unwrap();
+        assert_eq!(String::from_utf8(text).unwrap(), expected);
+        assert!(expected.contains("CallGraphEdge") && !expected.contains("du_ud="));
+    }
+
+    /// Two routines with keys, lists and a call graph edge between them.
+    fn two_routines() -> String {
+        let routine = |name: &str, scope: &str| {
+            format!(
+                r#"  <xaif:ControlFlowGraph vertex_id="{name}" scope_id="1" symbol_id="{name}" controlflowgraph_scope_id="{scope}">
+    <xaif:Mod><xaif:SideEffectReference vertex_id="1"><xaif:SymbolReference vertex_id="1" scope_id="1" symbol_id="x"/></xaif:SideEffectReference></xaif:Mod>
+    <xaif:Entry vertex_id="e"/>
+    <xaif:BasicBlock vertex_id="b" scope_id="{scope}">
+      <xaif:Assignment statement_id="s" do_chain="1">
+        <xaif:AssignmentLHS alias="1" du_ud="1"><xaif:SymbolReference vertex_id="1" scope_id="1" symbol_id="x"/></xaif:AssignmentLHS>
+        <xaif:AssignmentRHS><xaif:VariableReference vertex_id="1" alias="1" du_ud="1"><xaif:SymbolReference vertex_id="1" scope_id="1" symbol_id="x"/></xaif:VariableReference></xaif:AssignmentRHS>
+      </xaif:Assignment>
+    </xaif:BasicBlock>
+    <xaif:Exit vertex_id="x"/>
+    <xaif:ControlFlowEdge edge_id="1" source="e" target="b"/>
+    <xaif:ControlFlowEdge edge_id="2" source="b" target="x"/>
+  </xaif:ControlFlowGraph>
+"#
+            )
+        };
+        format!(
+            r#"<?xml version="1.0"?>
+<xaif:CallGraph xmlns:xaif="http://www.mcs.anl.gov/XAIF" program_name="p" prefix="OpenAD_">
+  <xaif:ScopeHierarchy>
+    <xaif:Scope vertex_id="1"><xaif:SymbolTable>
+      <xaif:Symbol symbol_id="x" kind="variable" type="real" shape="scalar" active="1"/>
+      <xaif:Symbol symbol_id="f" kind="subroutine" type="void"/>
+      <xaif:Symbol symbol_id="g" kind="subroutine" type="void"/>
+    </xaif:SymbolTable></xaif:Scope>
+    <xaif:Scope vertex_id="2"><xaif:SymbolTable/></xaif:Scope>
+    <xaif:Scope vertex_id="3"><xaif:SymbolTable/></xaif:Scope>
+    <xaif:ScopeEdge edge_id="1" source="2" target="1"/>
+    <xaif:ScopeEdge edge_id="2" source="3" target="1"/>
+  </xaif:ScopeHierarchy>
+  <xaif:AliasSetMap><xaif:AliasSet key="0"/><xaif:AliasSet key="1"><xaif:AliasRange from_virtual_address="1" to_virtual_address="1" partial="false"/></xaif:AliasSet></xaif:AliasSetMap>
+  <xaif:DUUDSetMap><xaif:StmtIdSet key="0"/><xaif:StmtIdSet key="1"><xaif:StatementId idRef="s"/></xaif:StmtIdSet></xaif:DUUDSetMap>
+  <xaif:DOSetMap><xaif:StmtIdSet key="0"/></xaif:DOSetMap>
+{}{}  <xaif:CallGraphEdge edge_id="1" source="f" target="g"/>
+</xaif:CallGraph>
+"#,
+            routine("f", "2"),
+            routine("g", "3")
+        )
+    }
 }
