@@ -29,6 +29,9 @@ macro_rules! eprintln {
     ($($t:tt)*) => { $crate::console::err(format_args!("{}\n", format_args!($($t)*))) };
 }
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod analyze;
 mod batch;
 mod cleanup;
