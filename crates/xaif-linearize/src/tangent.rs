@@ -373,113 +373,100 @@ fn tangent_routine(
     stats: &mut TransformStats,
     dots: &mut Vec<DotGraph>,
 ) -> Result<(), TransformError> {
-    let (mut out, mut names) = (out, names);
-    {
-        let RoutineBody::Graph(cfg) = &routine.body else {
-            return Ok(());
+    let RoutineBody::Graph(cfg) = &routine.body else {
+        return Ok(());
+    };
+    let name = routine.symbol_name().to_string();
+    let Some(scope) = routine
+        .attrs
+        .get("controlflowgraph_scope_id")
+        .and_then(|s| ctx.symbols.scope(s))
+    else {
+        return Ok(());
+    };
+    let mut rstats = RoutineStats {
+        routine: name.clone(),
+        ..Default::default()
+    };
+    let vertices: Vec<_> = p.cfgs[*cfg].vertex_ids().collect();
+    for v in vertices {
+        let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
+            continue;
         };
-        let name = routine.symbol_name().to_string();
-        let Some(scope) = routine
-            .attrs
-            .get("controlflowgraph_scope_id")
-            .and_then(|s| ctx.symbols.scope(s))
-        else {
-            return Ok(());
-        };
-        let mut rstats = RoutineStats {
-            routine: name.clone(),
+        let pieces =
+            flatten(ctx, catalogue, stmts, options.flatten, &is_direct).map_err(|source| {
+                TransformError::Flatten {
+                    routine: name.clone(),
+                    source,
+                }
+            })?;
+        let mut new_stmts = Vec::new();
+        let mut bstats = BlockStats {
+            block: p.vertices[v]
+                .attrs
+                .get("vertex_id")
+                .unwrap_or("")
+                .to_string(),
             ..Default::default()
         };
-        let vertices: Vec<_> = p.cfgs[*cfg].vertex_ids().collect();
-        for v in vertices {
-            let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
-                continue;
-            };
-            let pieces =
-                flatten(&ctx, catalogue, stmts, options.flatten, &is_direct).map_err(|source| {
-                    TransformError::Flatten {
+        for piece in &pieces {
+            match piece {
+                Piece::Seq(seq) => {
+                    let mut target = Target { out, names, scope };
+                    let pre = preaccumulate(
+                        ctx,
+                        &mut target,
+                        seq,
+                        &options.elimination,
+                        xaif_elim::PropagationMode::Tangent,
+                        options.dot,
+                    )
+                    .map_err(|source| TransformError::Preaccumulation {
                         routine: name.clone(),
                         source,
-                    }
-                })?;
-            let mut new_stmts = Vec::new();
-            let mut bstats = BlockStats {
-                block: p.vertices[v]
-                    .attrs
-                    .get("vertex_id")
-                    .unwrap_or("")
-                    .to_string(),
-                ..Default::default()
-            };
-            for piece in &pieces {
-                match piece {
-                    Piece::Seq(seq) => {
-                        let mut target = Target {
-                            out: &mut out,
-                            names: &mut names,
-                            scope,
-                        };
-                        let pre = preaccumulate(
-                            &ctx,
-                            &mut target,
-                            seq,
-                            &options.elimination,
-                            xaif_elim::PropagationMode::Tangent,
-                            options.dot,
-                        )
-                        .map_err(|source| {
-                            TransformError::Preaccumulation {
-                                routine: name.clone(),
-                                source,
-                            }
-                        })?;
-                        new_stmts.extend(pre.stmts.iter().copied());
-                        emit_propagation(&mut out, &mut names, &pre, options, &mut new_stmts);
-                        if seq.is_active() {
-                            if let Some(before) = &pre.dot_before {
-                                dots.push(DotGraph {
-                                    name: format!(
-                                        "{name}_{}_{}",
-                                        bstats.block,
-                                        bstats.graphs.len()
-                                    ),
-                                    before: before.clone(),
-                                    after: pre.dot_after.clone(),
-                                    lcg: pre.lcg_text.clone().unwrap_or_default(),
-                                });
-                            }
-                            bstats.total.add(&pre.stats);
-                            bstats.graphs.push(pre.stats);
+                    })?;
+                    new_stmts.extend(pre.stmts.iter().copied());
+                    emit_propagation(out, names, &pre, options, &mut new_stmts);
+                    if seq.is_active() {
+                        if let Some(before) = &pre.dot_before {
+                            dots.push(DotGraph {
+                                name: format!("{name}_{}_{}", bstats.block, bstats.graphs.len()),
+                                before: before.clone(),
+                                after: pre.dot_after.clone(),
+                                lcg: pre.lcg_text.clone().unwrap_or_default(),
+                            });
                         }
+                        bstats.total.add(&pre.stats);
+                        bstats.graphs.push(pre.stats);
                     }
-                    Piece::Single(s) => single(
-                        &ctx,
-                        &mut out,
-                        &mut names,
-                        scope,
-                        &routines,
-                        *s,
-                        &is_direct,
-                        options,
-                        &mut new_stmts,
-                    ),
                 }
-            }
-            if options.counters {
-                new_stmts.extend(counter_calls(&mut out, &bstats.total));
-            }
-            out.vertices[v].kind = VertexKind::BasicBlock(new_stmts);
-            if !bstats.graphs.is_empty() {
-                rstats.total.add(&bstats.total);
-                rstats.blocks.push(bstats);
+                Piece::Single(s) => single(
+                    ctx,
+                    out,
+                    names,
+                    scope,
+                    routines,
+                    *s,
+                    &is_direct,
+                    options,
+                    &mut new_stmts,
+                ),
             }
         }
-        if options.zero_locals {
-            zero_active_locals(&ctx, &mut out, rid, *cfg, scope);
+        if options.counters {
+            new_stmts.extend(counter_calls(out, &bstats.total));
         }
-        stats.total.add(&rstats.total);
-        stats.routines.push(rstats);
+        out.vertices[v].kind = VertexKind::BasicBlock(new_stmts);
+        if !bstats.graphs.is_empty() {
+            rstats.total.add(&bstats.total);
+            rstats.blocks.push(bstats);
+        }
     }
+    if options.zero_locals {
+        zero_active_locals(ctx, out, rid, *cfg, scope);
+    }
+    stats.total.add(&rstats.total);
+    stats.routines.push(rstats);
     Ok(())
 }
 
