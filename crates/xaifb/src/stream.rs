@@ -32,20 +32,65 @@ pub fn can_stream(p: &Program, rename: bool) -> bool {
     in_order && ids.next().is_none()
 }
 
-/// The routines written so far.
-pub struct Spill {
+/// A finished routine, or text that goes between routines.
+enum Piece {
+    /// A routine moved out of the output model (`Program::take_routine`).
+    Routine(Program),
+    /// Call graph edges, already written.
+    Text(Vec<u8>),
+}
+
+/// Writes pieces to the spill file.
+struct PieceWriter {
     file: BufWriter<File>,
-    /// The next item of the call graph to write.
-    cursor: usize,
     /// Without `-V`: each routine gets the short form before it is written.
     terse: bool,
+}
+
+impl PieceWriter {
+    fn write(&mut self, piece: Piece) -> std::io::Result<()> {
+        match piece {
+            Piece::Routine(mut part) => {
+                let r = RoutineId::from_index(0);
+                if self.terse {
+                    part.make_routine_terse(r);
+                }
+                xaif_model::write_item_to(&part, CallGraphItem::Routine(r), &mut self.file)
+            }
+            Piece::Text(text) => self.file.write_all(&text),
+        }
+    }
+
+    fn into_file(self) -> std::io::Result<File> {
+        self.file.into_inner().map_err(|e| e.into_error())
+    }
+}
+
+/// Where pieces go: written at once, or by a thread of their own while
+/// the next routine is transformed.
+enum Destination {
+    Inline(PieceWriter),
+    Thread {
+        sender: std::sync::mpsc::SyncSender<Piece>,
+        writer: std::thread::JoinHandle<std::io::Result<File>>,
+    },
+}
+
+/// The routines written so far.
+pub struct Spill {
+    /// `None` once the writer has stopped.
+    destination: Option<Destination>,
+    /// The next item of the call graph to write.
+    cursor: usize,
 }
 
 impl Spill {
     /// A spill beside `dest` (same file system), or in the temporary
     /// directory for standard output. The file has no name: nothing is
-    /// left behind, whatever ends the process.
-    pub fn new(dest: Option<&Path>, terse: bool) -> std::io::Result<Spill> {
+    /// left behind, whatever ends the process. With `threaded`, routines
+    /// are written on a thread of their own (at most two waiting), while
+    /// the next routine is transformed; the bytes are the same.
+    pub fn new(dest: Option<&Path>, terse: bool, threaded: bool) -> std::io::Result<Spill> {
         let dir = dest
             .and_then(Path::parent)
             .filter(|d| !d.as_os_str().is_empty())
@@ -54,25 +99,70 @@ impl Spill {
             Some(_) => tempfile::tempfile_in(dir)?,
             None => tempfile::tempfile()?,
         };
-        Ok(Spill {
+        let mut pieces = PieceWriter {
             file: BufWriter::with_capacity(1 << 16, file),
-            cursor: 0,
             terse,
+        };
+        let destination = if threaded {
+            let (sender, receiver) = std::sync::mpsc::sync_channel::<Piece>(2);
+            let writer = std::thread::Builder::new()
+                .name("xaifb-writer".into())
+                .spawn(move || {
+                    for piece in receiver {
+                        pieces.write(piece)?;
+                    }
+                    pieces.into_file()
+                })?;
+            Destination::Thread { sender, writer }
+        } else {
+            Destination::Inline(pieces)
+        };
+        Ok(Spill {
+            destination: Some(destination),
+            cursor: 0,
         })
     }
 
-    /// The sink of a streamed transformation: writes the call graph edges
-    /// before routine `r`, then `r`.
-    pub fn routine(&mut self, out: &mut Program, r: RoutineId) -> Result<(), String> {
-        if self.terse {
-            out.make_routine_terse(r);
+    /// Hands a piece on; a writer thread that stopped reports its error.
+    fn send(&mut self, piece: Piece) -> std::io::Result<()> {
+        match &mut self.destination {
+            None => Err(std::io::Error::other("the output writer stopped")),
+            Some(Destination::Inline(pieces)) => pieces.write(piece),
+            Some(Destination::Thread { sender, .. }) => match sender.send(piece) {
+                Ok(()) => Ok(()),
+                // The writer stopped: its error says why.
+                Err(_) => Err(self
+                    .stop()
+                    .err()
+                    .unwrap_or_else(|| std::io::Error::other("the output writer stopped"))),
+            },
         }
+    }
+
+    /// Waits for the writer and takes the spill file back.
+    fn stop(&mut self) -> std::io::Result<File> {
+        match self.destination.take() {
+            None => Err(std::io::Error::other("the output writer stopped")),
+            Some(Destination::Inline(pieces)) => pieces.into_file(),
+            Some(Destination::Thread { sender, writer }) => {
+                drop(sender);
+                writer
+                    .join()
+                    .map_err(|_| std::io::Error::other("the output writer failed"))?
+            }
+        }
+    }
+
+    /// The sink of a streamed transformation: writes the call graph edges
+    /// before routine `r`, then `r` (moved out of `out`).
+    pub fn routine(&mut self, out: &mut Program, r: RoutineId) -> Result<(), String> {
         self.edges(out).map_err(|e| format!("cannot write: {e}"))?;
         match out.items.get(self.cursor) {
             Some(CallGraphItem::Routine(x)) if *x == r => {}
             _ => return Err("a routine was finished out of document order".into()),
         }
-        xaif_model::write_item_to(out, CallGraphItem::Routine(r), &mut self.file)
+        let part = out.take_routine(r);
+        self.send(Piece::Routine(part))
             .map_err(|e| format!("cannot write: {e}"))?;
         self.cursor += 1;
         Ok(())
@@ -80,11 +170,15 @@ impl Spill {
 
     /// Writes the edges from the cursor to the next routine.
     fn edges(&mut self, out: &Program) -> std::io::Result<()> {
+        let mut text = Vec::new();
         while let Some(item @ CallGraphItem::Edge(_)) = out.items.get(self.cursor) {
-            xaif_model::write_item_to(out, *item, &mut self.file)?;
+            xaif_model::write_item_to(out, *item, &mut text)?;
             self.cursor += 1;
         }
-        Ok(())
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.send(Piece::Text(text))
     }
 
     /// Writes the whole document: `out`'s header (marked as output and
@@ -97,7 +191,7 @@ impl Spill {
                 "a routine of the call graph was not transformed",
             ));
         }
-        let mut file = self.file.into_inner().map_err(|e| e.into_error())?;
+        let mut file = self.stop()?;
         file.rewind()?;
         xaif_model::write_header_to(out, w)?;
         let mut buffer = vec![0u8; 1 << 20];

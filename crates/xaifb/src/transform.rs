@@ -387,7 +387,8 @@ impl TransformArgs {
             return None;
         }
         let dest = self.output.as_deref().filter(|p| p.as_os_str() != "-");
-        crate::stream::Spill::new(dest, !self.reference.verbose_xaif).ok()
+        let threaded = self.jobs != Some(1);
+        crate::stream::Spill::new(dest, !self.reference.verbose_xaif, threaded).ok()
     }
 
     /// Debug output, the records `-T` selects: kept in `buffer` for the
