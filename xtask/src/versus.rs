@@ -380,6 +380,10 @@ fn corpus(
         // Inputs either engine refuses are left out of both totals.
         let mut refused = vec![false; jobs.len()];
         let mut totals: Vec<(Vec<f64>, Vec<f64>)> = Vec::new();
+        // A process that does nothing, spawned the same way once per input
+        // after each pair: what starting any process costs here.
+        let mut floor: Vec<f64> = Vec::new();
+        let nothing = work.join("nothing.out");
         for round in 0..rounds {
             let mut per: Vec<(f64, f64)> = Vec::with_capacity(jobs.len());
             for (k, job) in jobs.iter().enumerate() {
@@ -388,6 +392,7 @@ fn corpus(
                     refused[k] = true;
                 }
                 per.push((r.secs, x.secs));
+                floor.push(measure(Path::new("true"), &[], &nothing)?.secs);
             }
             totals.push(per.into_iter().unzip());
         }
@@ -416,6 +421,14 @@ fn corpus(
             mr / kept.max(1) as f64 * 1e3,
             mx / kept.max(1) as f64 * 1e3,
             median(&ratio),
+        );
+        let f = median(&floor);
+        let _ = writeln!(
+            s,
+            "\nStarting a process that does nothing (`true`, spawned the same way) takes {:.2} ms here (median over {} spawns); with that alone per file, the ratio could be at most {:.0}×.\n",
+            f * 1e3,
+            floor.len(),
+            mr / kept.max(1) as f64 / f,
         );
         let names: Vec<String> = jobs
             .iter()

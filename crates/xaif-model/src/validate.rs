@@ -15,8 +15,8 @@
 //! - expression graphs are acyclic, have one result vertex, and every
 //!   operation has its arguments at positions 1..k exactly once;
 //! - a call passes at most one argument per position, and a call of a
-//!   routine defined in the file passes none where the routine has no
-//!   formal argument;
+//!   routine whose argument list is in the file passes none where that list
+//!   has no formal argument;
 //! - every non-empty control flow graph has exactly one `Entry` and one
 //!   `Exit`;
 //! - the attributes the engine interprets parse (integers, booleans, enums).
@@ -523,12 +523,14 @@ impl<'a> Gate<'a> {
         for item in &p.items {
             if let CallGraphItem::Routine(r) = item {
                 let routine = &p.routines[*r];
-                if let (Some(sym), Some(scope)) = (
+                // A routine without an argument list (a black box the front
+                // end only names) declares nothing to check calls against.
+                if let (Some(sym), Some(scope), Some(args)) = (
                     routine.attrs.get("symbol_id"),
                     routine.attrs.get("scope_id"),
+                    &routine.arguments,
                 ) {
-                    let n = routine.arguments.as_ref().map_or(0, |a| a.args.len());
-                    self.formals.entry((sym, scope)).or_insert(n);
+                    self.formals.entry((sym, scope)).or_insert(args.args.len());
                 }
             }
         }
