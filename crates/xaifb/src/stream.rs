@@ -35,7 +35,7 @@ pub fn can_stream(p: &Program, rename: bool) -> bool {
 /// A finished routine, or text that goes between routines.
 enum Piece {
     /// A routine moved out of the output model (`Program::take_routine`).
-    Routine(Program),
+    Routine(Box<Program>),
     /// Call graph edges, already written.
     Text(Vec<u8>),
 }
@@ -161,7 +161,7 @@ impl Spill {
             Some(CallGraphItem::Routine(x)) if *x == r => {}
             _ => return Err("a routine was finished out of document order".into()),
         }
-        let part = out.take_routine(r);
+        let part = Box::new(out.take_routine(r));
         self.send(Piece::Routine(part))
             .map_err(|e| format!("cannot write: {e}"))?;
         self.cursor += 1;
