@@ -387,7 +387,8 @@ impl TransformArgs {
             return None;
         }
         let dest = self.output.as_deref().filter(|p| p.as_os_str() != "-");
-        let threaded = self.jobs != Some(1);
+        let threaded =
+            self.jobs != Some(1) && p.stmts.len() >= crate::stream::THREADED_MIN_STATEMENTS;
         crate::stream::Spill::new(dest, !self.reference.verbose_xaif, threaded).ok()
     }
 

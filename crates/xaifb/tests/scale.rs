@@ -46,9 +46,11 @@ fn generated_programs_transform_into_valid_outputs_with_the_same_bytes_every_way
     let input = dir.join("generated.xaif");
     std::fs::write(
         &input,
+        // Above the size from which one file's routines are written on a
+        // thread of their own (`--jobs 1` writes them inline).
         program(&Shape {
-            routines: 6,
-            statements: 400,
+            routines: 12,
+            statements: 2400,
             seed: 3,
         }),
     )
