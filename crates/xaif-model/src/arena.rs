@@ -70,8 +70,11 @@ impl<T> fmt::Debug for Id<T> {
 
 /// An append-only store of `T` values addressed by [`Id<T>`].
 ///
-/// Elements are never removed: a transformation that drops an entity simply
-/// stops referring to it, so handles held in side tables never dangle.
+/// Elements are never removed one by one: a transformation that drops an
+/// entity simply stops referring to it, so handles held in side tables
+/// never dangle. Only a program written one routine at a time drops the
+/// newest elements wholesale ([`Arena::truncate`]) once nothing refers to
+/// them.
 #[derive(Clone, PartialEq)]
 pub struct Arena<T> {
     items: Vec<T>,

@@ -270,6 +270,46 @@ mod tests {
         assert!(expected.contains("CallGraphEdge") && !expected.contains("du_ud="));
     }
 
+    /// A routine moved into a program of its own writes the same bytes,
+    /// also when its graphs share elements (here one body used by two
+    /// replacements), and leaves nothing behind.
+    #[test]
+    fn a_taken_routine_writes_the_same_bytes() {
+        let (mut p, _) = crate::read_program_str(&two_routines(), None).unwrap();
+        let first = p.routines.ids().next().unwrap();
+        let crate::RoutineBody::Graph(cfg) = p.routines[first].body else {
+            panic!("a plain body");
+        };
+        p.routines[first].body = crate::RoutineBody::Replacements(
+            ["1", "2"]
+                .into_iter()
+                .map(|ph| crate::Replacement {
+                    attrs: crate::Attrs::new().with("placeholder", ph),
+                    cfg,
+                })
+                .collect(),
+        );
+        let mut expected = Vec::new();
+        let mut taken = Vec::new();
+        for item in p.items.clone() {
+            crate::write_item_to(&p, item, &mut expected).unwrap();
+            match item {
+                crate::CallGraphItem::Routine(r) => {
+                    let part = p.take_routine(r);
+                    crate::write_item_to(&part, part.items[0], &mut taken).unwrap();
+                    assert_eq!(part.stmts.len(), 1, "the shared statement is taken once");
+                    assert!(p.routine_contents(r).0.is_empty(), "nothing left behind");
+                }
+                crate::CallGraphItem::Edge(_) => {
+                    crate::write_item_to(&p, item, &mut taken).unwrap();
+                }
+            }
+        }
+        let expected = String::from_utf8(expected).unwrap();
+        assert_eq!(String::from_utf8(taken).unwrap(), expected);
+        assert_eq!(expected.matches("<xaif:Replacement ").count(), 2);
+    }
+
     /// Two routines with keys, lists and a call graph edge between them.
     fn two_routines() -> String {
         let routine = |name: &str, scope: &str| {
