@@ -172,18 +172,20 @@ fn adjoint_with(
     options: &AdjointOptions,
     sink: Option<RoutineSink<'_>>,
 ) -> Result<AdjointResult, TransformError> {
+    let lazy = sink.is_some();
     let Start {
         ctx,
         mut out,
         mut names,
         routines,
         direct,
-    } = Start::with_names(
+    } = Start::make(
         p,
         noninlinable,
         &options.passive,
         options.decoration,
         &options.wrappers,
+        lazy,
     )?;
     let is_direct = |name: &str| direct.contains(name);
     let env = BlockEnv {
@@ -220,6 +222,9 @@ fn adjoint_with(
     // Intents are set as each routine is made (-I included).
     let mut finisher = sink.map(|sink| Finisher::new(&out, sink, false));
     for rid in items {
+        if lazy {
+            out.copy_statements_of(p, rid);
+        }
         'routine: {
             let routine = &p.routines[rid];
             let RoutineBody::Graph(cfg) = &routine.body else {

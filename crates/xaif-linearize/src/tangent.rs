@@ -202,6 +202,21 @@ impl<'p> Start<'p> {
         decoration: xaif_model::Decoration,
         wrappers: &[String],
     ) -> Result<Self, TransformError> {
+        Self::make(p, noninlinable, passive, decoration, wrappers, false)
+    }
+
+    /// [`Start::with_names`]; with `lazy_statements` the output starts
+    /// without the input's statements, which a streamed transformation
+    /// copies routine by routine (`Program::copy_statements_of`) before it
+    /// transforms the routine.
+    pub fn make(
+        p: &'p Program,
+        noninlinable: Option<&NonInlinableCatalogue>,
+        passive: &[String],
+        decoration: xaif_model::Decoration,
+        wrappers: &[String],
+        lazy_statements: bool,
+    ) -> Result<Self, TransformError> {
         if p.is_output() {
             return Err(TransformError::Input(
                 "the input is already a transformation result (it has derivative code)".into(),
@@ -209,7 +224,11 @@ impl<'p> Start<'p> {
         }
         Ok(Start {
             ctx: Ctx::with_names(p, passive, decoration, wrappers),
-            out: p.clone(),
+            out: if lazy_statements {
+                p.clone_without_statements()
+            } else {
+                p.clone()
+            },
             names: Names::new(p.attrs.get("prefix").unwrap_or("OpenAD_")),
             routines: RoutineIndex::new(p),
             direct: DirectActions::new(noninlinable),
@@ -307,24 +326,29 @@ fn tangent_with(
     options: &TangentOptions,
     sink: Option<RoutineSink<'_>>,
 ) -> Result<Transformed, TransformError> {
+    let lazy = sink.is_some();
     let Start {
         ctx,
         mut out,
         mut names,
         routines,
         direct,
-    } = Start::with_names(
+    } = Start::make(
         p,
         noninlinable,
         &options.passive,
         options.decoration,
         &options.wrappers,
+        lazy,
     )?;
     let is_direct = |name: &str| direct.contains(name);
     let mut stats = TransformStats::default();
     let mut dots = Vec::new();
     let mut finisher = sink.map(|sink| Finisher::new(&out, sink, options.all_inout));
     for (rid, routine) in p.routines.iter() {
+        if lazy {
+            out.copy_statements_of(p, rid);
+        }
         tangent_routine(
             p,
             &ctx,

@@ -98,6 +98,14 @@ impl<T> Arena<T> {
         Self::default()
     }
 
+    /// An arena of `len` elements made by `make`, for a copy whose
+    /// handles must match another arena's.
+    pub fn filled(len: usize, make: impl FnMut() -> T) -> Self {
+        let mut items = Vec::with_capacity(len);
+        items.resize_with(len, make);
+        Arena { items }
+    }
+
     /// Stores `value` and returns its handle.
     pub fn alloc(&mut self, value: T) -> Id<T> {
         let id = Id::from_index(self.items.len());

@@ -297,6 +297,42 @@ impl Program {
 }
 
 impl Program {
+    /// A copy of the program in which every statement is an empty
+    /// placeholder (same handles): a transformation that finishes one
+    /// routine at a time copies each routine's statements when it gets to
+    /// it ([`Program::copy_statements_of`]) instead of holding a copy of
+    /// all of them from the start.
+    pub fn clone_without_statements(&self) -> Program {
+        Program {
+            attrs: self.attrs.clone(),
+            scope_hierarchy: self.scope_hierarchy.clone(),
+            alias_map: self.alias_map.clone(),
+            duud_map: self.duud_map.clone(),
+            do_map: self.do_map.clone(),
+            items: self.items.clone(),
+            call_edges: self.call_edges.clone(),
+            scopes: self.scopes.clone(),
+            symbols: self.symbols.clone(),
+            routines: self.routines.clone(),
+            cfgs: self.cfgs.clone(),
+            vertices: self.vertices.clone(),
+            edges: self.edges.clone(),
+            stmts: crate::arena::Arena::filled(self.stmts.len(), || Stmt {
+                attrs: Attrs::new(),
+                kind: StmtKind::Marker,
+            }),
+        }
+    }
+
+    /// Copies the statements of `from`'s routine `r` into this copy of
+    /// `from` (made by [`Program::clone_without_statements`]) under the
+    /// same handles.
+    pub fn copy_statements_of(&mut self, from: &Program, r: RoutineId) {
+        for s in from.routine_contents(r).1 {
+            self.stmts[s] = from.stmts[s].clone();
+        }
+    }
+
     /// Moves routine `r` with its graphs, vertices, edges and statements
     /// into a program of its own (handles renumbered, elements shared
     /// between its graphs kept shared; its only item is the routine; no
