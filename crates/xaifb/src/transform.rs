@@ -33,7 +33,9 @@ pub struct TransformArgs {
     /// for several inputs.
     #[arg(short = 'o')]
     pub output: Option<PathBuf>,
-    /// Worker threads for many inputs (default: available cores).
+    /// Worker threads for many inputs (default: available cores); with
+    /// one large input, 1 also writes its routines on the transforming
+    /// thread instead of a writer thread (same bytes).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
     /// Print a line for every file, not only for failures.
