@@ -31,10 +31,11 @@ macro_rules! eprintln {
 
 /// mimalloc (`docs/decisions.md`), its arenas committed as they are used
 /// (see [`configure_allocator`]).
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[cfg(target_os = "linux")]
+#[cfg(all(feature = "mimalloc", target_os = "linux"))]
 extern "C" {
     /// mimalloc's option setter (`mimalloc.h`; the `mimalloc` crate links
     /// the library).
@@ -43,7 +44,7 @@ extern "C" {
 
 /// `mi_option_arena_eager_commit` in the linked `mimalloc.h`'s
 /// `mi_option_e`.
-#[cfg(target_os = "linux")]
+#[cfg(all(feature = "mimalloc", target_os = "linux"))]
 const MI_OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
 
 /// Tells mimalloc to commit its arenas as they are used. Committed
@@ -54,7 +55,7 @@ const MI_OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
 /// first allocation creates that arena, so this runs as an ELF
 /// constructor, before the standard library's start-up allocates (on
 /// Linux; elsewhere mimalloc keeps its defaults).
-#[cfg(target_os = "linux")]
+#[cfg(all(feature = "mimalloc", target_os = "linux"))]
 extern "C" fn configure_allocator() {
     // SAFETY: `mi_option_set` stores the value into mimalloc's static
     // option table (no allocation, no other state), with an option number
@@ -64,7 +65,7 @@ extern "C" fn configure_allocator() {
 
 /// Runs [`configure_allocator`] before `main` and before the standard
 /// library's start-up.
-#[cfg(target_os = "linux")]
+#[cfg(all(feature = "mimalloc", target_os = "linux"))]
 #[used]
 #[unsafe(link_section = ".init_array")]
 static CONFIGURE_ALLOCATOR: extern "C" fn() = configure_allocator;

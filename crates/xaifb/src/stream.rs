@@ -12,9 +12,10 @@ use std::path::Path;
 
 use xaif_model::{CallGraphItem, Program, RoutineId};
 
-/// Programs with fewer statements are written on the transforming thread:
-/// starting a writer thread costs more than it saves on a small input.
-pub const THREADED_MIN_STATEMENTS: usize = 2000;
+/// Programs with fewer statements are written whole, as a batch writes
+/// them: on a small input the temporary file, the copy and the writer
+/// thread cost more (about 0.1 ms per process) than they save.
+pub const STREAM_MIN_STATEMENTS: usize = 2000;
 
 /// Whether `p`'s transformation can be streamed: without `-r` (which
 /// renames across routines), and with the routines in the call graph in

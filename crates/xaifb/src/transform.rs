@@ -383,14 +383,16 @@ impl TransformArgs {
     }
 
     /// A spill for streaming the single input's transformation, when it
-    /// can be streamed (see `stream::can_stream`).
+    /// can be streamed (see `stream::can_stream`) and is large enough to
+    /// gain from it (`stream::STREAM_MIN_STATEMENTS`).
     fn spill(&self, p: &Program) -> Option<crate::stream::Spill> {
-        if !crate::stream::can_stream(p, self.rename) {
+        if p.stmts.len() < crate::stream::STREAM_MIN_STATEMENTS
+            || !crate::stream::can_stream(p, self.rename)
+        {
             return None;
         }
         let dest = self.output.as_deref().filter(|p| p.as_os_str() != "-");
-        let threaded =
-            self.jobs != Some(1) && p.stmts.len() >= crate::stream::THREADED_MIN_STATEMENTS;
+        let threaded = self.jobs != Some(1);
         crate::stream::Spill::new(dest, !self.reference.verbose_xaif, threaded).ok()
     }
 
