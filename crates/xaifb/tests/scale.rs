@@ -46,8 +46,9 @@ fn generated_programs_transform_into_valid_outputs_with_the_same_bytes_every_way
     let input = dir.join("generated.xaif");
     std::fs::write(
         &input,
-        // Above the size from which one file's routines are written on a
-        // thread of their own (`--jobs 1` writes them inline).
+        // Above the size from which one file's routines are written as
+        // they are finished (`stream::STREAM_MIN_STATEMENTS`), on a thread
+        // of their own (`--jobs 1` writes them inline).
         program(&Shape {
             routines: 12,
             statements: 2400,
