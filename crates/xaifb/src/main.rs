@@ -29,46 +29,14 @@ macro_rules! eprintln {
     ($($t:tt)*) => { $crate::console::err(format_args!("{}\n", format_args!($($t)*))) };
 }
 
-/// mimalloc (`docs/decisions.md`), its arenas committed as they are used
-/// (see [`configure_allocator`]).
+/// mimalloc for large inputs, the system's allocator for the rest
+/// (`alloc.rs`, `docs/decisions.md`).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::Allocator = alloc::Allocator;
 
-#[cfg(all(feature = "mimalloc", target_os = "linux"))]
-extern "C" {
-    /// mimalloc's option setter (`mimalloc.h`; the `mimalloc` crate links
-    /// the library).
-    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
-}
-
-/// `mi_option_arena_eager_commit` in the linked `mimalloc.h`'s
-/// `mi_option_e`.
-#[cfg(all(feature = "mimalloc", target_os = "linux"))]
-const MI_OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
-
-/// Tells mimalloc to commit its arenas as they are used. Committed
-/// eagerly (its default where the system overcommits), the first arena
-/// counts in the resident set at once: 22 MB instead of 9 MB on a small
-/// input, 98 MB instead of 74 MB for the tangent of 10^4 generated
-/// statements, for no measurable speed. The option must be set before the
-/// first allocation creates that arena, so this runs as an ELF
-/// constructor, before the standard library's start-up allocates (on
-/// Linux; elsewhere mimalloc keeps its defaults).
-#[cfg(all(feature = "mimalloc", target_os = "linux"))]
-extern "C" fn configure_allocator() {
-    // SAFETY: `mi_option_set` stores the value into mimalloc's static
-    // option table (no allocation, no other state), with an option number
-    // of the linked version's enumeration.
-    unsafe { mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0) }
-}
-
-/// Runs [`configure_allocator`] before `main` and before the standard
-/// library's start-up.
-#[cfg(all(feature = "mimalloc", target_os = "linux"))]
-#[used]
-#[unsafe(link_section = ".init_array")]
-static CONFIGURE_ALLOCATOR: extern "C" fn() = configure_allocator;
+#[cfg(feature = "mimalloc")]
+mod alloc;
 
 mod analyze;
 mod batch;
