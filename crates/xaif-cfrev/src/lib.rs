@@ -18,4 +18,4 @@ pub mod program;
 pub mod region;
 pub mod reverse;
 
-pub use program::{adjoint, AdjointOptions, AdjointResult, TapeStats};
+pub use program::{adjoint, adjoint_streamed, AdjointOptions, AdjointResult, TapeStats};

@@ -24,7 +24,10 @@ use xaif_linearize::{
     context::{Ctx, Shape, ValueType},
     flatten::FlattenOptions,
     preaccumulate::Target,
-    tangent::{BlockStats, RoutineStats, Start, TransformError, TransformStats, Transformed},
+    tangent::{
+        BlockStats, Finisher, RoutineSink, RoutineStats, Start, TransformError, TransformStats,
+        Transformed,
+    },
     temps::{declare, value_ref, Names, TempKind},
     Catalogue,
 };
@@ -140,18 +143,49 @@ pub fn adjoint(
     noninlinable: Option<&NonInlinableCatalogue>,
     options: &AdjointOptions,
 ) -> Result<AdjointResult, TransformError> {
+    adjoint_with(p, catalogue, noninlinable, options, None)
+}
+
+/// [`adjoint`], handing every routine to `sink` as soon as it is complete
+/// (see `xaif_linearize::tangent::Finisher`); the returned program then
+/// holds everything but the routines' bodies. Not with `rename` (`-r`
+/// renames across routines).
+pub fn adjoint_streamed(
+    p: &Program,
+    catalogue: &Catalogue,
+    noninlinable: Option<&NonInlinableCatalogue>,
+    options: &AdjointOptions,
+    sink: RoutineSink<'_>,
+) -> Result<AdjointResult, TransformError> {
+    if options.rename {
+        return Err(TransformError::Output(
+            "-r renames across routines: the output cannot be streamed".into(),
+        ));
+    }
+    adjoint_with(p, catalogue, noninlinable, options, Some(sink))
+}
+
+fn adjoint_with(
+    p: &Program,
+    catalogue: &Catalogue,
+    noninlinable: Option<&NonInlinableCatalogue>,
+    options: &AdjointOptions,
+    sink: Option<RoutineSink<'_>>,
+) -> Result<AdjointResult, TransformError> {
+    let lazy = sink.is_some();
     let Start {
         ctx,
         mut out,
         mut names,
         routines,
         direct,
-    } = Start::with_names(
+    } = Start::make(
         p,
         noninlinable,
         &options.passive,
         options.decoration,
         &options.wrappers,
+        lazy,
     )?;
     let is_direct = |name: &str| direct.contains(name);
     let env = BlockEnv {
@@ -185,317 +219,333 @@ pub fn adjoint(
             _ => None,
         })
         .collect();
+    // Intents are set as each routine is made (-I included).
+    let mut finisher = sink.map(|sink| Finisher::new(&out, sink, false));
     for rid in items {
-        let routine = &p.routines[rid];
-        let RoutineBody::Graph(cfg) = &routine.body else {
-            continue;
-        };
-        let name = routine.symbol_name().to_string();
-        let scope_attr = routine
-            .attrs
-            .get("controlflowgraph_scope_id")
-            .unwrap_or("1")
-            .to_string();
-        let Some(scope) = ctx.symbols.scope(&scope_attr) else {
-            continue;
-        };
-        let mut rstats = RoutineStats {
-            routine: name.clone(),
-            ..Default::default()
-        };
-        let mut tape = TapeStats {
-            routine: name.clone(),
-            structured: true,
-            ..Default::default()
-        };
-        let mut list: Vec<(u32, Option<CfgId>, bool)> = Vec::new();
-        // Variables the adjoint restores by popping into them.
-        let mut restored_formals: Vec<SymbolId> = Vec::new();
-        let has_code = p.cfgs[*cfg].vertex_ids().next().is_some();
-        if has_code {
-            // Which loops run backwards explicitly (structured bodies only).
-            let plan = if options.force_enumeration || !routine.attrs.flag("structured", true) {
-                LoopPlan::default()
-            } else {
-                crate::region::parse(p, *cfg)
-                    .map(|regions| crate::explicit::plan_with(&ctx, scope, &regions, &policy))
-                    .unwrap_or_default()
-            };
-            let mut plan = plan;
-            // Both forms of every basic block; with explicit loops a second
-            // set that tapes every index for the strictly anonymous
-            // placeholders 10 and 11.
-            let variants: &[bool] = if plan.explicit.is_empty() {
-                &[true]
-            } else {
-                &[true, false]
-            };
-            let mut codes: Vec<FxHashMap<VertexId, BlockCode>> = Vec::new();
-            for &with_plan in variants {
-                let mut code: FxHashMap<VertexId, BlockCode> = FxHashMap::default();
-                for v in p.cfgs[*cfg].vertex_ids() {
-                    let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
-                        continue;
-                    };
-                    let mut target = Target {
-                        out: &mut out,
-                        names: &mut names,
-                        scope,
-                    };
-                    let stable = if with_plan {
-                        plan.stable.get(&v).cloned()
-                    } else {
-                        None
-                    };
-                    let mut block = adjoint_block(&ctx, &mut target, &env, stmts, stable.as_ref())
-                        .map_err(|e| TransformError::Input(format!("routine `{name}`: {e}")))?;
-                    if options.counters {
-                        let mut total = xaif_linearize::flatten::GraphStats::default();
-                        for g in &block.graphs {
-                            total.add(g);
-                        }
-                        block
-                            .taping
-                            .extend(xaif_linearize::tangent::counter_calls(&mut out, &total));
-                    }
-                    if with_plan {
-                        plan.add_reads(v, &block.stable_reads);
-                        let mut bstats = BlockStats {
-                            block: p.vertices[v]
-                                .attrs
-                                .get("vertex_id")
-                                .unwrap_or("")
-                                .to_string(),
-                            ..Default::default()
-                        };
-                        for g in &block.graphs {
-                            bstats.total.add(g);
-                        }
-                        bstats.graphs = block.graphs.clone();
-                        tape.doubles_per_block_execution += block.pushes.0;
-                        tape.integers_per_block_execution += block.pushes.1;
-                        if !bstats.graphs.is_empty() {
-                            rstats.total.add(&bstats.total);
-                            rstats.blocks.push(bstats);
-                        }
-                    }
-                    code.insert(
-                        v,
-                        BlockCode {
-                            taping: block.taping,
-                            adjoint: block.adjoint,
-                        },
-                    );
-                }
-                codes.push(code);
-            }
-            restored_formals.extend(plan.restore.values().flatten().copied());
-            tape.explicit_loops = plan.explicit.len();
-            // The original code, with the same argument conversions as the
-            // derivative code: it is compiled with the active types too.
-            let converted = xaif_linearize::typechange::convert_blocks(
-                &ctx, &mut out, &mut names, &routines, *cfg, scope,
-            );
-            let blocks: FxHashMap<VertexId, Vec<StmtId>> = converted
-                .into_iter()
-                .map(|(v, c)| {
-                    let stmts = c
-                        .iter()
-                        .flat_map(xaif_linearize::typechange::Converted::stmts);
-                    (v, stmts.collect())
-                })
-                .collect();
-            let original = copy_cfg(p, &mut out, rid, *cfg, &blocks);
-            let mut temps = SymbolTemps {
-                names: &mut names,
-                scope,
-            };
-            let mut reversal = Reversal {
-                original: p,
-                routine: rid,
-                cfg: *cfg,
-                code: &codes[0],
-                scope_id: &scope_attr,
-                force_enumeration: options.force_enumeration,
-                plan: Some(&plan),
-            };
-            let rev = reverse(&reversal, &mut out, &mut temps);
-            reversal.code = codes.last().expect("one variant at least");
-            reversal.plan = None;
-            let rev_anonymous = reverse(&reversal, &mut out, &mut temps);
-            tape.structured = rev.structured;
-            if options.zero_locals {
-                for adj in [rev.adjoint, rev_anonymous.adjoint] {
-                    zero_active_locals(&ctx, &mut out, rid, adj, scope, &scope_attr);
-                }
-            }
-            list.push((1, Some(original), true));
-            list.push((2, Some(rev.taping), rev.structured));
-            list.push((3, Some(rev.adjoint), rev.structured));
-            list.push((10, Some(rev_anonymous.taping), rev.structured));
-            list.push((11, Some(rev_anonymous.adjoint), rev.structured));
-        } else {
-            for ph in [1, 2, 3, 10, 11] {
-                list.push((ph, None, true));
-            }
+        if lazy {
+            out.copy_statements_of(p, rid);
         }
-        // Checkpoints.
-        let formals: Vec<SymbolId> = routine
-            .arguments
-            .iter()
-            .flat_map(|l| {
-                l.args
-                    .iter()
-                    .filter_map(|a| ctx.symbols.resolve(a).map(|s| (a, s)))
-            })
-            .filter(|(a, _)| {
-                let pos = a.int("position").unwrap_or(0);
-                !options.checkpoint_all_formals && !passed.contains(&(name.clone(), pos))
-            })
-            .map(|(_, s)| s)
-            .collect();
-        let list_refs = |kind: SideEffectKind| -> Vec<VarRef> {
-            routine
-                .side_effect(kind)
-                .map(|l| l.refs.clone())
-                .unwrap_or_default()
-                .into_iter()
+        'routine: {
+            let routine = &p.routines[rid];
+            let RoutineBody::Graph(cfg) = &routine.body else {
+                break 'routine;
+            };
+            let name = routine.symbol_name().to_string();
+            let scope_attr = routine
+                .attrs
+                .get("controlflowgraph_scope_id")
+                .unwrap_or("1")
+                .to_string();
+            let Some(scope) = ctx.symbols.scope(&scope_attr) else {
+                break 'routine;
+            };
+            let mut rstats = RoutineStats {
+                routine: name.clone(),
+                ..Default::default()
+            };
+            let mut tape = TapeStats {
+                routine: name.clone(),
+                structured: true,
+                ..Default::default()
+            };
+            let mut list: Vec<(u32, Option<CfgId>, bool)> = Vec::new();
+            // Variables the adjoint restores by popping into them.
+            let mut restored_formals: Vec<SymbolId> = Vec::new();
+            let has_code = p.cfgs[*cfg].vertex_ids().next().is_some();
+            if has_code {
+                // Which loops run backwards explicitly (structured bodies only).
+                let plan = if options.force_enumeration || !routine.attrs.flag("structured", true) {
+                    LoopPlan::default()
+                } else {
+                    crate::region::parse(p, *cfg)
+                        .map(|regions| crate::explicit::plan_with(&ctx, scope, &regions, &policy))
+                        .unwrap_or_default()
+                };
+                let mut plan = plan;
+                // Both forms of every basic block; with explicit loops a second
+                // set that tapes every index for the strictly anonymous
+                // placeholders 10 and 11.
+                let variants: &[bool] = if plan.explicit.is_empty() {
+                    &[true]
+                } else {
+                    &[true, false]
+                };
+                let mut codes: Vec<FxHashMap<VertexId, BlockCode>> = Vec::new();
+                for &with_plan in variants {
+                    let mut code: FxHashMap<VertexId, BlockCode> = FxHashMap::default();
+                    for v in p.cfgs[*cfg].vertex_ids() {
+                        let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
+                            continue;
+                        };
+                        let mut target = Target {
+                            out: &mut out,
+                            names: &mut names,
+                            scope,
+                        };
+                        let stable = if with_plan {
+                            plan.stable.get(&v).cloned()
+                        } else {
+                            None
+                        };
+                        let mut block =
+                            adjoint_block(&ctx, &mut target, &env, stmts, stable.as_ref())
+                                .map_err(|e| {
+                                    TransformError::Input(format!("routine `{name}`: {e}"))
+                                })?;
+                        if options.counters {
+                            let mut total = xaif_linearize::flatten::GraphStats::default();
+                            for g in &block.graphs {
+                                total.add(g);
+                            }
+                            block
+                                .taping
+                                .extend(xaif_linearize::tangent::counter_calls(&mut out, &total));
+                        }
+                        if with_plan {
+                            plan.add_reads(v, &block.stable_reads);
+                            let mut bstats = BlockStats {
+                                block: p.vertices[v]
+                                    .attrs
+                                    .get("vertex_id")
+                                    .unwrap_or("")
+                                    .to_string(),
+                                ..Default::default()
+                            };
+                            for g in &block.graphs {
+                                bstats.total.add(g);
+                            }
+                            bstats.graphs = block.graphs.clone();
+                            tape.doubles_per_block_execution += block.pushes.0;
+                            tape.integers_per_block_execution += block.pushes.1;
+                            if !bstats.graphs.is_empty() {
+                                rstats.total.add(&bstats.total);
+                                rstats.blocks.push(bstats);
+                            }
+                        }
+                        code.insert(
+                            v,
+                            BlockCode {
+                                taping: block.taping,
+                                adjoint: block.adjoint,
+                            },
+                        );
+                    }
+                    codes.push(code);
+                }
+                restored_formals.extend(plan.restore.values().flatten().copied());
+                tape.explicit_loops = plan.explicit.len();
+                // The original code, with the same argument conversions as the
+                // derivative code: it is compiled with the active types too.
+                let converted = xaif_linearize::typechange::convert_blocks(
+                    &ctx, &mut out, &mut names, &routines, *cfg, scope,
+                );
+                let blocks: FxHashMap<VertexId, Vec<StmtId>> = converted
+                    .into_iter()
+                    .map(|(v, c)| {
+                        let stmts = c
+                            .iter()
+                            .flat_map(xaif_linearize::typechange::Converted::stmts);
+                        (v, stmts.collect())
+                    })
+                    .collect();
+                let original = copy_cfg(p, &mut out, rid, *cfg, &blocks);
+                let mut temps = SymbolTemps {
+                    names: &mut names,
+                    scope,
+                };
+                let mut reversal = Reversal {
+                    original: p,
+                    routine: rid,
+                    cfg: *cfg,
+                    code: &codes[0],
+                    scope_id: &scope_attr,
+                    force_enumeration: options.force_enumeration,
+                    plan: Some(&plan),
+                };
+                let rev = reverse(&reversal, &mut out, &mut temps);
+                reversal.code = codes.last().expect("one variant at least");
+                reversal.plan = None;
+                let rev_anonymous = reverse(&reversal, &mut out, &mut temps);
+                tape.structured = rev.structured;
+                if options.zero_locals {
+                    for adj in [rev.adjoint, rev_anonymous.adjoint] {
+                        zero_active_locals(&ctx, &mut out, rid, adj, scope, &scope_attr);
+                    }
+                }
+                list.push((1, Some(original), true));
+                list.push((2, Some(rev.taping), rev.structured));
+                list.push((3, Some(rev.adjoint), rev.structured));
+                list.push((10, Some(rev_anonymous.taping), rev.structured));
+                list.push((11, Some(rev_anonymous.adjoint), rev.structured));
+            } else {
+                for ph in [1, 2, 3, 10, 11] {
+                    list.push((ph, None, true));
+                }
+            }
+            // Checkpoints.
+            let formals: Vec<SymbolId> = routine
+                .arguments
+                .iter()
+                .flat_map(|l| {
+                    l.args
+                        .iter()
+                        .filter_map(|a| ctx.symbols.resolve(a).map(|s| (a, s)))
+                })
+                .filter(|(a, _)| {
+                    let pos = a.int("position").unwrap_or(0);
+                    !options.checkpoint_all_formals && !passed.contains(&(name.clone(), pos))
+                })
+                .map(|(_, s)| s)
+                .collect();
+            let list_refs = |kind: SideEffectKind| -> Vec<VarRef> {
+                routine
+                    .side_effect(kind)
+                    .map(|l| l.refs.clone())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|r| {
+                        ctx.symbol_of(&r.graph)
+                            .is_some_and(|s| !formals.contains(&s))
+                    })
+                    .collect()
+            };
+            let mut read = list_refs(SideEffectKind::Read);
+            if let Some(changes) = &changes {
+                read.retain(|r| {
+                    ctx.symbol_of(&r.graph)
+                        .is_none_or(|s| changes.may_change(rid, s))
+                });
+            }
+            let modified = list_refs(SideEffectKind::Mod);
+            let read_local = list_refs(SideEffectKind::ReadLocal);
+            tape.checkpoint_variables = read.len();
+            let cp = |out: &mut Program,
+                      names: &mut Names,
+                      refs: &[VarRef],
+                      store: bool,
+                      deriv: bool,
+                      reversed: bool|
+             -> CfgId {
+                let mut stmts = Vec::new();
+                let mut ordered: Vec<&VarRef> = refs.iter().collect();
+                if reversed {
+                    ordered.reverse();
+                }
+                for r in ordered {
+                    if let Some(s) = checkpoint_call(&ctx, out, names, r, store, deriv) {
+                        stmts.push(s);
+                    }
+                }
+                checkpoint_cfg(out, rid, &scope_attr, stmts)
+            };
+            let restore_reversed = !options.restore_in_store_order;
+            let ph4 = cp(&mut out, &mut names, &read, true, false, false);
+            let ph6 = cp(&mut out, &mut names, &read, false, false, restore_reversed);
+            let ph5 = checkpoint_cfg(&mut out, rid, &scope_attr, Vec::new());
+            let ph7 = checkpoint_cfg(&mut out, rid, &scope_attr, Vec::new());
+            let time_step: Vec<VarRef> =
+                modified.iter().chain(read_local.iter()).cloned().collect();
+            let ph8 = cp(&mut out, &mut names, &time_step, true, false, false);
+            let ph9 = cp(
+                &mut out,
+                &mut names,
+                &time_step,
+                false,
+                false,
+                restore_reversed,
+            );
+            let active_mod: Vec<VarRef> = modified
+                .iter()
                 .filter(|r| {
                     ctx.symbol_of(&r.graph)
-                        .is_some_and(|s| !formals.contains(&s))
+                        .is_some_and(|s| ctx.symbol_active(s))
                 })
-                .collect()
-        };
-        let mut read = list_refs(SideEffectKind::Read);
-        if let Some(changes) = &changes {
-            read.retain(|r| {
-                ctx.symbol_of(&r.graph)
-                    .is_none_or(|s| changes.may_change(rid, s))
-            });
-        }
-        let modified = list_refs(SideEffectKind::Mod);
-        let read_local = list_refs(SideEffectKind::ReadLocal);
-        tape.checkpoint_variables = read.len();
-        let cp = |out: &mut Program,
-                  names: &mut Names,
-                  refs: &[VarRef],
-                  store: bool,
-                  deriv: bool,
-                  reversed: bool|
-         -> CfgId {
-            let mut stmts = Vec::new();
-            let mut ordered: Vec<&VarRef> = refs.iter().collect();
-            if reversed {
-                ordered.reverse();
+                .cloned()
+                .collect();
+            let ph12 = cp(&mut out, &mut names, &active_mod, true, true, false);
+            let ph13 = cp(
+                &mut out,
+                &mut names,
+                &active_mod,
+                false,
+                true,
+                restore_reversed,
+            );
+            for (ph, g) in [
+                (4, ph4),
+                (5, ph5),
+                (6, ph6),
+                (7, ph7),
+                (8, ph8),
+                (9, ph9),
+                (12, ph12),
+                (13, ph13),
+            ] {
+                list.push((ph, Some(g), true));
             }
-            for r in ordered {
-                if let Some(s) = checkpoint_call(&ctx, out, names, r, store, deriv) {
-                    stmts.push(s);
+            list.sort_by_key(|(ph, ..)| *ph);
+            let replacements = list
+                .into_iter()
+                .map(|(ph, g, structured)| {
+                    let mut attrs = Attrs::new().with("placeholder", ph.to_string());
+                    if !structured {
+                        attrs.set("structured", "0");
+                    }
+                    let cfg = g.unwrap_or_else(|| {
+                        out.cfgs.alloc(Cfg {
+                            routine: rid,
+                            items: Vec::new(),
+                        })
+                    });
+                    Replacement { attrs, cfg }
+                })
+                .collect();
+            let mut attrs = Attrs::new();
+            for key in [
+                "vertex_id",
+                "symbol_id",
+                "scope_id",
+                "controlflowgraph_scope_id",
+                "annotation",
+            ] {
+                if let Some(v) = routine.attrs.get(key) {
+                    attrs.push(key, v);
                 }
             }
-            checkpoint_cfg(out, rid, &scope_attr, stmts)
-        };
-        let restore_reversed = !options.restore_in_store_order;
-        let ph4 = cp(&mut out, &mut names, &read, true, false, false);
-        let ph6 = cp(&mut out, &mut names, &read, false, false, restore_reversed);
-        let ph5 = checkpoint_cfg(&mut out, rid, &scope_attr, Vec::new());
-        let ph7 = checkpoint_cfg(&mut out, rid, &scope_attr, Vec::new());
-        let time_step: Vec<VarRef> = modified.iter().chain(read_local.iter()).cloned().collect();
-        let ph8 = cp(&mut out, &mut names, &time_step, true, false, false);
-        let ph9 = cp(
-            &mut out,
-            &mut names,
-            &time_step,
-            false,
-            false,
-            restore_reversed,
-        );
-        let active_mod: Vec<VarRef> = modified
-            .iter()
-            .filter(|r| {
-                ctx.symbol_of(&r.graph)
-                    .is_some_and(|s| ctx.symbol_active(s))
-            })
-            .cloned()
-            .collect();
-        let ph12 = cp(&mut out, &mut names, &active_mod, true, true, false);
-        let ph13 = cp(
-            &mut out,
-            &mut names,
-            &active_mod,
-            false,
-            true,
-            restore_reversed,
-        );
-        for (ph, g) in [
-            (4, ph4),
-            (5, ph5),
-            (6, ph6),
-            (7, ph7),
-            (8, ph8),
-            (9, ph9),
-            (12, ph12),
-            (13, ph13),
-        ] {
-            list.push((ph, Some(g), true));
-        }
-        list.sort_by_key(|(ph, ..)| *ph);
-        let replacements = list
-            .into_iter()
-            .map(|(ph, g, structured)| {
-                let mut attrs = Attrs::new().with("placeholder", ph.to_string());
-                if !structured {
-                    attrs.set("structured", "0");
-                }
-                let cfg = g.unwrap_or_else(|| {
-                    out.cfgs.alloc(Cfg {
-                        routine: rid,
-                        items: Vec::new(),
-                    })
-                });
-                Replacement { attrs, cfg }
-            })
-            .collect();
-        let mut attrs = Attrs::new();
-        for key in [
-            "vertex_id",
-            "symbol_id",
-            "scope_id",
-            "controlflowgraph_scope_id",
-            "annotation",
-        ] {
-            if let Some(v) = routine.attrs.get(key) {
-                attrs.push(key, v);
-            }
-        }
-        attrs.push("template_name", "reverse_subroutine_template");
-        let mut arguments = routine.arguments.clone();
-        if let Some(args) = &mut arguments {
-            for a in &mut args.args {
-                let symbol = ctx.symbols.resolve(a);
-                let active = symbol.is_some_and(|s| ctx.symbol_active(s));
-                let restored = symbol.is_some_and(|s| restored_formals.contains(&s));
-                if active || restored || options.all_inout {
-                    a.set("intent", "inout");
+            attrs.push("template_name", "reverse_subroutine_template");
+            let mut arguments = routine.arguments.clone();
+            if let Some(args) = &mut arguments {
+                for a in &mut args.args {
+                    let symbol = ctx.symbols.resolve(a);
+                    let active = symbol.is_some_and(|s| ctx.symbol_active(s));
+                    let restored = symbol.is_some_and(|s| restored_formals.contains(&s));
+                    if active || restored || options.all_inout {
+                        a.set("intent", "inout");
+                    }
                 }
             }
+            out.routines[rid] = Routine {
+                attrs,
+                arguments,
+                side_effects: Vec::new(),
+                body: RoutineBody::Replacements(replacements),
+            };
+            stats.total.add(&rstats.total);
+            stats.routines.push(rstats);
+            tapes.push(tape);
         }
-        out.routines[rid] = Routine {
-            attrs,
-            arguments,
-            side_effects: Vec::new(),
-            body: RoutineBody::Replacements(replacements),
-        };
-        stats.total.add(&rstats.total);
-        stats.routines.push(rstats);
-        tapes.push(tape);
+        if let Some(f) = &mut finisher {
+            f.done(&mut out, rid)?;
+        }
     }
-    xaif_linearize::rename::complete_call_counts(&mut out);
-    if options.rename {
-        xaif_linearize::rename::rename_routines(
-            &mut out,
-            p.attrs.get("prefix").unwrap_or("OpenAD_"),
-        );
+    if finisher.is_none() {
+        xaif_linearize::rename::complete_call_counts(&mut out);
+        if options.rename {
+            xaif_linearize::rename::rename_routines(
+                &mut out,
+                p.attrs.get("prefix").unwrap_or("OpenAD_"),
+            );
+        }
     }
     Ok(AdjointResult {
         transformed: Transformed {

@@ -31,5 +31,8 @@ pub mod typechange;
 pub use builtin::builtin;
 pub use catalogue::Catalogue;
 pub use flatten::FlattenOptions;
-pub use tangent::{tangent, TangentOptions, TransformError, TransformStats, Transformed};
+pub use tangent::{
+    tangent, tangent_streamed, RoutineSink, TangentOptions, TransformError, TransformStats,
+    Transformed,
+};
 pub use typechange::{typechange, TypeChangeOptions};

@@ -68,7 +68,18 @@ pub fn rename_routines(out: &mut Program, prefix: &str) {
 pub fn complete_call_counts(out: &mut Program) {
     let routines = xaif_model::RoutineIndex::new(out);
     let ids: Vec<_> = out.stmts.ids().collect();
-    for s in ids {
+    complete_call_counts_of(out, &routines, &ids);
+}
+
+/// [`complete_call_counts`] for the statements `ids` only (one routine's,
+/// when a transformation finishes one routine at a time); `routines`
+/// indexes `out`'s routines.
+pub fn complete_call_counts_of(
+    out: &mut Program,
+    routines: &xaif_model::RoutineIndex,
+    ids: &[xaif_model::StmtId],
+) {
+    for &s in ids {
         let StmtKind::SubroutineCall(args) = &out.stmts[s].kind else {
             continue;
         };
@@ -97,10 +108,15 @@ pub fn complete_call_counts(out: &mut Program) {
 /// any argument.
 pub fn all_intents_inout(out: &mut Program) {
     for r in out.routines.values_mut() {
-        if let Some(list) = &mut r.arguments {
-            for a in &mut list.args {
-                a.set("intent", "inout");
-            }
+        intents_inout(r);
+    }
+}
+
+/// [`all_intents_inout`] for one routine.
+pub fn intents_inout(r: &mut xaif_model::Routine) {
+    if let Some(list) = &mut r.arguments {
+        for a in &mut list.args {
+            a.set("intent", "inout");
         }
     }
 }

@@ -13,8 +13,8 @@
 use serde::Serialize;
 use xaif_model::{
     build::inlinable_call, ArgValue, Attrs, AxTerm, CallArg, CfgId, Expr, NonInlinable,
-    NonInlinableCatalogue, Program, PropEntry, PropKind, RoutineBody, RoutineIndex, ScopeId, Stmt,
-    StmtId, StmtKind, SymbolId, VarRef, VertexKind,
+    NonInlinableCatalogue, Program, PropEntry, PropKind, Routine, RoutineBody, RoutineId,
+    RoutineIndex, ScopeId, Stmt, StmtId, StmtKind, SymbolId, VarRef, VertexKind,
 };
 
 use crate::catalogue::Catalogue;
@@ -123,6 +123,9 @@ pub enum TransformError {
     /// The input is already a transformation result or otherwise unusable.
     #[error("{0}")]
     Input(String),
+    /// The sink of a streamed transformation failed (writing its output).
+    #[error("{0}")]
+    Output(String),
 }
 
 /// The result of a transformation.
@@ -199,6 +202,21 @@ impl<'p> Start<'p> {
         decoration: xaif_model::Decoration,
         wrappers: &[String],
     ) -> Result<Self, TransformError> {
+        Self::make(p, noninlinable, passive, decoration, wrappers, false)
+    }
+
+    /// [`Start::with_names`]; with `lazy_statements` the output starts
+    /// without the input's statements, which a streamed transformation
+    /// copies routine by routine (`Program::copy_statements_of`) before it
+    /// transforms the routine.
+    pub fn make(
+        p: &'p Program,
+        noninlinable: Option<&NonInlinableCatalogue>,
+        passive: &[String],
+        decoration: xaif_model::Decoration,
+        wrappers: &[String],
+        lazy_statements: bool,
+    ) -> Result<Self, TransformError> {
         if p.is_output() {
             return Err(TransformError::Input(
                 "the input is already a transformation result (it has derivative code)".into(),
@@ -206,7 +224,11 @@ impl<'p> Start<'p> {
         }
         Ok(Start {
             ctx: Ctx::with_names(p, passive, decoration, wrappers),
-            out: p.clone(),
+            out: if lazy_statements {
+                p.clone_without_statements()
+            } else {
+                p.clone()
+            },
             names: Names::new(p.attrs.get("prefix").unwrap_or("OpenAD_")),
             routines: RoutineIndex::new(p),
             direct: DirectActions::new(noninlinable),
@@ -221,140 +243,255 @@ pub fn tangent(
     noninlinable: Option<&NonInlinableCatalogue>,
     options: &TangentOptions,
 ) -> Result<Transformed, TransformError> {
+    tangent_with(p, catalogue, noninlinable, options, None)
+}
+
+/// [`tangent`], handing every routine to `sink` as soon as it is complete
+/// (see [`Finisher`]); the returned program then holds everything but the
+/// routines' bodies. Not with `rename` (`-r` renames across routines).
+pub fn tangent_streamed(
+    p: &Program,
+    catalogue: &Catalogue,
+    noninlinable: Option<&NonInlinableCatalogue>,
+    options: &TangentOptions,
+    sink: RoutineSink<'_>,
+) -> Result<Transformed, TransformError> {
+    if options.rename {
+        return Err(TransformError::Output(
+            "-r renames across routines: the output cannot be streamed".into(),
+        ));
+    }
+    tangent_with(p, catalogue, noninlinable, options, Some(sink))
+}
+
+/// Where a streamed transformation hands each finished routine: the
+/// output program (the routine complete, ready to be written) and the
+/// routine. An error stops the transformation.
+pub type RoutineSink<'a> = &'a mut dyn FnMut(&mut Program, RoutineId) -> Result<(), String>;
+
+/// Finishes routines one at a time for a streamed transformation: gives
+/// the routine what the whole-program passes at the end would
+/// (`formalArgCount` on calls, `-I` intents), hands it to the sink, then
+/// drops every graph, vertex, edge and statement made since the
+/// transformation started, so the output model holds one routine at a
+/// time. Transformations build each routine's code from the input and
+/// never refer to another routine's new elements, which makes the drop
+/// safe; the finished routine's body must not be read afterwards.
+pub struct Finisher<'a> {
+    sink: RoutineSink<'a>,
+    routines: RoutineIndex,
+    all_inout: bool,
+    marks: [usize; 4],
+}
+
+impl<'a> Finisher<'a> {
+    /// A finisher for `out` as it is now (before any routine was
+    /// transformed); `all_inout` is `-I` when the transformation leaves
+    /// intents to the end.
+    pub fn new(out: &Program, sink: RoutineSink<'a>, all_inout: bool) -> Self {
+        Finisher {
+            sink,
+            routines: RoutineIndex::new(out),
+            all_inout,
+            marks: [
+                out.cfgs.len(),
+                out.vertices.len(),
+                out.edges.len(),
+                out.stmts.len(),
+            ],
+        }
+    }
+
+    /// Routine `r` of `out` is complete: finish it, hand it on, drop it.
+    pub fn done(&mut self, out: &mut Program, r: RoutineId) -> Result<(), TransformError> {
+        let (_, stmts) = out.routine_contents(r);
+        crate::rename::complete_call_counts_of(out, &self.routines, &stmts);
+        if self.all_inout {
+            crate::rename::intents_inout(&mut out.routines[r]);
+        }
+        (self.sink)(out, r).map_err(TransformError::Output)?;
+        let [cfgs, vertices, edges, stmts] = self.marks;
+        out.cfgs.truncate(cfgs);
+        out.vertices.truncate(vertices);
+        out.edges.truncate(edges);
+        out.stmts.truncate(stmts);
+        Ok(())
+    }
+}
+
+fn tangent_with(
+    p: &Program,
+    catalogue: &Catalogue,
+    noninlinable: Option<&NonInlinableCatalogue>,
+    options: &TangentOptions,
+    sink: Option<RoutineSink<'_>>,
+) -> Result<Transformed, TransformError> {
+    let lazy = sink.is_some();
     let Start {
         ctx,
         mut out,
         mut names,
         routines,
         direct,
-    } = Start::with_names(
+    } = Start::make(
         p,
         noninlinable,
         &options.passive,
         options.decoration,
         &options.wrappers,
+        lazy,
     )?;
     let is_direct = |name: &str| direct.contains(name);
     let mut stats = TransformStats::default();
     let mut dots = Vec::new();
+    let mut finisher = sink.map(|sink| Finisher::new(&out, sink, options.all_inout));
     for (rid, routine) in p.routines.iter() {
-        let RoutineBody::Graph(cfg) = &routine.body else {
-            continue;
-        };
-        let name = routine.symbol_name().to_string();
-        let Some(scope) = routine
-            .attrs
-            .get("controlflowgraph_scope_id")
-            .and_then(|s| ctx.symbols.scope(s))
-        else {
-            continue;
-        };
-        let mut rstats = RoutineStats {
-            routine: name.clone(),
-            ..Default::default()
-        };
-        let vertices: Vec<_> = p.cfgs[*cfg].vertex_ids().collect();
-        for v in vertices {
-            let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
-                continue;
-            };
-            let pieces =
-                flatten(&ctx, catalogue, stmts, options.flatten, &is_direct).map_err(|source| {
-                    TransformError::Flatten {
-                        routine: name.clone(),
-                        source,
-                    }
-                })?;
-            let mut new_stmts = Vec::new();
-            let mut bstats = BlockStats {
-                block: p.vertices[v]
-                    .attrs
-                    .get("vertex_id")
-                    .unwrap_or("")
-                    .to_string(),
-                ..Default::default()
-            };
-            for piece in &pieces {
-                match piece {
-                    Piece::Seq(seq) => {
-                        let mut target = Target {
-                            out: &mut out,
-                            names: &mut names,
-                            scope,
-                        };
-                        let pre = preaccumulate(
-                            &ctx,
-                            &mut target,
-                            seq,
-                            &options.elimination,
-                            xaif_elim::PropagationMode::Tangent,
-                            options.dot,
-                        )
-                        .map_err(|source| {
-                            TransformError::Preaccumulation {
-                                routine: name.clone(),
-                                source,
-                            }
-                        })?;
-                        new_stmts.extend(pre.stmts.iter().copied());
-                        emit_propagation(&mut out, &mut names, &pre, options, &mut new_stmts);
-                        if seq.is_active() {
-                            if let Some(before) = &pre.dot_before {
-                                dots.push(DotGraph {
-                                    name: format!(
-                                        "{name}_{}_{}",
-                                        bstats.block,
-                                        bstats.graphs.len()
-                                    ),
-                                    before: before.clone(),
-                                    after: pre.dot_after.clone(),
-                                    lcg: pre.lcg_text.clone().unwrap_or_default(),
-                                });
-                            }
-                            bstats.total.add(&pre.stats);
-                            bstats.graphs.push(pre.stats);
-                        }
-                    }
-                    Piece::Single(s) => single(
-                        &ctx,
-                        &mut out,
-                        &mut names,
-                        scope,
-                        &routines,
-                        *s,
-                        &is_direct,
-                        options,
-                        &mut new_stmts,
-                    ),
-                }
-            }
-            if options.counters {
-                new_stmts.extend(counter_calls(&mut out, &bstats.total));
-            }
-            out.vertices[v].kind = VertexKind::BasicBlock(new_stmts);
-            if !bstats.graphs.is_empty() {
-                rstats.total.add(&bstats.total);
-                rstats.blocks.push(bstats);
-            }
+        if lazy {
+            out.copy_statements_of(p, rid);
         }
-        if options.zero_locals {
-            zero_active_locals(&ctx, &mut out, rid, *cfg, scope);
+        tangent_routine(
+            p,
+            &ctx,
+            &mut out,
+            &mut names,
+            &routines,
+            &is_direct,
+            catalogue,
+            options,
+            (rid, routine),
+            &mut stats,
+            &mut dots,
+        )?;
+        if let Some(f) = &mut finisher {
+            f.done(&mut out, rid)?;
         }
-        stats.total.add(&rstats.total);
-        stats.routines.push(rstats);
     }
-    crate::rename::complete_call_counts(&mut out);
-    if options.all_inout {
-        crate::rename::all_intents_inout(&mut out);
-    }
-    if options.rename {
-        crate::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
+    if finisher.is_none() {
+        crate::rename::complete_call_counts(&mut out);
+        if options.all_inout {
+            crate::rename::all_intents_inout(&mut out);
+        }
+        if options.rename {
+            crate::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
+        }
     }
     Ok(Transformed {
         program: out,
         stats,
         dots,
     })
+}
+
+/// One routine of [`tangent`].
+#[allow(clippy::too_many_arguments)]
+fn tangent_routine(
+    p: &Program,
+    ctx: &Ctx<'_>,
+    out: &mut Program,
+    names: &mut Names,
+    routines: &RoutineIndex,
+    is_direct: &dyn Fn(&str) -> bool,
+    catalogue: &Catalogue,
+    options: &TangentOptions,
+    (rid, routine): (RoutineId, &Routine),
+    stats: &mut TransformStats,
+    dots: &mut Vec<DotGraph>,
+) -> Result<(), TransformError> {
+    let RoutineBody::Graph(cfg) = &routine.body else {
+        return Ok(());
+    };
+    let name = routine.symbol_name().to_string();
+    let Some(scope) = routine
+        .attrs
+        .get("controlflowgraph_scope_id")
+        .and_then(|s| ctx.symbols.scope(s))
+    else {
+        return Ok(());
+    };
+    let mut rstats = RoutineStats {
+        routine: name.clone(),
+        ..Default::default()
+    };
+    let vertices: Vec<_> = p.cfgs[*cfg].vertex_ids().collect();
+    for v in vertices {
+        let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
+            continue;
+        };
+        let pieces =
+            flatten(ctx, catalogue, stmts, options.flatten, &is_direct).map_err(|source| {
+                TransformError::Flatten {
+                    routine: name.clone(),
+                    source,
+                }
+            })?;
+        let mut new_stmts = Vec::new();
+        let mut bstats = BlockStats {
+            block: p.vertices[v]
+                .attrs
+                .get("vertex_id")
+                .unwrap_or("")
+                .to_string(),
+            ..Default::default()
+        };
+        for piece in &pieces {
+            match piece {
+                Piece::Seq(seq) => {
+                    let mut target = Target { out, names, scope };
+                    let pre = preaccumulate(
+                        ctx,
+                        &mut target,
+                        seq,
+                        &options.elimination,
+                        xaif_elim::PropagationMode::Tangent,
+                        options.dot,
+                    )
+                    .map_err(|source| TransformError::Preaccumulation {
+                        routine: name.clone(),
+                        source,
+                    })?;
+                    new_stmts.extend(pre.stmts.iter().copied());
+                    emit_propagation(out, names, &pre, options, &mut new_stmts);
+                    if seq.is_active() {
+                        if let Some(before) = &pre.dot_before {
+                            dots.push(DotGraph {
+                                name: format!("{name}_{}_{}", bstats.block, bstats.graphs.len()),
+                                before: before.clone(),
+                                after: pre.dot_after.clone(),
+                                lcg: pre.lcg_text.clone().unwrap_or_default(),
+                            });
+                        }
+                        bstats.total.add(&pre.stats);
+                        bstats.graphs.push(pre.stats);
+                    }
+                }
+                Piece::Single(s) => single(
+                    ctx,
+                    out,
+                    names,
+                    scope,
+                    routines,
+                    *s,
+                    &is_direct,
+                    options,
+                    &mut new_stmts,
+                ),
+            }
+        }
+        if options.counters {
+            new_stmts.extend(counter_calls(out, &bstats.total));
+        }
+        out.vertices[v].kind = VertexKind::BasicBlock(new_stmts);
+        if !bstats.graphs.is_empty() {
+            rstats.total.add(&bstats.total);
+            rstats.blocks.push(bstats);
+        }
+    }
+    if options.zero_locals {
+        zero_active_locals(ctx, out, rid, *cfg, scope);
+    }
+    stats.total.add(&rstats.total);
+    stats.routines.push(rstats);
+    Ok(())
 }
 
 /// `countmult(n)` and `countadd(n)` for a block whose derivative code

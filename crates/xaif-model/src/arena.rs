@@ -70,8 +70,11 @@ impl<T> fmt::Debug for Id<T> {
 
 /// An append-only store of `T` values addressed by [`Id<T>`].
 ///
-/// Elements are never removed: a transformation that drops an entity simply
-/// stops referring to it, so handles held in side tables never dangle.
+/// Elements are never removed one by one: a transformation that drops an
+/// entity simply stops referring to it, so handles held in side tables
+/// never dangle. Only a program written one routine at a time drops the
+/// newest elements wholesale ([`Arena::truncate`]) once nothing refers to
+/// them.
 #[derive(Clone, PartialEq)]
 pub struct Arena<T> {
     items: Vec<T>,
@@ -95,6 +98,14 @@ impl<T> Arena<T> {
         Self::default()
     }
 
+    /// An arena of `len` elements made by `make`, for a copy whose
+    /// handles must match another arena's.
+    pub fn filled(len: usize, make: impl FnMut() -> T) -> Self {
+        let mut items = Vec::with_capacity(len);
+        items.resize_with(len, make);
+        Arena { items }
+    }
+
     /// Stores `value` and returns its handle.
     pub fn alloc(&mut self, value: T) -> Id<T> {
         let id = Id::from_index(self.items.len());
@@ -110,6 +121,14 @@ impl<T> Arena<T> {
     /// Whether the arena holds nothing.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
+    }
+
+    /// Drops every element created after the first `len`, so that a
+    /// program streamed routine by routine holds one routine's output at a
+    /// time. Handles to the dropped elements must no longer be used: later
+    /// elements reuse their indices.
+    pub fn truncate(&mut self, len: usize) {
+        self.items.truncate(len);
     }
 
     /// All handles with their values, in creation order.

@@ -262,6 +262,186 @@ impl Routine {
     }
 }
 
+impl Program {
+    /// The control flow graphs of routine `r` in document order: its body,
+    /// or each replacement's.
+    pub fn routine_cfgs(&self, r: RoutineId) -> Vec<CfgId> {
+        match &self.routines[r].body {
+            RoutineBody::Graph(cfg) => vec![*cfg],
+            RoutineBody::Replacements(list) => list.iter().map(|rep| rep.cfg).collect(),
+        }
+    }
+
+    /// The vertices and the statements (basic blocks' statements, loop
+    /// initializations and updates) of routine `r`'s graphs, in document
+    /// order: what passes that finish one routine at a time rewrite.
+    pub fn routine_contents(&self, r: RoutineId) -> (Vec<VertexId>, Vec<StmtId>) {
+        let (mut vertices, mut stmts) = (Vec::new(), Vec::new());
+        for cfg in self.routine_cfgs(r) {
+            for item in &self.cfgs[cfg].items {
+                let CfgItem::Vertex(v) = *item else {
+                    continue;
+                };
+                vertices.push(v);
+                match &self.vertices[v].kind {
+                    VertexKind::BasicBlock(list) => stmts.extend(list.iter().copied()),
+                    VertexKind::ForLoop { init, update, .. } => {
+                        stmts.extend(init.iter().chain(update.iter()).copied())
+                    }
+                    _ => {}
+                }
+            }
+        }
+        (vertices, stmts)
+    }
+}
+
+impl Program {
+    /// A copy of the program in which every statement is an empty
+    /// placeholder (same handles): a transformation that finishes one
+    /// routine at a time copies each routine's statements when it gets to
+    /// it ([`Program::copy_statements_of`]) instead of holding a copy of
+    /// all of them from the start.
+    pub fn clone_without_statements(&self) -> Program {
+        Program {
+            attrs: self.attrs.clone(),
+            scope_hierarchy: self.scope_hierarchy.clone(),
+            alias_map: self.alias_map.clone(),
+            duud_map: self.duud_map.clone(),
+            do_map: self.do_map.clone(),
+            items: self.items.clone(),
+            call_edges: self.call_edges.clone(),
+            scopes: self.scopes.clone(),
+            symbols: self.symbols.clone(),
+            routines: self.routines.clone(),
+            cfgs: self.cfgs.clone(),
+            vertices: self.vertices.clone(),
+            edges: self.edges.clone(),
+            stmts: crate::arena::Arena::filled(self.stmts.len(), || Stmt {
+                attrs: Attrs::new(),
+                kind: StmtKind::Marker,
+            }),
+        }
+    }
+
+    /// Copies the statements of `from`'s routine `r` into this copy of
+    /// `from` (made by [`Program::clone_without_statements`]) under the
+    /// same handles.
+    pub fn copy_statements_of(&mut self, from: &Program, r: RoutineId) {
+        for s in from.routine_contents(r).1 {
+            self.stmts[s] = from.stmts[s].clone();
+        }
+    }
+
+    /// Moves routine `r` with its graphs, vertices, edges and statements
+    /// into a program of its own (handles renumbered, elements shared
+    /// between its graphs kept shared; its only item is the routine; no
+    /// scopes or maps), leaving empty values behind. Writing the routine
+    /// from there gives the bytes of writing it here, so a finished
+    /// routine can be written on another thread while the next one is
+    /// made.
+    pub fn take_routine(&mut self, r: RoutineId) -> Program {
+        let mut part = Program::default();
+        let mut routine = std::mem::replace(
+            &mut self.routines[r],
+            Routine {
+                attrs: Attrs::new(),
+                arguments: None,
+                side_effects: Vec::new(),
+                body: RoutineBody::Replacements(Vec::new()),
+            },
+        );
+        let new_r = RoutineId::from_index(0);
+        let mut vertices: FxHashMap<VertexId, VertexId> = FxHashMap::default();
+        let mut edges: FxHashMap<EdgeId, EdgeId> = FxHashMap::default();
+        let mut stmts: FxHashMap<StmtId, StmtId> = FxHashMap::default();
+        let mut take_stmt = |this: &mut Program, part: &mut Program, s: &mut StmtId| {
+            *s = *stmts.entry(*s).or_insert_with(|| {
+                let stmt = std::mem::replace(
+                    &mut this.stmts[*s],
+                    Stmt {
+                        attrs: Attrs::new(),
+                        kind: StmtKind::Marker,
+                    },
+                );
+                part.stmts.alloc(stmt)
+            });
+        };
+        let mut cfgs: FxHashMap<CfgId, CfgId> = FxHashMap::default();
+        let mut take_cfg = |this: &mut Program, part: &mut Program, cfg: CfgId| -> CfgId {
+            if let Some(done) = cfgs.get(&cfg) {
+                return *done;
+            }
+            let new_cfg = CfgId::from_index(part.cfgs.len());
+            cfgs.insert(cfg, new_cfg);
+            let mut items = std::mem::take(&mut this.cfgs[cfg].items);
+            for item in &mut items {
+                match item {
+                    CfgItem::Edge(e) => {
+                        *e = *edges.entry(*e).or_insert_with(|| {
+                            let mut edge = std::mem::replace(
+                                &mut this.edges[*e],
+                                CfgEdge {
+                                    attrs: Attrs::new(),
+                                    cfg,
+                                },
+                            );
+                            edge.cfg = new_cfg;
+                            part.edges.alloc(edge)
+                        });
+                    }
+                    CfgItem::Vertex(v) => {
+                        if let Some(done) = vertices.get(v) {
+                            *v = *done;
+                            continue;
+                        }
+                        let mut vertex = std::mem::replace(
+                            &mut this.vertices[*v],
+                            CfgVertex {
+                                attrs: Attrs::new(),
+                                cfg,
+                                kind: VertexKind::Entry,
+                            },
+                        );
+                        vertex.cfg = new_cfg;
+                        match &mut vertex.kind {
+                            VertexKind::BasicBlock(list) => {
+                                for s in list.iter_mut() {
+                                    take_stmt(this, part, s);
+                                }
+                            }
+                            VertexKind::ForLoop { init, update, .. } => {
+                                for s in init.iter_mut().chain(update.iter_mut()) {
+                                    take_stmt(this, part, s);
+                                }
+                            }
+                            _ => {}
+                        }
+                        let new_v = part.vertices.alloc(vertex);
+                        vertices.insert(*v, new_v);
+                        *v = new_v;
+                    }
+                }
+            }
+            part.cfgs.alloc(Cfg {
+                routine: new_r,
+                items,
+            })
+        };
+        match &mut routine.body {
+            RoutineBody::Graph(cfg) => *cfg = take_cfg(self, &mut part, *cfg),
+            RoutineBody::Replacements(list) => {
+                for rep in list.iter_mut() {
+                    rep.cfg = take_cfg(self, &mut part, rep.cfg);
+                }
+            }
+        }
+        part.routines.alloc(routine);
+        part.items.push(CallGraphItem::Routine(new_r));
+        part
+    }
+}
+
 impl Stmt {
     /// `statement_id`.
     pub fn id(&self) -> &str {

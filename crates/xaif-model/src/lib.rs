@@ -43,5 +43,6 @@ pub use validate::{
     validate_program_with_arities,
 };
 pub use writer::{
-    write_document, write_inlinable, write_noninlinable, write_program, write_program_to,
+    write_document, write_footer_to, write_header_to, write_inlinable, write_item_to,
+    write_noninlinable, write_program, write_program_to,
 };

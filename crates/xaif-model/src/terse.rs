@@ -10,14 +10,30 @@
 //! empty key 0 and the keys and lists are left out. The DO map stays.
 
 use crate::model::{
-    AliasSet, ArgValue, Expr, ExprVertexKind, InlinableArg, Program, PropKind, RefGraph,
-    RefVertexKind, SideEffectKind, StmtIdSet, StmtKind, VarRef, VertexKind,
+    AliasSet, ArgValue, CfgVertex, Expr, ExprVertexKind, InlinableArg, Program, PropKind, RefGraph,
+    RefVertexKind, Routine, RoutineId, SideEffectKind, Stmt, StmtIdSet, StmtKind, VarRef,
+    VertexKind,
 };
 use crate::Attrs;
 
 impl Program {
     /// Removes what only `-V` prints: see the module documentation.
     pub fn make_terse(&mut self) {
+        self.make_maps_terse();
+        for r in self.routines.values_mut() {
+            routine_lists(r);
+        }
+        for v in self.vertices.values_mut() {
+            vertex(v);
+        }
+        for s in self.stmts.values_mut() {
+            stmt(s);
+        }
+    }
+
+    /// The part of [`Program::make_terse`] outside the routines: the alias
+    /// and DU-UD maps keep only their key 0.
+    pub fn make_maps_terse(&mut self) {
         if let Some(map) = &mut self.alias_map {
             map.sets = vec![AliasSet {
                 attrs: Attrs::new().with("key", "0"),
@@ -30,76 +46,97 @@ impl Program {
                 ids: Vec::new(),
             }];
         }
-        for r in self.routines.values_mut() {
-            r.side_effects.retain(|l| l.kind == SideEffectKind::OnEntry);
-            for l in &mut r.side_effects {
-                for v in &mut l.refs {
+    }
+
+    /// The part of [`Program::make_terse`] inside routine `r` (its lists,
+    /// vertices and statements), for output written one routine at a
+    /// time: [`Program::make_maps_terse`] and this for every routine give
+    /// the bytes of `make_terse`.
+    pub fn make_routine_terse(&mut self, r: RoutineId) {
+        routine_lists(&mut self.routines[r]);
+        let (vertices, stmts) = self.routine_contents(r);
+        for v in vertices {
+            vertex(&mut self.vertices[v]);
+        }
+        for s in stmts {
+            stmt(&mut self.stmts[s]);
+        }
+    }
+}
+
+/// A routine's side-effect lists: only `OnEntry` stays, without keys.
+fn routine_lists(r: &mut Routine) {
+    r.side_effects.retain(|l| l.kind == SideEffectKind::OnEntry);
+    for l in &mut r.side_effects {
+        for v in &mut l.refs {
+            var_ref(v);
+        }
+    }
+}
+
+/// A vertex's condition, without keys.
+fn vertex(v: &mut CfgVertex) {
+    match &mut v.kind {
+        VertexKind::Branch(Some(c))
+        | VertexKind::If(Some(c))
+        | VertexKind::PreLoop(Some(c))
+        | VertexKind::PostLoop(Some(c))
+        | VertexKind::ForLoop {
+            condition: Some(c), ..
+        } => expr(c),
+        _ => {}
+    }
+}
+
+/// A statement without `do_chain` and without keys in its references.
+fn stmt(s: &mut Stmt) {
+    s.attrs.remove("do_chain");
+    match &mut s.kind {
+        StmtKind::Assignment(a) => {
+            var_ref(&mut a.lhs);
+            expr(&mut a.rhs);
+        }
+        StmtKind::SubroutineCall(args) => {
+            for a in args {
+                if let ArgValue::Variable(v) = &mut a.value {
                     var_ref(v);
                 }
             }
         }
-        for v in self.vertices.values_mut() {
-            match &mut v.kind {
-                VertexKind::Branch(Some(c))
-                | VertexKind::If(Some(c))
-                | VertexKind::PreLoop(Some(c))
-                | VertexKind::PostLoop(Some(c))
-                | VertexKind::ForLoop {
-                    condition: Some(c), ..
-                } => expr(c),
-                _ => {}
-            }
-        }
-        for s in self.stmts.values_mut() {
-            s.attrs.remove("do_chain");
-            match &mut s.kind {
-                StmtKind::Assignment(a) => {
-                    var_ref(&mut a.lhs);
-                    expr(&mut a.rhs);
-                }
-                StmtKind::SubroutineCall(args) => {
-                    for a in args {
+        StmtKind::InlinableCall(args) => {
+            for a in args {
+                match a {
+                    InlinableArg::Argument(a) => {
                         if let ArgValue::Variable(v) = &mut a.value {
                             var_ref(v);
                         }
                     }
+                    InlinableArg::Substitute(v) => var_ref(v),
                 }
-                StmtKind::InlinableCall(args) => {
-                    for a in args {
-                        match a {
-                            InlinableArg::Argument(a) => {
-                                if let ArgValue::Variable(v) = &mut a.value {
-                                    var_ref(v);
-                                }
-                            }
-                            InlinableArg::Substitute(v) => var_ref(v),
-                        }
-                    }
-                }
-                StmtKind::DerivativePropagator(entries) => {
-                    for e in entries {
-                        match &mut e.kind {
-                            PropKind::SetDeriv { tgt, src }
-                            | PropKind::SetNegDeriv { tgt, src }
-                            | PropKind::IncDeriv { tgt, src }
-                            | PropKind::DecDeriv { tgt, src } => {
-                                var_ref(tgt);
-                                var_ref(src);
-                            }
-                            PropKind::Sax { terms, y } | PropKind::Saxpy { terms, y } => {
-                                for t in terms {
-                                    expr(&mut t.a);
-                                    var_ref(&mut t.x);
-                                }
-                                var_ref(y);
-                            }
-                            PropKind::ZeroDeriv(x) => var_ref(x),
-                        }
-                    }
-                }
-                StmtKind::Marker => {}
             }
         }
+        StmtKind::DerivativePropagator(entries) => {
+            for e in entries {
+                match &mut e.kind {
+                    PropKind::SetDeriv { tgt, src }
+                    | PropKind::SetNegDeriv { tgt, src }
+                    | PropKind::IncDeriv { tgt, src }
+                    | PropKind::DecDeriv { tgt, src } => {
+                        var_ref(tgt);
+                        var_ref(src);
+                    }
+                    PropKind::Sax { terms, y } | PropKind::Saxpy { terms, y } => {
+                        for t in terms {
+                            expr(&mut t.a);
+                            var_ref(&mut t.x);
+                        }
+                        var_ref(y);
+                    }
+                    PropKind::ZeroDeriv(x) => var_ref(x),
+                }
+            }
+        }
+        StmtKind::Marker => {}
     }
 }
 
@@ -207,5 +244,114 @@ mod tests {
             out.contains("<xaif:StatementId idRef=\"s\"/>"),
             "the DO map stays"
         );
+    }
+
+    /// Shortening and writing one routine at a time (a streamed
+    /// transformation) gives the bytes of the whole model's.
+    #[test]
+    fn routine_by_routine_gives_the_same_bytes() {
+        let dir = two_routines();
+        let (whole, _) = crate::read_program_str(&dir, None).unwrap();
+        let mut by_routine = whole.clone();
+        let mut whole = whole;
+        whole.make_terse();
+        let expected = crate::write_program(&whole);
+        by_routine.make_maps_terse();
+        let mut text = Vec::new();
+        crate::write_header_to(&by_routine, &mut text).unwrap();
+        for item in by_routine.items.clone() {
+            if let crate::CallGraphItem::Routine(r) = item {
+                by_routine.make_routine_terse(r);
+            }
+            crate::write_item_to(&by_routine, item, &mut text).unwrap();
+        }
+        crate::write_footer_to(&mut text).unwrap();
+        assert_eq!(String::from_utf8(text).unwrap(), expected);
+        assert!(expected.contains("CallGraphEdge") && !expected.contains("du_ud="));
+    }
+
+    /// A routine moved into a program of its own writes the same bytes,
+    /// also when its graphs share elements (here one body used by two
+    /// replacements), and leaves nothing behind.
+    #[test]
+    fn a_taken_routine_writes_the_same_bytes() {
+        let (mut p, _) = crate::read_program_str(&two_routines(), None).unwrap();
+        let first = p.routines.ids().next().unwrap();
+        let crate::RoutineBody::Graph(cfg) = p.routines[first].body else {
+            panic!("a plain body");
+        };
+        p.routines[first].body = crate::RoutineBody::Replacements(
+            ["1", "2"]
+                .into_iter()
+                .map(|ph| crate::Replacement {
+                    attrs: crate::Attrs::new().with("placeholder", ph),
+                    cfg,
+                })
+                .collect(),
+        );
+        let mut expected = Vec::new();
+        let mut taken = Vec::new();
+        for item in p.items.clone() {
+            crate::write_item_to(&p, item, &mut expected).unwrap();
+            match item {
+                crate::CallGraphItem::Routine(r) => {
+                    let part = p.take_routine(r);
+                    crate::write_item_to(&part, part.items[0], &mut taken).unwrap();
+                    assert_eq!(part.stmts.len(), 1, "the shared statement is taken once");
+                    assert!(p.routine_contents(r).0.is_empty(), "nothing left behind");
+                }
+                crate::CallGraphItem::Edge(_) => {
+                    crate::write_item_to(&p, item, &mut taken).unwrap();
+                }
+            }
+        }
+        let expected = String::from_utf8(expected).unwrap();
+        assert_eq!(String::from_utf8(taken).unwrap(), expected);
+        assert_eq!(expected.matches("<xaif:Replacement ").count(), 2);
+    }
+
+    /// Two routines with keys, lists and a call graph edge between them.
+    fn two_routines() -> String {
+        let routine = |name: &str, scope: &str| {
+            format!(
+                r#"  <xaif:ControlFlowGraph vertex_id="{name}" scope_id="1" symbol_id="{name}" controlflowgraph_scope_id="{scope}">
+    <xaif:Mod><xaif:SideEffectReference vertex_id="1"><xaif:SymbolReference vertex_id="1" scope_id="1" symbol_id="x"/></xaif:SideEffectReference></xaif:Mod>
+    <xaif:Entry vertex_id="e"/>
+    <xaif:BasicBlock vertex_id="b" scope_id="{scope}">
+      <xaif:Assignment statement_id="s" do_chain="1">
+        <xaif:AssignmentLHS alias="1" du_ud="1"><xaif:SymbolReference vertex_id="1" scope_id="1" symbol_id="x"/></xaif:AssignmentLHS>
+        <xaif:AssignmentRHS><xaif:VariableReference vertex_id="1" alias="1" du_ud="1"><xaif:SymbolReference vertex_id="1" scope_id="1" symbol_id="x"/></xaif:VariableReference></xaif:AssignmentRHS>
+      </xaif:Assignment>
+    </xaif:BasicBlock>
+    <xaif:Exit vertex_id="x"/>
+    <xaif:ControlFlowEdge edge_id="1" source="e" target="b"/>
+    <xaif:ControlFlowEdge edge_id="2" source="b" target="x"/>
+  </xaif:ControlFlowGraph>
+"#
+            )
+        };
+        format!(
+            r#"<?xml version="1.0"?>
+<xaif:CallGraph xmlns:xaif="http://www.mcs.anl.gov/XAIF" program_name="p" prefix="OpenAD_">
+  <xaif:ScopeHierarchy>
+    <xaif:Scope vertex_id="1"><xaif:SymbolTable>
+      <xaif:Symbol symbol_id="x" kind="variable" type="real" shape="scalar" active="1"/>
+      <xaif:Symbol symbol_id="f" kind="subroutine" type="void"/>
+      <xaif:Symbol symbol_id="g" kind="subroutine" type="void"/>
+    </xaif:SymbolTable></xaif:Scope>
+    <xaif:Scope vertex_id="2"><xaif:SymbolTable/></xaif:Scope>
+    <xaif:Scope vertex_id="3"><xaif:SymbolTable/></xaif:Scope>
+    <xaif:ScopeEdge edge_id="1" source="2" target="1"/>
+    <xaif:ScopeEdge edge_id="2" source="3" target="1"/>
+  </xaif:ScopeHierarchy>
+  <xaif:AliasSetMap><xaif:AliasSet key="0"/><xaif:AliasSet key="1"><xaif:AliasRange from_virtual_address="1" to_virtual_address="1" partial="false"/></xaif:AliasSet></xaif:AliasSetMap>
+  <xaif:DUUDSetMap><xaif:StmtIdSet key="0"/><xaif:StmtIdSet key="1"><xaif:StatementId idRef="s"/></xaif:StmtIdSet></xaif:DUUDSetMap>
+  <xaif:DOSetMap><xaif:StmtIdSet key="0"/></xaif:DOSetMap>
+{}{}  <xaif:CallGraphEdge edge_id="1" source="f" target="g"/>
+</xaif:CallGraph>
+"#,
+            routine("f", "2"),
+            routine("g", "3")
+        )
     }
 }

@@ -52,6 +52,48 @@ pub fn write_program_to(p: &Program, sink: &mut dyn std::io::Write) -> std::io::
     w.finish()
 }
 
+/// Writes the start of a program's text, up to its first routine or call
+/// graph edge: [`write_header_to`], [`write_item_to`] for every item of
+/// `p.items` in order and [`write_footer_to`] give the bytes of
+/// [`write_program_to`]. A transformation that finishes one routine at a
+/// time writes each as it is done and frees it; the header, which names
+/// every routine's temporaries, comes last.
+pub fn write_header_to(p: &Program, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut w = Writer {
+        sink: Some(sink),
+        ..Writer::default()
+    };
+    w.header(p);
+    w.finish()
+}
+
+/// Writes one routine or call graph edge of a program (see
+/// [`write_header_to`]).
+pub fn write_item_to(
+    p: &Program,
+    item: CallGraphItem,
+    sink: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut w = Writer {
+        sink: Some(sink),
+        depth: 1,
+        ..Writer::default()
+    };
+    w.item(p, item);
+    w.finish()
+}
+
+/// Writes the end of a program's text (see [`write_header_to`]).
+pub fn write_footer_to(sink: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut w = Writer {
+        sink: Some(sink),
+        depth: 1,
+        ..Writer::default()
+    };
+    w.close(X, "CallGraph");
+    w.finish()
+}
+
 /// How many bytes the writer gathers before handing them to its sink.
 pub const CHUNK: usize = 1 << 16;
 
@@ -153,6 +195,15 @@ impl Writer<'_> {
     }
 
     fn program(&mut self, p: &Program) {
+        self.header(p);
+        for item in &p.items {
+            self.item(p, *item);
+        }
+        self.close(X, "CallGraph");
+    }
+
+    /// Everything before the call graph's routines and edges.
+    fn header(&mut self, p: &Program) {
         self.decl();
         self.root("xaif:CallGraph", &p.attrs, &[("xmlns:xaif", XAIF_NS)]);
         self.scope_hierarchy(p);
@@ -180,13 +231,14 @@ impl Writer<'_> {
                 self.close_if(X, name, !map.sets.is_empty());
             }
         }
-        for item in &p.items {
-            match *item {
-                CallGraphItem::Routine(r) => self.routine(p, r),
-                CallGraphItem::Edge(i) => self.empty(X, "CallGraphEdge", &p.call_edges[i]),
-            }
+    }
+
+    /// One routine or call graph edge.
+    fn item(&mut self, p: &Program, item: CallGraphItem) {
+        match item {
+            CallGraphItem::Routine(r) => self.routine(p, r),
+            CallGraphItem::Edge(i) => self.empty(X, "CallGraphEdge", &p.call_edges[i]),
         }
-        self.close(X, "CallGraph");
     }
 
     fn decl(&mut self) {

@@ -29,6 +29,15 @@ macro_rules! eprintln {
     ($($t:tt)*) => { $crate::console::err(format_args!("{}\n", format_args!($($t)*))) };
 }
 
+/// mimalloc for large inputs, the system's allocator for the rest
+/// (`alloc.rs`, `docs/decisions.md`).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: alloc::Allocator = alloc::Allocator;
+
+#[cfg(feature = "mimalloc")]
+mod alloc;
+
 mod analyze;
 mod batch;
 mod cleanup;
@@ -40,6 +49,7 @@ mod output;
 mod run;
 mod schema;
 mod shims;
+mod stream;
 mod transform;
 
 use std::path::{Path, PathBuf};

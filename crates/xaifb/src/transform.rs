@@ -33,7 +33,9 @@ pub struct TransformArgs {
     /// for several inputs.
     #[arg(short = 'o')]
     pub output: Option<PathBuf>,
-    /// Worker threads for many inputs (default: available cores).
+    /// Worker threads for many inputs (default: available cores); with
+    /// one large input, 1 also writes its routines on the transforming
+    /// thread instead of a writer thread (same bytes).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
     /// Print a line for every file, not only for failures.
@@ -343,6 +345,57 @@ impl TransformArgs {
         Ok(())
     }
 
+    /// [`TransformArgs::write`] for a streamed transformation: `p` holds
+    /// the header, `spill` the routines.
+    pub fn write_streamed(
+        &self,
+        mut outputs: Outputs,
+        debug: &str,
+        mut p: Program,
+        spill: crate::stream::Spill,
+    ) -> Result<()> {
+        let dir = self
+            .schema
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        p.mark_as_output(&dir);
+        if !self.reference.verbose_xaif {
+            p.make_maps_terse();
+        }
+        if let Some(path) = &self.debug_file {
+            outputs.add(path, debug.as_bytes())?;
+        }
+        match self.output.as_ref().filter(|p| p.as_os_str() != "-") {
+            Some(path) => {
+                outputs.add_with(path, |w| spill.write_document(&p, w))?;
+                outputs.commit()?;
+            }
+            None => {
+                outputs.commit()?;
+                let mut out = std::io::BufWriter::with_capacity(1 << 16, crate::console::Stdout);
+                spill.write_document(&p, &mut out)?;
+                std::io::Write::flush(&mut out)?;
+            }
+        }
+        release(p);
+        Ok(())
+    }
+
+    /// A spill for streaming the single input's transformation, when it
+    /// can be streamed (see `stream::can_stream`) and is large enough to
+    /// gain from it (`stream::STREAM_MIN_STATEMENTS`).
+    fn spill(&self, p: &Program) -> Option<crate::stream::Spill> {
+        if p.stmts.len() < crate::stream::STREAM_MIN_STATEMENTS
+            || !crate::stream::can_stream(p, self.rename)
+        {
+            return None;
+        }
+        let dest = self.output.as_deref().filter(|p| p.as_os_str() != "-");
+        let threaded = self.jobs != Some(1);
+        crate::stream::Spill::new(dest, !self.reference.verbose_xaif, threaded).ok()
+    }
+
     /// Debug output, the records `-T` selects: kept in `buffer` for the
     /// -d file, or printed to standard error.
     pub fn debug(&self, buffer: &mut String, text: &str) {
@@ -462,12 +515,23 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    let result = match xaif_linearize::tangent(
-        &program,
-        catalogue.as_ref(),
-        noninlinable.as_ref(),
-        &options,
-    ) {
+    let mut spill = args.spill(&program);
+    let result = match &mut spill {
+        Some(spill) => xaif_linearize::tangent_streamed(
+            &program,
+            catalogue.as_ref(),
+            noninlinable.as_ref(),
+            &options,
+            &mut |out, r| spill.routine(out, r),
+        ),
+        None => xaif_linearize::tangent(
+            &program,
+            catalogue.as_ref(),
+            noninlinable.as_ref(),
+            &options,
+        ),
+    };
+    let result = match result {
         Ok(r) => r,
         Err(e) => return fail(format!("{}: {e}", args.single_input().display())),
     };
@@ -524,7 +588,10 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
             ),
         );
     }
-    args.write(outputs, &debug, result.program)?;
+    match spill {
+        Some(spill) => args.write_streamed(outputs, &debug, result.program, spill)?,
+        None => args.write(outputs, &debug, result.program)?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -578,12 +645,23 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    let result = match xaif_cfrev::adjoint(
-        &program,
-        catalogue.as_ref(),
-        noninlinable.as_ref(),
-        &options,
-    ) {
+    let mut spill = common.spill(&program);
+    let result = match &mut spill {
+        Some(spill) => xaif_cfrev::adjoint_streamed(
+            &program,
+            catalogue.as_ref(),
+            noninlinable.as_ref(),
+            &options,
+            &mut |out, r| spill.routine(out, r),
+        ),
+        None => xaif_cfrev::adjoint(
+            &program,
+            catalogue.as_ref(),
+            noninlinable.as_ref(),
+            &options,
+        ),
+    };
+    let result = match result {
         Ok(r) => r,
         Err(e) => return fail(format!("{}: {e}", common.single_input().display())),
     };
@@ -630,6 +708,9 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
             ),
         );
     }
-    common.write(outputs, &debug, result.transformed.program)?;
+    match spill {
+        Some(spill) => common.write_streamed(outputs, &debug, result.transformed.program, spill)?,
+        None => common.write(outputs, &debug, result.transformed.program)?,
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,8 +1,9 @@
 //! Generated programs at scale (`xaif_testkit::scale`, `cargo xtask gen`):
 //! the input validates against `xaif.xsd`, xaifb transforms it in both
 //! modes into outputs that validate against `xaif_output.xsd`, and the
-//! bytes do not depend on the number of worker threads or on whether the
-//! result is written to a file or to standard output.
+//! bytes do not depend on the number of worker threads, on whether the
+//! result is written to a file or to standard output, or on whether it is
+//! written routine by routine (one input) or as a whole (a batch).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,9 +46,12 @@ fn generated_programs_transform_into_valid_outputs_with_the_same_bytes_every_way
     let input = dir.join("generated.xaif");
     std::fs::write(
         &input,
+        // Above the size from which one file's routines are written as
+        // they are finished (`stream::STREAM_MIN_STATEMENTS`), on a thread
+        // of their own (`--jobs 1` writes them inline).
         program(&Shape {
-            routines: 6,
-            statements: 400,
+            routines: 12,
+            statements: 2400,
             seed: 3,
         }),
     )
@@ -70,6 +74,22 @@ fn generated_programs_transform_into_valid_outputs_with_the_same_bytes_every_way
         assert_eq!(
             files[0], to_stdout,
             "{mode}: file and standard output differ"
+        );
+        // A directory input goes through the batch path, which writes the
+        // whole output model at once; one file is written routine by
+        // routine.
+        let batch_in = dir.join(format!("in-{mode}"));
+        std::fs::create_dir_all(&batch_in).unwrap();
+        std::fs::copy(&input, batch_in.join("generated.xaif")).unwrap();
+        let batch_out = dir.join(format!("batch-{mode}"));
+        let mut args = extra.to_vec();
+        let out_arg = batch_out.to_str().unwrap().to_string();
+        args.extend(["-o", &out_arg]);
+        transform(&schema, mode, &batch_in, &args);
+        assert_eq!(
+            files[0],
+            std::fs::read(batch_out.join("generated.xaif")).unwrap(),
+            "{mode}: the streamed output differs from the whole model's"
         );
         assert!(files[0].len() > 100_000, "{mode}: output too small");
     }

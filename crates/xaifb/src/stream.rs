@@ -1,0 +1,212 @@
+//! One-file transformations written routine by routine: each finished
+//! routine's text goes to an unnamed temporary file (the spill) and its
+//! model is dropped, so a large program's output is never held whole in
+//! memory. The document's header (scopes, with every routine's
+//! temporaries) is known only at the end; the output file then gets the
+//! header, the spill's bytes and the closing tag: the bytes of writing the
+//! whole output model.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, Write};
+use std::path::Path;
+
+use xaif_model::{CallGraphItem, Program, RoutineId};
+
+/// Programs with fewer statements are written whole, as a batch writes
+/// them: on a small input the temporary file, the copy and the writer
+/// thread cost more (about 0.1 ms per process) than they save.
+pub const STREAM_MIN_STATEMENTS: usize = 2000;
+
+/// Whether `p`'s transformation can be streamed: without `-r` (which
+/// renames across routines), and with the routines in the call graph in
+/// the order they were read, each once (the order both transformations
+/// finish them in).
+pub fn can_stream(p: &Program, rename: bool) -> bool {
+    if rename {
+        return false;
+    }
+    let mut ids = p.routines.ids();
+    let in_order = p
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            CallGraphItem::Routine(r) => Some(*r),
+            CallGraphItem::Edge(_) => None,
+        })
+        .all(|r| ids.next() == Some(r));
+    in_order && ids.next().is_none()
+}
+
+/// A finished routine, or text that goes between routines.
+enum Piece {
+    /// A routine moved out of the output model (`Program::take_routine`).
+    Routine(Box<Program>),
+    /// Call graph edges, already written.
+    Text(Vec<u8>),
+}
+
+/// Writes pieces to the spill file.
+struct PieceWriter {
+    file: BufWriter<File>,
+    /// Without `-V`: each routine gets the short form before it is written.
+    terse: bool,
+}
+
+impl PieceWriter {
+    fn write(&mut self, piece: Piece) -> std::io::Result<()> {
+        match piece {
+            Piece::Routine(mut part) => {
+                let r = RoutineId::from_index(0);
+                if self.terse {
+                    part.make_routine_terse(r);
+                }
+                xaif_model::write_item_to(&part, CallGraphItem::Routine(r), &mut self.file)
+            }
+            Piece::Text(text) => self.file.write_all(&text),
+        }
+    }
+
+    fn into_file(self) -> std::io::Result<File> {
+        self.file.into_inner().map_err(|e| e.into_error())
+    }
+}
+
+/// Where pieces go: written at once, or by a thread of their own while
+/// the next routine is transformed.
+enum Destination {
+    Inline(PieceWriter),
+    Thread {
+        sender: std::sync::mpsc::SyncSender<Piece>,
+        writer: std::thread::JoinHandle<std::io::Result<File>>,
+    },
+}
+
+/// The routines written so far.
+pub struct Spill {
+    /// `None` once the writer has stopped.
+    destination: Option<Destination>,
+    /// The next item of the call graph to write.
+    cursor: usize,
+}
+
+impl Spill {
+    /// A spill beside `dest` (same file system), or in the temporary
+    /// directory for standard output. The file has no name: nothing is
+    /// left behind, whatever ends the process. With `threaded`, routines
+    /// are written on a thread of their own (at most two waiting), while
+    /// the next routine is transformed; the bytes are the same.
+    pub fn new(dest: Option<&Path>, terse: bool, threaded: bool) -> std::io::Result<Spill> {
+        let dir = dest
+            .and_then(Path::parent)
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let file = match dest {
+            Some(_) => tempfile::tempfile_in(dir)?,
+            None => tempfile::tempfile()?,
+        };
+        let mut pieces = PieceWriter {
+            file: BufWriter::with_capacity(1 << 16, file),
+            terse,
+        };
+        let destination = if threaded {
+            let (sender, receiver) = std::sync::mpsc::sync_channel::<Piece>(2);
+            let writer = std::thread::Builder::new()
+                .name("xaifb-writer".into())
+                .spawn(move || {
+                    for piece in receiver {
+                        pieces.write(piece)?;
+                    }
+                    pieces.into_file()
+                })?;
+            Destination::Thread { sender, writer }
+        } else {
+            Destination::Inline(pieces)
+        };
+        Ok(Spill {
+            destination: Some(destination),
+            cursor: 0,
+        })
+    }
+
+    /// Hands a piece on; a writer thread that stopped reports its error.
+    fn send(&mut self, piece: Piece) -> std::io::Result<()> {
+        match &mut self.destination {
+            None => Err(std::io::Error::other("the output writer stopped")),
+            Some(Destination::Inline(pieces)) => pieces.write(piece),
+            Some(Destination::Thread { sender, .. }) => match sender.send(piece) {
+                Ok(()) => Ok(()),
+                // The writer stopped: its error says why.
+                Err(_) => Err(self
+                    .stop()
+                    .err()
+                    .unwrap_or_else(|| std::io::Error::other("the output writer stopped"))),
+            },
+        }
+    }
+
+    /// Waits for the writer and takes the spill file back.
+    fn stop(&mut self) -> std::io::Result<File> {
+        match self.destination.take() {
+            None => Err(std::io::Error::other("the output writer stopped")),
+            Some(Destination::Inline(pieces)) => pieces.into_file(),
+            Some(Destination::Thread { sender, writer }) => {
+                drop(sender);
+                writer
+                    .join()
+                    .map_err(|_| std::io::Error::other("the output writer failed"))?
+            }
+        }
+    }
+
+    /// The sink of a streamed transformation: writes the call graph edges
+    /// before routine `r`, then `r` (moved out of `out`).
+    pub fn routine(&mut self, out: &mut Program, r: RoutineId) -> Result<(), String> {
+        self.edges(out).map_err(|e| format!("cannot write: {e}"))?;
+        match out.items.get(self.cursor) {
+            Some(CallGraphItem::Routine(x)) if *x == r => {}
+            _ => return Err("a routine was finished out of document order".into()),
+        }
+        let part = Box::new(out.take_routine(r));
+        self.send(Piece::Routine(part))
+            .map_err(|e| format!("cannot write: {e}"))?;
+        self.cursor += 1;
+        Ok(())
+    }
+
+    /// Writes the edges from the cursor to the next routine.
+    fn edges(&mut self, out: &Program) -> std::io::Result<()> {
+        let mut text = Vec::new();
+        while let Some(item @ CallGraphItem::Edge(_)) = out.items.get(self.cursor) {
+            xaif_model::write_item_to(out, *item, &mut text)?;
+            self.cursor += 1;
+        }
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.send(Piece::Text(text))
+    }
+
+    /// Writes the whole document: `out`'s header (marked as output and
+    /// shortened as the whole model would be), the spilled routines, the
+    /// edges after the last routine and the closing tag.
+    pub fn write_document(mut self, out: &Program, w: &mut dyn Write) -> std::io::Result<()> {
+        self.edges(out)?;
+        if self.cursor != out.items.len() {
+            return Err(std::io::Error::other(
+                "a routine of the call graph was not transformed",
+            ));
+        }
+        let mut file = self.stop()?;
+        file.rewind()?;
+        xaif_model::write_header_to(out, w)?;
+        let mut buffer = vec![0u8; 1 << 20];
+        loop {
+            let n = file.read(&mut buffer)?;
+            if n == 0 {
+                break;
+            }
+            w.write_all(&buffer[..n])?;
+        }
+        xaif_model::write_footer_to(w)
+    }
+}
