@@ -988,22 +988,10 @@ impl<'a> Gate<'a> {
                     .and_then(|scope| self.formals.get(&(callee, scope)).copied());
                 let mut taken = FxHashSet::default();
                 for a in args {
-                    self.call_arg(a);
-                    let Some(pos) = a.attrs.int("position") else {
+                    let Some(pos) = self.call_arg_once(a, callee, &mut taken) else {
                         continue;
                     };
-                    // Each position once; passes and the back end index the
-                    // actuals by position.
-                    if !taken.insert(pos) {
-                        self.push(
-                            &a.attrs,
-                            "Argument",
-                            ErrorKind::CallPositionTaken {
-                                routine: callee.into(),
-                                position: pos,
-                            },
-                        );
-                    } else if let Some(n) = formals {
+                    if let Some(n) = formals {
                         if pos >= 1 && usize::try_from(pos).map_or(true, |p| p > n) {
                             self.push(
                                 &a.attrs,
@@ -1026,19 +1014,7 @@ impl<'a> Gate<'a> {
                 for a in args {
                     match a {
                         InlinableArg::Argument(a) => {
-                            self.call_arg(a);
-                            if let Some(pos) = a.attrs.int("position") {
-                                if !taken.insert(pos) {
-                                    self.push(
-                                        &a.attrs,
-                                        "Argument",
-                                        ErrorKind::CallPositionTaken {
-                                            routine: callee.into(),
-                                            position: pos,
-                                        },
-                                    );
-                                }
-                            }
+                            self.call_arg_once(a, callee, &mut taken);
                         }
                         InlinableArg::Substitute(v) => {
                             self.integer(&v.attrs, "ArgumentSubstitute", "position", true);
@@ -1069,6 +1045,31 @@ impl<'a> Gate<'a> {
                 }
             }
         }
+    }
+
+    /// Checks a call's argument and that its position is not taken yet
+    /// (passes and the back end index the actuals by position); returns
+    /// the position when it is new.
+    fn call_arg_once(
+        &mut self,
+        a: &CallArg,
+        callee: &str,
+        taken: &mut FxHashSet<i64>,
+    ) -> Option<i64> {
+        self.call_arg(a);
+        let pos = a.attrs.int("position")?;
+        if taken.insert(pos) {
+            return Some(pos);
+        }
+        self.push(
+            &a.attrs,
+            "Argument",
+            ErrorKind::CallPositionTaken {
+                routine: callee.into(),
+                position: pos,
+            },
+        );
+        None
     }
 
     fn call_arg(&mut self, a: &CallArg) {

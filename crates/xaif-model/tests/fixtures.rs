@@ -317,3 +317,33 @@ fn all_errors_are_collected() {
     assert_eq!(kinds.len(), 2, "{errs}");
     assert!(errs.errors()[0].line < errs.errors()[1].line);
 }
+
+/// A call with two arguments at one position is refused at the second
+/// argument, for inlinable calls as for subroutine calls (the
+/// subroutine-call case, with positions beyond the callee's formals, is
+/// tested through the binary in `xaifb`'s `run_robust.rs`).
+#[test]
+fn a_call_position_taken_twice_is_reported() {
+    let text = std::fs::read_to_string(fixture("output_kinds.xaif")).unwrap();
+    let call =
+        r#"<xaif:InlinableSubroutineCall subroutine_name="push_s0" statement_id="inline_push">"#;
+    let at = text.find(call).expect("the fixture's inlinable call") + call.len();
+    let argument = r#"
+          <xaif:Argument position="1">
+            <xaif:VariableReference vertex_id="1" active="false">
+              <xaif:SymbolReference vertex_id="1" scope_id="2" symbol_id="OpenAD_lin_0"/>
+            </xaif:VariableReference>
+          </xaif:Argument>"#;
+    let twice = format!("{}{argument}{}", &text[..at], &text[at..]);
+    let parsed = xaif_model::read_bytes(twice.as_bytes(), Some("twice.xaif")).unwrap();
+    let errs = validate_document(&parsed.document, &parsed.source).unwrap_err();
+    assert_eq!(errs.errors().len(), 1, "{errs}");
+    assert!(
+        matches!(
+            &errs.errors()[0].kind,
+            ErrorKind::CallPositionTaken { routine, position: 1 } if routine == "push_s0"
+        ),
+        "{errs}"
+    );
+    assert!(errs.to_string().contains("twice.xaif:"), "{errs}");
+}
