@@ -500,19 +500,7 @@ fn adjoint_with(
                     Replacement { attrs, cfg }
                 })
                 .collect();
-            let mut attrs = Attrs::new();
-            for key in [
-                "vertex_id",
-                "symbol_id",
-                "scope_id",
-                "controlflowgraph_scope_id",
-                "annotation",
-            ] {
-                if let Some(v) = routine.attrs.get(key) {
-                    attrs.push(key, v);
-                }
-            }
-            attrs.push("template_name", "reverse_subroutine_template");
+            let attrs = routine.replacement_list_attrs("reverse_subroutine_template");
             let mut arguments = routine.arguments.clone();
             if let Some(args) = &mut arguments {
                 for a in &mut args.args {
@@ -539,13 +527,8 @@ fn adjoint_with(
         }
     }
     if finisher.is_none() {
-        xaif_linearize::rename::complete_call_counts(&mut out);
-        if options.rename {
-            xaif_linearize::rename::rename_routines(
-                &mut out,
-                p.attrs.get("prefix").unwrap_or("OpenAD_"),
-            );
-        }
+        // `-I` is applied per argument as the adjoint's intents are made.
+        xaif_linearize::rename::finish_program(&mut out, p, false, options.rename);
     }
     Ok(AdjointResult {
         transformed: Transformed {

@@ -61,6 +61,20 @@ pub fn rename_routines(out: &mut Program, prefix: &str) {
     }
 }
 
+/// The passes over the whole output every transformation ends with (when
+/// it did not finish routine by routine): call argument counts, every
+/// intent `inout` with `-I` (`all_inout`), and with `-r` (`rename`) the
+/// routines renamed with `source`'s prefix.
+pub fn finish_program(out: &mut Program, source: &Program, all_inout: bool, rename: bool) {
+    complete_call_counts(out);
+    if all_inout {
+        all_intents_inout(out);
+    }
+    if rename {
+        rename_routines(out, source.attrs.get("prefix").unwrap_or("OpenAD_"));
+    }
+}
+
 /// Gives every `SubroutineCall` without a `formalArgCount` one: the output
 /// schema requires it although some front ends omit it. The count is the
 /// callee's formal argument count when the program declares the callee's

@@ -367,13 +367,7 @@ fn tangent_with(
         }
     }
     if finisher.is_none() {
-        crate::rename::complete_call_counts(&mut out);
-        if options.all_inout {
-            crate::rename::all_intents_inout(&mut out);
-        }
-        if options.rename {
-            crate::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
-        }
+        crate::rename::finish_program(&mut out, p, options.all_inout, options.rename);
     }
     Ok(Transformed {
         program: out,

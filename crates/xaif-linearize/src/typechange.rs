@@ -127,13 +127,7 @@ pub fn typechange(
             out.vertices[v].kind = VertexKind::BasicBlock(stmts);
         }
     }
-    crate::rename::complete_call_counts(&mut out);
-    if options.all_inout {
-        crate::rename::all_intents_inout(&mut out);
-    }
-    if options.rename {
-        crate::rename::rename_routines(&mut out, p.attrs.get("prefix").unwrap_or("OpenAD_"));
-    }
+    crate::rename::finish_program(&mut out, p, options.all_inout, options.rename);
     Ok(Transformed {
         program: out,
         stats: Default::default(),

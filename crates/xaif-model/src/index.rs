@@ -252,6 +252,27 @@ impl Routine {
         }
     }
 
+    /// The attributes of the `ReplacementList` a transformation writes for
+    /// this routine: its identity (`vertex_id`, `symbol_id`, `scope_id`,
+    /// `controlflowgraph_scope_id`, `annotation`, those it has) and the
+    /// back end's `template_name`.
+    pub fn replacement_list_attrs(&self, template: &str) -> Attrs {
+        let mut attrs = Attrs::new();
+        for key in [
+            "vertex_id",
+            "symbol_id",
+            "scope_id",
+            "controlflowgraph_scope_id",
+            "annotation",
+        ] {
+            if let Some(v) = self.attrs.get(key) {
+                attrs.push(key, v);
+            }
+        }
+        attrs.push("template_name", template);
+        attrs
+    }
+
     /// Whether the routine has code (front ends write empty graphs for
     /// modules).
     pub fn has_body(&self, p: &Program) -> bool {

@@ -155,19 +155,7 @@ pub fn trace(
                 items: Vec::new(),
             }),
         };
-        let mut attrs = Attrs::new();
-        for key in [
-            "vertex_id",
-            "symbol_id",
-            "scope_id",
-            "controlflowgraph_scope_id",
-            "annotation",
-        ] {
-            if let Some(v) = routine.attrs.get(key) {
-                attrs.push(key, v);
-            }
-        }
-        attrs.push("template_name", TEMPLATE);
+        let attrs = routine.replacement_list_attrs(TEMPLATE);
         let replacement = |ph: &str, cfg| Replacement {
             attrs: Attrs::new().with("placeholder", ph),
             cfg,
@@ -179,16 +167,7 @@ pub fn trace(
             body: RoutineBody::Replacements(vec![replacement("1", cfg), replacement("2", traced)]),
         };
     }
-    xaif_linearize::rename::complete_call_counts(&mut out);
-    if options.all_inout {
-        xaif_linearize::rename::all_intents_inout(&mut out);
-    }
-    if options.rename {
-        xaif_linearize::rename::rename_routines(
-            &mut out,
-            p.attrs.get("prefix").unwrap_or("OpenAD_"),
-        );
-    }
+    xaif_linearize::rename::finish_program(&mut out, p, options.all_inout, options.rename);
     Ok(out)
 }
 
