@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use crate::cost::PropagationMode;
 use crate::graph::{Label, Lcg, VarId};
-use crate::optimize::{optimize, Optimized};
+use crate::optimize::{optimize_against, Optimized};
 use crate::result::ElimError;
 use crate::strategy::Config;
 use crate::value::{EdgeValue, Expr, Operand};
@@ -47,11 +47,15 @@ struct Kept {
     bytes: usize,
 }
 
-/// A graph's shape under one propagation mode.
+/// A graph's shape under one propagation mode, with the shape of the
+/// reference engine's graph of the same code if it differs (only its
+/// chains' costs enter the result, so its variables are numbered on their
+/// own).
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Key {
     mode: PropagationMode,
     code: Vec<u64>,
+    reference: Option<Vec<u64>>,
 }
 
 struct Entry {
@@ -79,17 +83,34 @@ impl Memo {
         config: &Config,
         mode: PropagationMode,
     ) -> Result<Optimized, ElimError> {
-        if *config != self.config || lcg.edges().len() > MEMO_MAX_EDGES {
-            return optimize(lcg, config, mode);
+        self.optimize_against(lcg, None, config, mode)
+    }
+
+    /// [`optimize_against`] of `lcg` and the reference engine's graph of
+    /// the same code, reusing a result as [`Memo::optimize`] does (the
+    /// pair of shapes is the key).
+    pub fn optimize_against(
+        &self,
+        lcg: &Lcg,
+        reference: Option<&Lcg>,
+        config: &Config,
+        mode: PropagationMode,
+    ) -> Result<Optimized, ElimError> {
+        if *config != self.config
+            || lcg.edges().len() > MEMO_MAX_EDGES
+            || reference.is_some_and(|r| r.edges().len() > MEMO_MAX_EDGES)
+        {
+            return optimize_against(lcg, reference, config, mode);
         }
         let started = Instant::now();
-        let (key, vars) = shape(lcg, mode);
+        let (mut key, vars) = shape(lcg, mode);
+        key.reference = reference.map(|r| shape(r, mode).0.code);
         if let Some(found) = self.lookup(&key, &vars, lcg) {
             let mut found = found;
             found.report.micros = started.elapsed().as_micros() as u64;
             return Ok(found);
         }
-        let optimized = optimize(lcg, config, mode)?;
+        let optimized = optimize_against(lcg, reference, config, mode)?;
         let bytes = estimate_bytes(&key, &optimized);
         if let Ok(mut kept) = self.inner.lock() {
             if kept.bytes + bytes <= MEMO_MAX_BYTES && !kept.entries.contains_key(&key) {
@@ -165,7 +186,14 @@ fn shape(lcg: &Lcg, mode: PropagationMode) -> (Key, Vec<VarId>) {
         code.push(tag);
         code.push(payload);
     }
-    (Key { mode, code }, vars)
+    (
+        Key {
+            mode,
+            code,
+            reference: None,
+        },
+        vars,
+    )
 }
 
 /// Renames the variables of a kept result (`old[k]` becomes `new[k]`) and
@@ -211,7 +239,7 @@ fn rename_expr(expr: &mut Expr, map: &impl Fn(VarId) -> VarId) {
 fn estimate_bytes(key: &Key, optimized: &Optimized) -> usize {
     let e = &optimized.selection.elimination;
     let ops = e.ops.multiplicative() + e.ops.additive() + e.ops.negations;
-    key.code.len() * 8
+    (key.code.len() + key.reference.as_ref().map_or(0, Vec::len)) * 8
         + e.steps.len() * 32
         + e.accumulations.len() * 48
         + ops * 2 * 40

@@ -172,6 +172,27 @@ struct Candidate {
 
 /// Chooses the elimination of `lcg` for code that propagates in `mode`.
 pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Optimized, ElimError> {
+    optimize_against(lcg, None, config, mode)
+}
+
+/// [`optimize`], where `reference` is the graph the reference engine
+/// builds for the same code when it differs from `lcg` (its flattening
+/// gives some reads of one value vertices of their own). For adjoint code
+/// under [`Goal::RunTime`], the reference's selection on that graph
+/// bounds the result: it spends no more operations (the push part aside)
+/// than that selection whenever a sequence found on `lcg` does, even if
+/// a cheaper one under the cost model (or the baseline) spends more;
+/// otherwise the choice is [`optimize`]'s. (The taped factors are held
+/// by the excess weight of [`crate::cost::EXCESS_TAPE`] as in
+/// [`optimize`]: a bound on them too would trade operations for factors
+/// where this crate's replay of the reference's chains differs from the
+/// reference's.)
+pub fn optimize_against(
+    lcg: &Lcg,
+    reference: Option<&Lcg>,
+    config: &Config,
+    mode: PropagationMode,
+) -> Result<Optimized, ElimError> {
     let started = Instant::now();
     let search = &config.search;
     let has_face = config.strategies.iter().any(|s| s.method == Method::Face);
@@ -206,21 +227,19 @@ pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Opt
         .into_iter()
         .flatten()
         .collect();
-    let mut reference: Option<(usize, (i64, u32, u32))> = None;
-    for (index, run) in runs.iter().enumerate() {
-        let key = match config.metric {
-            Metric::Scarcity => run.key,
-            Metric::Operations => (i64::from(run.key.1), run.key.2, run.key.0 as u32),
-        };
-        if reference.is_none_or(|(_, best)| key < best) {
-            reference = Some((index, key));
-        }
-    }
-    let Some((reference_index, _)) = reference else {
+    let Some(reference_index) = reference_run(&runs, config.metric) else {
         return Err(ElimError::NoStrategies);
     };
     let reference_moves = runs[reference_index].moves[..runs[reference_index].kept].to_vec();
     let reference_split = sequence_split(&mut work, &reference_moves);
+    // The operations of the reference's selection on the reference
+    // engine's graph.
+    let reference_ops = match reference {
+        Some(r) if search.goal == Goal::RunTime && mode == PropagationMode::Adjoint => {
+            reference_bound(r, config, mode)?.map(|s| s.0)
+        }
+        _ => None,
+    };
     if search.goal == Goal::RunTime && mode == PropagationMode::Adjoint {
         // Taping more factors than the baseline must pay for itself.
         if let Some((_, pushes)) = reference_split {
@@ -318,8 +337,11 @@ pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Opt
 
     // Exact searches, then beam search where no proof was found. They
     // search among the sequences that spend no more operations than the
-    // baseline (the push part aside), the only ones returned below.
-    let limit = reference_split.map_or(i64::MAX, |s| s.0);
+    // baseline (the push part aside), and than the reference engine's
+    // selection on its graph, the only ones returned below (the latter
+    // when one is found).
+    let base_limit = reference_split.map_or(i64::MAX, |s| s.0);
+    let limit = reference_ops.map_or(base_limit, |ops| base_limit.min(ops));
     let mut proof = None;
     let mut bound = work.lower_bound();
     let (vlimit, vbudget) = budgets.exact_vertices;
@@ -377,22 +399,32 @@ pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Opt
     }
 
     // The cheapest candidate that is no worse than the baseline in
-    // operations (the push part aside) is replayed with expressions; the
-    // baseline is kept unless it is strictly more expensive.
+    // operations (the push part aside) and, where one is, no worse than
+    // the reference engine's selection, is replayed with expressions; the
+    // baseline is kept unless it is strictly more expensive or spends more
+    // than that selection.
     let reference_strategy = baseline[reference_index].clone();
     let chain_elimination = replay(&graph, &mut work, &reference_moves, config)?;
     let chain_cost = evaluate_model(&work.model, &chain_elimination);
-    let best = candidates
+    let within = |s: Option<(i64, i64)>, limit: i64| s.is_some_and(|s| s.0 <= limit);
+    let mut best = candidates
         .iter()
-        .find(|c| sequence_split(&mut work, &c.moves).is_some_and(|s| s.0 <= limit))
+        .find(|c| within(sequence_split(&mut work, &c.moves), limit))
         .cloned();
+    let chain_within = best.is_none() || within(reference_split, limit);
+    if best.is_none() {
+        best = candidates
+            .iter()
+            .find(|c| within(sequence_split(&mut work, &c.moves), base_limit))
+            .cloned();
+    }
     let best_within = best.as_ref().map_or(i64::MAX, |b| b.cost);
     let (elimination, cost, found_by) = match best {
         Some(best) if best.moves != reference_moves => {
             let ours = replay(&graph, &mut work, &best.moves, config)?;
             let ours_cost = evaluate_model(&work.model, &ours);
             match (ours_cost, chain_cost) {
-                (Some(a), Some(b)) if a < b => (ours, ours_cost, best.found_by),
+                (Some(a), Some(b)) if a < b || !chain_within => (ours, ours_cost, best.found_by),
                 (Some(_), None) => (ours, ours_cost, best.found_by),
                 _ => (chain_elimination, chain_cost, "chain"),
             }
@@ -427,6 +459,42 @@ pub fn optimize(lcg: &Lcg, config: &Config, mode: PropagationMode) -> Result<Opt
             size,
         },
     })
+}
+
+/// The index of the reference's selection among complete runs of its
+/// strategies (ties keep the earlier strategy).
+fn reference_run(runs: &[ChainRun], metric: Metric) -> Option<usize> {
+    let mut reference: Option<(usize, (i64, u32, u32))> = None;
+    for (index, run) in runs.iter().enumerate() {
+        let key = match metric {
+            Metric::Scarcity => run.key,
+            Metric::Operations => (i64::from(run.key.1), run.key.2, run.key.0 as u32),
+        };
+        if reference.is_none_or(|(_, best)| key < best) {
+            reference = Some((index, key));
+        }
+    }
+    reference.map(|(index, _)| index)
+}
+
+/// The cost split ([`Work::cost_split`]: operations part and taped
+/// factors) of the reference's selection on `reference` under the run-time
+/// model of `mode`.
+fn reference_bound(
+    reference: &Lcg,
+    config: &Config,
+    mode: PropagationMode,
+) -> Result<Option<(i64, i64)>, ElimError> {
+    let graph = ElimGraph::new(reference)?;
+    let m = model(Goal::RunTime, mode, config.metric, config.triviality);
+    let mut work = Work::new(&graph, m, config.triviality);
+    let strategies = baseline_strategies(config, work.edge_count(), config.search.effort, mode);
+    let runs: Vec<ChainRun> = crate::chain::run_all(&mut work, &strategies, false)
+        .into_iter()
+        .flatten()
+        .collect();
+    Ok(reference_run(&runs, config.metric)
+        .and_then(|k| sequence_split(&mut work, &runs[k].moves[..runs[k].kept])))
 }
 
 /// The strategies of the baseline: the configured ones, except that for

@@ -49,6 +49,10 @@ pub enum Item {
         lhs: VarRef,
         /// Source of each active variable node of `lin.dag`.
         sources: FxHashMap<usize, Source>,
+        /// The variable nodes read from an independent that the reference
+        /// engine's flattening gives a vertex of their own (see
+        /// [`reference_unshared`]), in increasing order.
+        unshared: Vec<usize>,
         /// Whether its value is needed after the sequence.
         dependent: bool,
     },
@@ -237,10 +241,14 @@ pub fn flatten(
                     }
                 };
                 let mut sources_final = FxHashMap::default();
+                let mut unshared = Vec::new();
                 for (node, src) in sources {
                     let resolved = match src {
                         Resolved::Def(k) => Source::Def(k),
                         Resolved::Independent(var, after_zero) => {
+                            if !after_zero && reference_unshared(ctx, &var) {
+                                unshared.push(node);
+                            }
                             let key = if after_zero {
                                 format!("zero:{}", ref_text(&var.graph))
                             } else {
@@ -273,6 +281,7 @@ pub fn flatten(
                     lin,
                     lhs: a.lhs.clone(),
                     sources: sources_final,
+                    unshared,
                     dependent: true,
                 });
                 if options.per_statement {
@@ -292,6 +301,18 @@ pub fn flatten(
         }
     }
     Ok(pieces)
+}
+
+/// Whether the reference engine's flattening gives this read of a value
+/// from before the sequence a vertex of its own. It identifies two reads
+/// only when their DU-UD chains name the same one definition, a statement
+/// of the program: a value from outside the routine (the chain's empty
+/// id) or from one of several definitions is read into a new vertex at
+/// every use. Without chains it identifies reads by the alias analysis,
+/// as flattening does here.
+fn reference_unshared(ctx: &Ctx<'_>, r: &VarRef) -> bool {
+    ctx.chain(&r.attrs)
+        .is_some_and(|chain| !(chain.len() == 1 && !chain[0].is_empty()))
 }
 
 fn note_subscripts(ctx: &Ctx<'_>, cur: &mut Sequence, r: &VarRef) {
@@ -461,13 +482,78 @@ pub struct SeqGraph {
 
 /// Builds the graph of a sequence.
 pub fn build_graph(seq: &Sequence) -> Result<SeqGraph, xaif_elim::GraphError> {
+    build(seq, false).map(|(graph, _)| graph)
+}
+
+/// The graph the reference engine builds for a sequence, when it differs
+/// from [`build_graph`]'s: every read of an independent that the
+/// reference's flattening does not identify with an earlier read
+/// ([`Item::Active::unshared`]) is a vertex of its own. The reference's
+/// chains run on that graph, so its result bounds what the derivative
+/// code may cost ([`xaif_elim::optimize_against`]); the code is generated
+/// from [`build_graph`]'s graph. Independents come first, in order of
+/// their first read, as there.
+pub fn build_reference_graph(
+    seq: &Sequence,
+) -> Result<Option<xaif_elim::Lcg>, xaif_elim::GraphError> {
+    build(seq, true).map(|(graph, differs)| differs.then_some(graph.lcg))
+}
+
+/// [`build_graph`], or with `split` [`build_reference_graph`] (then
+/// without `independent_vertex`), and whether an independent has more than
+/// one vertex.
+fn build(seq: &Sequence, split: bool) -> Result<(SeqGraph, bool), xaif_elim::GraphError> {
     use xaif_elim::{Label, Lcg, VarId, VertexKind};
     let mut lcg = Lcg::new();
-    let independent_vertex: Vec<_> = seq
-        .independents
-        .iter()
-        .map(|i| lcg.add_named_vertex(VertexKind::Independent, i.key.clone()))
-        .collect();
+    let mut independent_vertex: Vec<Option<xaif_elim::VertexId>> =
+        vec![None; seq.independents.len()];
+    // With `split`, the vertex of each read of an independent.
+    let mut read_vertex: FxHashMap<(usize, usize), xaif_elim::VertexId> = FxHashMap::default();
+    let mut differs = false;
+    if split {
+        let mut vertices = vec![0usize; seq.independents.len()];
+        let mut shared: Vec<Option<xaif_elim::VertexId>> = vec![None; seq.independents.len()];
+        for (k, item) in seq.items.iter().enumerate() {
+            let Item::Active {
+                lin,
+                sources,
+                unshared,
+                ..
+            } = item
+            else {
+                continue;
+            };
+            for n in 0..lin.dag.nodes.len() {
+                if !lin.active[n] || !matches!(lin.dag.nodes[n], Node::Var(_)) {
+                    continue;
+                }
+                let Some(Source::Independent(i)) = sources.get(&n) else {
+                    continue;
+                };
+                let i = *i;
+                let own = unshared.binary_search(&n).is_ok();
+                let v = match shared[i] {
+                    Some(v) if !own => v,
+                    _ => {
+                        let name = format!("{}#{}", seq.independents[i].key, vertices[i]);
+                        let v = lcg.add_named_vertex(VertexKind::Independent, name);
+                        vertices[i] += 1;
+                        differs |= vertices[i] > 1;
+                        if !own {
+                            shared[i] = Some(v);
+                        }
+                        v
+                    }
+                };
+                read_vertex.insert((k, n), v);
+            }
+        }
+    } else {
+        for (i, ind) in seq.independents.iter().enumerate() {
+            independent_vertex[i] =
+                Some(lcg.add_named_vertex(VertexKind::Independent, ind.key.clone()));
+        }
+    }
     let mut node_vertex = Vec::with_capacity(seq.items.len());
     let mut def_vertex = vec![None; seq.items.len()];
     let mut variables = Vec::new();
@@ -490,7 +576,8 @@ pub fn build_graph(seq: &Sequence) -> Result<SeqGraph, xaif_elim::GraphError> {
             }
             nv[n] = match &lin.dag.nodes[n] {
                 Node::Var(_) => match sources.get(&n) {
-                    Some(Source::Independent(i)) => Some(independent_vertex[*i]),
+                    Some(Source::Independent(_)) if split => read_vertex.get(&(k, n)).copied(),
+                    Some(Source::Independent(i)) => independent_vertex[*i],
                     Some(Source::Def(d)) => def_vertex[*d],
                     None => None,
                 },
@@ -534,11 +621,15 @@ pub fn build_graph(seq: &Sequence) -> Result<SeqGraph, xaif_elim::GraphError> {
         def_vertex[k] = Some(def);
         node_vertex.push(nv);
     }
-    Ok(SeqGraph {
-        lcg,
-        independent_vertex,
-        node_vertex,
-        def_vertex,
-        variables,
-    })
+    let independent_vertex = independent_vertex.into_iter().flatten().collect();
+    Ok((
+        SeqGraph {
+            lcg,
+            independent_vertex,
+            node_vertex,
+            def_vertex,
+            variables,
+        },
+        differs,
+    ))
 }

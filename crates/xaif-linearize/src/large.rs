@@ -30,18 +30,22 @@ use xaif_elim::{
 pub const HEURISTIC_EDGES: usize = 500;
 
 /// Eliminates `lcg` for code that propagates in `mode`: with
-/// [`xaif_elim::optimize`] (the reference's selection and the searches
-/// beyond it, with its report) when it has at most `max_heuristic_edges`
+/// [`xaif_elim::optimize_against`] (the reference's selection and the
+/// searches beyond it, bounded by the reference's selection on
+/// `reference`, the reference engine's graph of the same code when it
+/// differs; with its report) when it has at most `max_heuristic_edges`
 /// edges, by reverse vertex elimination (no report) otherwise.
 pub fn eliminate(
     lcg: &Lcg,
+    reference: Option<&Lcg>,
     memo: &Memo,
     mode: PropagationMode,
     max_heuristic_edges: usize,
 ) -> Result<(Elimination, Option<Report>), ElimError> {
     let config = memo.config();
     if lcg.edges().len() <= max_heuristic_edges {
-        let optimized = memo.optimize(lcg, config, mode)?;
+        let reference = reference.filter(|r| r.edges().len() <= max_heuristic_edges);
+        let optimized = memo.optimize_against(lcg, reference, config, mode)?;
         return Ok((optimized.selection.elimination, Some(optimized.report)));
     }
     Ok((reverse_vertex_elimination(lcg, config)?, None))
@@ -92,6 +96,7 @@ mod tests {
         let g = chain(2000);
         let (e, report) = eliminate(
             &g,
+            None,
             &Memo::new(&Config::default()),
             PropagationMode::Tangent,
             HEURISTIC_EDGES,
@@ -114,8 +119,14 @@ mod tests {
     fn small_graphs_keep_the_heuristic_selection() {
         let g = chain(5);
         let mode = PropagationMode::Adjoint;
-        let (e, report) =
-            eliminate(&g, &Memo::new(&Config::default()), mode, HEURISTIC_EDGES).unwrap();
+        let (e, report) = eliminate(
+            &g,
+            None,
+            &Memo::new(&Config::default()),
+            mode,
+            HEURISTIC_EDGES,
+        )
+        .unwrap();
         let best = xaif_elim::optimize(&g, &Config::default(), mode).unwrap();
         assert_eq!(e, best.selection.elimination);
         assert_eq!(report.map(|r| r.found_by), Some(best.report.found_by));

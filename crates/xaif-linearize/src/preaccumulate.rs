@@ -13,7 +13,7 @@ use xaif_model::{Expr, ExprBuilder, Program, ScopeId, Stmt, StmtId, StmtKind, Va
 use crate::catalogue::Template;
 use crate::context::{Ctx, Shape, ValueType};
 use crate::dag::Node;
-use crate::flatten::{build_graph, GraphStats, Item, Sequence};
+use crate::flatten::{build_graph, build_reference_graph, GraphStats, Item, Sequence};
 use crate::linearize::{instantiate, EdgePartial};
 use crate::temps::{add, assign_temp, declare, Names, Temp, TempKind};
 
@@ -151,8 +151,18 @@ pub fn preaccumulate(
     let elimination: Option<Elimination> = if has_edges {
         // Beyond `large::HEURISTIC_EDGES` edges the graph is eliminated in
         // reverse mode in linear time, without a report.
-        let (elimination, r) =
-            crate::large::eliminate(&graph.lcg, memo, mode, crate::large::HEURISTIC_EDGES)?;
+        // The reference engine's graph bounds the taping code's cost.
+        let reference = match mode {
+            xaif_elim::PropagationMode::Adjoint => build_reference_graph(seq)?,
+            xaif_elim::PropagationMode::Tangent => None,
+        };
+        let (elimination, r) = crate::large::eliminate(
+            &graph.lcg,
+            reference.as_ref(),
+            memo,
+            mode,
+            crate::large::HEURISTIC_EDGES,
+        )?;
         report = r;
         Some(elimination)
     } else {
