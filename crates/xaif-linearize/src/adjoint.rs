@@ -123,7 +123,12 @@ fn var(r: &VarRef) -> ArgValue {
 
 /// Tapes the non-constant subscripts of references the adjoint uses: the
 /// taping form pushes their values, the adjoint form pops them into integer
-/// temporaries that replace the subscript expressions.
+/// temporaries that replace the subscript expressions. A subscript that
+/// computes from scalar integer variables, all but at most one of them
+/// already taped here, tapes that one variable instead of its value and
+/// is evaluated again from the popped variables (`x(k)` and `x(k+1)` tape
+/// `k` once, as the reference engine does), which never tapes more than
+/// one value per subscript.
 struct IndexTape<'s> {
     pushes: Vec<StmtId>,
     pops: Vec<StmtId>,
@@ -136,6 +141,9 @@ struct IndexTape<'s> {
     /// point, so one expression has one value there (`y(i) = x(i)` tapes
     /// `i` once). A map for the same reason as `seen`.
     subscripts: FxHashMap<String, Expr>,
+    /// Scalar integer variables taped here, with what the adjoint reads
+    /// instead.
+    variables: FxHashMap<SymbolId, Expr>,
     integers: usize,
     stable: Option<&'s StableIndices>,
     /// Stable symbols the adjoint reads directly.
@@ -154,6 +162,7 @@ impl<'s> IndexTape<'s> {
             pops: Vec::new(),
             seen: FxHashMap::default(),
             subscripts: FxHashMap::default(),
+            variables: FxHashMap::default(),
             integers: 0,
             stable,
             read: Vec::new(),
@@ -204,6 +213,10 @@ impl<'s> IndexTape<'s> {
                 *e = popped.clone();
                 return;
             }
+            if self.tape_variables(ctx, t, e) {
+                self.subscripts.insert(text, e.clone());
+                return;
+            }
             // Taping: push the value (through a temporary when it is not a
             // single variable, or when it must be saved before a call).
             let single = if self.freeze {
@@ -233,6 +246,76 @@ impl<'s> IndexTape<'s> {
         });
         self.seen.insert(key, adj.clone());
         adj
+    }
+
+    /// Tapes the variables of `e` instead of its value when every variable
+    /// it reads is a scalar integer of the program and at most one of them
+    /// is not taped here yet, and rewrites `e` to read the popped values;
+    /// `false` (and nothing done) otherwise.
+    fn tape_variables(&mut self, ctx: &Ctx<'_>, t: &mut Target<'_>, e: &mut Expr) -> bool {
+        let mut reads: Vec<(usize, SymbolId)> = Vec::new();
+        let mut missing: Option<(SymbolId, VarRef)> = None;
+        for (k, v) in e.vertices.iter().enumerate() {
+            match &v.kind {
+                ExprVertexKind::Constant | ExprVertexKind::Intrinsic => {}
+                ExprVertexKind::VariableReference(g) => {
+                    let Some(s) = ctx.symbol_of(g) else {
+                        return false;
+                    };
+                    if !g.subscripts().is_empty() || ctx.var_type(g) != ValueType::Integer {
+                        return false;
+                    }
+                    if !self.variables.contains_key(&s) {
+                        match &missing {
+                            Some((m, _)) if *m != s => return false,
+                            Some(_) => {}
+                            None => {
+                                let r = VarRef {
+                                    attrs: v.attrs.clone(),
+                                    graph: g.clone(),
+                                };
+                                missing = Some((s, r));
+                            }
+                        }
+                    }
+                    reads.push((k, s));
+                }
+                _ => return false,
+            }
+        }
+        if let Some((s, r)) = missing {
+            // Taping: push the variable (through a temporary saved before
+            // a call when it must be).
+            let pushed = if self.freeze {
+                let temp = integer_temp(t.out, t.names, t.scope);
+                let mut b = ExprBuilder::new();
+                b.reference(&r);
+                let save = set_temp(t.out, t.names, "index", &temp, b.finish());
+                self.frozen.push(save);
+                temp
+            } else {
+                r
+            };
+            self.pushes
+                .push(call(t.out, t.names, "push_i_s0", vec![var(&pushed)]));
+            self.integers += 1;
+            let popped = integer_temp(t.out, t.names, t.scope);
+            self.pops
+                .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped)]));
+            self.variables.insert(s, read_temp(&popped));
+        }
+        for (k, s) in reads {
+            let popped = &self.variables[&s].vertices[0];
+            let mut attrs = popped.attrs.clone();
+            if let Some(id) = e.vertices[k].attrs.get("vertex_id") {
+                attrs.set("vertex_id", id.to_string());
+            }
+            e.vertices[k] = xaif_model::ExprVertex {
+                attrs,
+                kind: popped.kind.clone(),
+            };
+        }
+        true
     }
 
     /// The pops in the order the adjoint form runs them.
