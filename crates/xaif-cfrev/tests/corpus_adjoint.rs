@@ -83,24 +83,7 @@ fn tape_use(report: &xaif_interp::corpus::RunReport) -> Option<(u64, u64, u64)> 
 /// Examples whose adjoint pushes more values or needs more derivative
 /// operations than the reference's output, and why. Every other example
 /// must do no worse than the reference in either.
-const BEYOND_REFERENCE: &[(&str, &str)] = &[
-    (
-        "argumentArrayIndex",
-        "one more integer: the index of the call's array argument is taped",
-    ),
-    (
-        "dfdcfj_MemOps",
-        "one more scalar factor per execution of its large block: the reference's          chain reaches 12 run-time factors where ours and every search reach 13",
-    ),
-    (
-        "simple2",
-        "4 more operations for 2 fewer taped factors (push and pop count two each)",
-    ),
-    (
-        "simple3",
-        "2 more operations for 6 fewer taped factors (push and pop count two each)",
-    ),
-];
+const BEYOND_REFERENCE: &[(&str, &str)] = &[];
 
 /// Runs every checked example in split and joint mode; with
 /// `compare_reference`, also runs the reference outputs and requires, over

@@ -250,6 +250,9 @@ pub fn optimize_against(
         }
     }
 
+    let base_limit = reference_split.map_or(i64::MAX, |s| s.0);
+    let limit = reference_ops.map_or(base_limit, |ops| base_limit.min(ops));
+
     let mut candidates: Vec<Candidate> = Vec::new();
     for (moves, found_by) in [
         (Vec::new(), "no elimination"),
@@ -264,12 +267,21 @@ pub fn optimize_against(
         }
     }
     for run in &runs {
-        if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits) {
+        if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits, i64::MAX) {
             candidates.push(Candidate {
                 moves: run.moves[..len].to_vec(),
                 cost,
                 found_by: "chain prefix",
             });
+        }
+        if limit < base_limit {
+            if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits, limit) {
+                candidates.push(Candidate {
+                    moves: run.moves[..len].to_vec(),
+                    cost,
+                    found_by: "chain prefix",
+                });
+            }
         }
     }
     let mut states = runs.iter().map(|r| r.moves.len()).sum::<usize>();
@@ -285,7 +297,7 @@ pub fn optimize_against(
         for _ in 0..budgets.random_runs {
             if let Some(run) = run_chain(&mut work, &random, Some(&mut rng)) {
                 states += run.moves.len();
-                if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits) {
+                if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits, i64::MAX) {
                     candidates.push(Candidate {
                         moves: run.moves[..len].to_vec(),
                         cost,
@@ -337,11 +349,9 @@ pub fn optimize_against(
 
     // Exact searches, then beam search where no proof was found. They
     // search among the sequences that spend no more operations than the
-    // baseline (the push part aside), and than the reference engine's
-    // selection on its graph, the only ones returned below (the latter
-    // when one is found).
-    let base_limit = reference_split.map_or(i64::MAX, |s| s.0);
-    let limit = reference_ops.map_or(base_limit, |ops| base_limit.min(ops));
+    // baseline (the push part aside) and than the reference engine's
+    // selection on its graph (`limit`), the only ones returned below (the
+    // latter when one is found).
     let mut proof = None;
     let mut bound = work.lower_bound();
     let (vlimit, vbudget) = budgets.exact_vertices;
@@ -547,15 +557,17 @@ fn sequence_split(work: &mut Work, moves: &[Move]) -> Option<(i64, i64)> {
     split
 }
 
-/// The prefix of a run cheapest under the model (with its push terms),
-/// from the run's recorded cost splits, and its cost.
+/// The prefix of a run cheapest under the model (with its push terms)
+/// among those that spend at most `limit` in operations (the push part
+/// aside), from the run's recorded cost splits, and its cost.
 fn cheapest_prefix(
     model: &crate::work::Model,
     splits: &[Option<(i64, i64)>],
+    limit: i64,
 ) -> Option<(usize, i64)> {
     let mut best: Option<(usize, i64)> = None;
     for (k, split) in splits.iter().enumerate() {
-        let Some((rest, pushes)) = split else {
+        let Some((rest, pushes)) = split.filter(|s| s.0 <= limit) else {
             continue;
         };
         let c = rest + model.w_push * pushes + model.w_excess * (pushes - model.max_pushes).max(0);

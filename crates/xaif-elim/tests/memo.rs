@@ -206,3 +206,32 @@ fn reused_results_carry_the_new_graphs_names_and_variables() {
         timeless(optimize(&g, &c, Tangent).unwrap())
     );
 }
+
+/// A result found against the reference engine's graph is kept apart from
+/// the result for the graph alone: the same memo gives each the result
+/// found without it.
+#[test]
+fn results_against_a_reference_graph_are_kept_apart() {
+    let ours = Lcg::from_text(
+        "x\nx\nz\nz\nz\ny\ny\n0 2 v0\n1 2 v1\n2 3 v2\n0 4 v3\n3 4 v4\n4 5 v5\n1 6 v6\n4 6 v7\n",
+    )
+    .unwrap();
+    let reference = Lcg::from_text(
+        "x\nx\nx\nx\nz\nz\nz\ny\ny\n0 4 v0\n1 4 v1\n4 5 v2\n2 6 v3\n5 6 v4\n6 7 v5\n3 8 v6\n6 8 v7\n",
+    )
+    .unwrap();
+    let config = Config::default();
+    let memo = Memo::new(&config);
+    let against = xaif_elim::optimize_against(&ours, Some(&reference), &config, Adjoint).unwrap();
+    let alone = optimize(&ours, &config, Adjoint).unwrap();
+    assert_ne!(against.selection, alone.selection);
+    for _ in 0..2 {
+        let a = memo
+            .optimize_against(&ours, Some(&reference), &config, Adjoint)
+            .unwrap();
+        assert_eq!(a.selection, against.selection);
+        let b = memo.optimize(&ours, &config, Adjoint).unwrap();
+        assert_eq!(b.selection, alone.selection);
+    }
+    assert_eq!(memo.len(), 2);
+}

@@ -10,9 +10,9 @@
 use proptest::prelude::*;
 
 use xaif_elim::{
-    evaluate, optimize, taped_factors, Config, Effort, ElimGraph, Elimination, EliminationState,
-    Label, Lcg, Optimized, Proof, PropagationMode, Search, Step, Triviality, VarId, VertexId,
-    VertexKind, EXCESS_TAPE,
+    evaluate, optimize, optimize_against, taped_factors, Config, Effort, ElimGraph, Elimination,
+    EliminationState, Label, Lcg, Optimized, Proof, PropagationMode, Search, Step, Triviality,
+    VarId, VertexId, VertexKind, EXCESS_TAPE,
 };
 
 use PropagationMode::{Adjoint, Tangent};
@@ -471,5 +471,64 @@ fn search_limits_are_reached_and_keep_the_best_found() {
         // Within `default`'s limits the same shape is proven there too.
         let small = run(&layered(2), Effort::Default, mode).report;
         assert_eq!(small.proof, Some(Proof::Vertex), "{small:?}");
+    }
+}
+
+/// `t1 = x1*x2; t2 = x1*sin(t1); y1 = cos(t2); y2 = x2*t2`, as this crate
+/// builds it (each input one vertex) and as the reference engine does
+/// (the reads of `x1` and `x2` in the later statements, values from
+/// outside the routine, are vertices of their own).
+fn reads_of_inputs() -> (Lcg, Lcg) {
+    let ours = graph(
+        "x\nx\nz\nz\nz\ny\ny\n0 2 v0\n1 2 v1\n2 3 v2\n0 4 v3\n3 4 v4\n4 5 v5\n1 6 v6\n4 6 v7\n",
+    );
+    let reference = graph(
+        "x\nx\nx\nx\nz\nz\nz\ny\ny\n0 4 v0\n1 4 v1\n4 5 v2\n2 6 v3\n5 6 v4\n6 7 v5\n3 8 v6\n6 8 v7\n",
+    );
+    (ours, reference)
+}
+
+/// On the reference's graph its chains stop with six factors for 15
+/// operations; on ours they accumulate the whole Jacobian (four factors,
+/// 17 operations), which the cost model prefers. Bounded by the
+/// reference's selection on its graph, the adjoint spends no more
+/// operations and tapes no more factors than that, with the same Jacobian;
+/// without the bound it spends more operations.
+#[test]
+fn the_reference_graph_bounds_the_adjoint() {
+    let (ours, reference) = reads_of_inputs();
+    let chain = xaif_elim::select(&reference, &config(Effort::None))
+        .unwrap()
+        .elimination;
+    let (ops, factors) = (operations(&chain, Adjoint), taped_factors(&chain));
+    assert_eq!((ops, factors), (15, 6));
+    let free = run(&ours, Effort::Default, Adjoint).selection.elimination;
+    assert!(operations(&free, Adjoint) > ops, "{free:?}");
+    for effort in [Effort::Fast, Effort::Default, Effort::Max] {
+        let bounded = optimize_against(&ours, Some(&reference), &config(effort), Adjoint)
+            .unwrap()
+            .selection
+            .elimination;
+        assert!(
+            operations(&bounded, Adjoint) <= ops,
+            "{effort:?}: {bounded:?}"
+        );
+        assert!(
+            taped_factors(&bounded) <= factors,
+            "{effort:?}: {bounded:?}"
+        );
+        let vars = |v: VarId| Some(0.75 + f64::from(v.0) * 0.5);
+        let a = ours.jacobian(&vars).unwrap();
+        let b = bounded.jacobian(&vars).unwrap();
+        for (x, y) in a.values.iter().zip(&b.values) {
+            assert!((x - y).abs() < 1e-12, "{x} vs {y}");
+        }
+    }
+    // Tangent code and no reference graph: the choice of `optimize`.
+    for (mode, r) in [(Tangent, Some(&reference)), (Adjoint, None)] {
+        let a = optimize_against(&ours, r, &config(Effort::Default), mode).unwrap();
+        let b = run(&ours, Effort::Default, mode);
+        assert_eq!(a.selection, b.selection, "{mode:?}");
+        assert_eq!(a.report.cost, b.report.cost, "{mode:?}");
     }
 }
