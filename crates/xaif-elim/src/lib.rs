@@ -128,7 +128,9 @@ pub use eval::{EvalError, Jacobian};
 pub use graph::{Edge, EdgeId, GraphError, Label, Lcg, VarId, VertexId, VertexKind};
 pub use heuristics::{Chain, EliminationState, Filter, Mode, Neighbourhood, OrderKey};
 pub use memo::Memo;
-pub use optimize::{optimize, optimize_against, Effort, Optimized, Proof, Report, Search};
+pub use optimize::{
+    optimize, optimize_against, Effort, Optimized, Proof, Report, Search, REFERENCE_EDGES,
+};
 pub use result::{
     Accumulation, Direction, ElimError, Elimination, FaceTarget, LcgTarget, Remainder,
     RemainderEdge, RemainderVertex, Step,

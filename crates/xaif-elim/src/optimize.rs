@@ -233,9 +233,15 @@ pub fn optimize_against(
     let reference_moves = runs[reference_index].moves[..runs[reference_index].kept].to_vec();
     let reference_split = sequence_split(&mut work, &reference_moves);
     // The operations of the reference's selection on the reference
-    // engine's graph.
+    // engine's graph, when it is small enough for its chains to be quick
+    // (on larger graphs the bound costs a third of the time and has not
+    // been seen to bind).
     let reference_ops = match reference {
-        Some(r) if search.goal == Goal::RunTime && mode == PropagationMode::Adjoint => {
+        Some(r)
+            if search.goal == Goal::RunTime
+                && mode == PropagationMode::Adjoint
+                && r.edges().len() < REFERENCE_EDGES =>
+        {
             reference_bound(r, config, mode)?.map(|s| s.0)
         }
         _ => None,
@@ -540,6 +546,10 @@ fn baseline_strategies(
 
 /// See [`baseline_strategies`].
 const LONG_RUNS: usize = 64;
+
+/// Reference graphs with at least this many edges bound nothing (see
+/// [`optimize_against`]).
+pub const REFERENCE_EDGES: usize = 64;
 
 fn sort_candidates(candidates: &mut [Candidate]) {
     candidates.sort_by_key(|c| (c.cost, c.moves.len()));

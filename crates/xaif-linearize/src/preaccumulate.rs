@@ -153,8 +153,12 @@ pub fn preaccumulate(
         // reverse mode in linear time, without a report.
         // The reference engine's graph bounds the taping code's cost.
         let reference = match mode {
-            xaif_elim::PropagationMode::Adjoint => build_reference_graph(seq)?,
-            xaif_elim::PropagationMode::Tangent => None,
+            xaif_elim::PropagationMode::Adjoint
+                if graph.lcg.edges().len() < xaif_elim::REFERENCE_EDGES =>
+            {
+                build_reference_graph(seq)?
+            }
+            _ => None,
         };
         let (elimination, r) = crate::large::eliminate(
             &graph.lcg,
