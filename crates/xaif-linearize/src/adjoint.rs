@@ -308,7 +308,7 @@ impl<'s> IndexTape<'s> {
             let popped = &self.variables[&s].vertices[0];
             let mut attrs = popped.attrs.clone();
             if let Some(id) = e.vertices[k].attrs.get("vertex_id") {
-                attrs.set("vertex_id", id.to_string());
+                attrs.set("vertex_id", id);
             }
             e.vertices[k] = xaif_model::ExprVertex {
                 attrs,

@@ -312,7 +312,7 @@ pub fn flatten(
 /// as flattening does here.
 fn reference_unshared(ctx: &Ctx<'_>, r: &VarRef) -> bool {
     ctx.chain(&r.attrs)
-        .is_some_and(|chain| !(chain.len() == 1 && !chain[0].is_empty()))
+        .is_some_and(|chain| chain.len() != 1 || chain[0].is_empty())
 }
 
 fn note_subscripts(ctx: &Ctx<'_>, cur: &mut Sequence, r: &VarRef) {
