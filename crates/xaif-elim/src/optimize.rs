@@ -19,6 +19,11 @@
 //!   budgets of tens of thousands of states, and beam search where no
 //!   proof was found.
 //!
+//! [`optimize_against`] also takes the graph the reference engine builds
+//! for the same code, when it differs (its flattening gives some reads of
+//! one value vertices of their own): in adjoint mode the reference's
+//! selection on that graph also bounds the operations of the result.
+//!
 //! Budgets count states, not time, so the output never depends on the
 //! machine. The winner is replayed on an [`ElimGraph`], which builds the
 //! accumulation expressions, and priced again from them
