@@ -1,4 +1,4 @@
-//! Results of [`optimize`] kept by the graph's shape, so that a program
+//! Results of [`optimize`](crate::optimize()) kept by the graph's shape, so that a program
 //! that linearizes the same statement shape many times (`a(i) = b(i)*c(i)`
 //! in every routine of a model) searches each shape once.
 //!
@@ -7,10 +7,10 @@
 //! the same constant labels bit for bit, and variable labels that compare
 //! the same way: the same variables are equal, and their order is the
 //! same. The elimination only ever compares variable labels for equality
-//! and order, so [`optimize`] of a graph of the same shape gives the
+//! and order, so [`optimize`](crate::optimize()) of a graph of the same shape gives the
 //! kept result with its variables renamed; the kept result is reused that
 //! way, and the output is the same whether a result was kept or not (a
-//! proptest holds [`optimize`] to this).
+//! proptest holds [`optimize`](crate::optimize()) to this).
 //!
 //! Display names are not part of the shape: a reused result gets the
 //! names of the graph it is reused for. The time in a reused report is
@@ -34,7 +34,7 @@ pub const MEMO_MAX_EDGES: usize = 500;
 /// Bytes of kept results, estimated, after which nothing more is kept.
 pub const MEMO_MAX_BYTES: usize = 64 << 20;
 
-/// Kept results of [`optimize`] under one [`Config`], shared by the
+/// Kept results of [`optimize`](crate::optimize()) under one [`Config`], shared by the
 /// threads of one transformation.
 pub struct Memo {
     config: Config,
@@ -74,7 +74,7 @@ impl Memo {
         }
     }
 
-    /// [`optimize`] of `lcg` under `config`, reusing the result of a graph
+    /// [`optimize`](crate::optimize()) of `lcg` under `config`, reusing the result of a graph
     /// of the same shape found earlier under the same configuration.
     /// Another configuration than the memo's is optimized without it.
     pub fn optimize(
