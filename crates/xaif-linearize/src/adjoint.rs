@@ -262,7 +262,10 @@ impl<'s> IndexTape<'s> {
                     let Some(s) = ctx.symbol_of(g) else {
                         return false;
                     };
-                    if !g.subscripts().is_empty() || ctx.var_type(g) != ValueType::Integer {
+                    if !g.subscripts().is_empty()
+                        || ctx.var_type(g) != ValueType::Integer
+                        || ctx.ref_shape(g).rank != 0
+                    {
                         return false;
                     }
                     if !self.variables.contains_key(&s) {
