@@ -117,3 +117,8 @@ fn kinks_meeting_at_the_point_claim_nothing() {
     // neither side's, and no rule says which it should be.
     check("kinks_meeting_at_the_point.xaif");
 }
+
+#[test]
+fn subscripts_with_integer_arrays_tape_their_values() {
+    check("integer_array_in_subscript.xaif");
+}
