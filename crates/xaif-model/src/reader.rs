@@ -850,6 +850,7 @@ impl<'a> Parser<'a> {
                     let s = self.statement(child, &tag)?;
                     stmts.push(p.stmts.alloc(s));
                 }
+                stmts.shrink_to_fit();
                 VertexKind::BasicBlock(stmts)
             }
             "Branch" | "If" | "PreLoop" | "PostLoop" => {
@@ -917,6 +918,7 @@ impl<'a> Parser<'a> {
                     }
                     args.push(self.call_arg(child)?);
                 }
+                args.shrink_to_fit();
                 Ok(Stmt {
                     attrs: tag.attrs,
                     kind: StmtKind::SubroutineCall(args),
@@ -1117,6 +1119,7 @@ impl<'a> Parser<'a> {
                         }
                         properties.push(self.leaf(prop)?);
                     }
+                    properties.shrink_to_fit();
                     g.vertices.push(RefVertex {
                         attrs: child.attrs,
                         kind: RefVertexKind::Symbol { properties },
@@ -1151,6 +1154,7 @@ impl<'a> Parser<'a> {
                         triplet.attrs = t.attrs;
                         triplets.push(triplet);
                     }
+                    triplets.shrink_to_fit();
                     g.vertices.push(RefVertex {
                         attrs: child.attrs,
                         kind: RefVertexKind::ArrayElement { triplets },
@@ -1160,6 +1164,8 @@ impl<'a> Parser<'a> {
                 _ => return Err(self.unknown(&child, tag)),
             }
         }
+        g.vertices.shrink_to_fit();
+        g.edges.shrink_to_fit();
         Ok(g)
     }
 
@@ -1199,6 +1205,7 @@ impl<'a> Parser<'a> {
                         }
                         args.push(self.var_ref(a)?);
                     }
+                    args.shrink_to_fit();
                     ExprVertexKind::FunctionCall(args)
                 }
                 (_, "ArgumentReference") => {
@@ -1217,8 +1224,11 @@ impl<'a> Parser<'a> {
             });
         }
         if !canonical {
+            layout.shrink_to_fit();
             e.layout = Some(layout);
         }
+        e.vertices.shrink_to_fit();
+        e.edges.shrink_to_fit();
         e.attrs = tag.attrs;
         Ok(e)
     }
