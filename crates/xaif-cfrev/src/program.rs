@@ -173,6 +173,18 @@ fn adjoint_with(
     sink: Option<RoutineSink<'_>>,
 ) -> Result<AdjointResult, TransformError> {
     let lazy = sink.is_some();
+    if p.is_output() {
+        // Refused by Start::make (before it copies anything), and before
+        // the analysis below.
+        Start::make(p, noninlinable, &[], options.decoration, &[], true)?;
+    }
+    // Before the output copy exists: the analysis is the largest thing a
+    // run holds besides the input, and only its answers are kept.
+    let changes = if options.full_checkpoints {
+        None
+    } else {
+        Changes::new(p, options.pessimistic_black_boxes)
+    };
     let Start {
         ctx,
         mut out,
@@ -203,11 +215,6 @@ fn adjoint_with(
             Some(top) => quasi_constant(p, &ctx, &routines, top)?,
             None => Default::default(),
         },
-    };
-    let changes = if options.full_checkpoints {
-        None
-    } else {
-        Changes::new(p, &ctx, options.pessimistic_black_boxes)
     };
     let mut stats = TransformStats::default();
     let mut tapes = Vec::new();
@@ -558,7 +565,7 @@ struct Changes {
 impl Changes {
     /// `None` when the analysis cannot answer for the whole program: it
     /// fails, or a marker may stand for a store the XAIF does not carry.
-    fn new(p: &Program, ctx: &Ctx<'_>, pessimistic_black_boxes: bool) -> Option<Self> {
+    fn new(p: &Program, pessimistic_black_boxes: bool) -> Option<Self> {
         let opaque = p.stmts.iter().any(|(_, s)| {
             matches!(s.kind, StmtKind::Marker)
                 && crate::explicit::marker_may_store(s.attrs.get("annotation").unwrap_or(""))
@@ -573,13 +580,15 @@ impl Changes {
         let analysis =
             xaif_dataflow::analyze_with_black_boxes(p, &config, pessimistic_black_boxes).ok()?;
         analysis.tbr.as_ref()?;
+        let symbols = xaif_model::SymbolIndex::new(p);
         let mut unchanged = FxHashSet::default();
         for (r, routine) in p.routines.iter() {
             let Some(read) = routine.side_effect(SideEffectKind::Read) else {
                 continue;
             };
             for v in &read.refs {
-                if let Some(s) = ctx.symbol_of(&v.graph) {
+                let s = v.graph.symbol_ref().and_then(|a| symbols.resolve(a));
+                if let Some(s) = s {
                     if !may_change(&analysis, r, s) {
                         unchanged.insert((r, s));
                     }
