@@ -553,9 +553,10 @@ fn adjoint_with(
 /// runs after it returns (before its reversal) may overwrite it. Formals
 /// keep the front end's rule.
 ///
-/// Only the answers are kept: the analysis (facts, flow graphs, activity
-/// and TBR sets of every routine, about 1.6 times the input's size) is
-/// dropped before the first routine is transformed.
+/// Only TBR's two routine-level sets are computed (not the requirement
+/// analysis, the per-statement results or activity, which the answers do
+/// not depend on), and only the answers are kept: the analysis is dropped
+/// before the output copy is made.
 struct Changes {
     /// (routine, symbol) of the routines' `Read` lists that the analysis
     /// proves unchanged at the routine's reversal.
@@ -573,13 +574,12 @@ impl Changes {
         if opaque {
             return None;
         }
-        let config = xaif_dataflow::Config {
-            tbr: true,
-            ..Default::default()
-        };
-        let analysis =
-            xaif_dataflow::analyze_with_black_boxes(p, &config, pessimistic_black_boxes).ok()?;
-        analysis.tbr.as_ref()?;
+        let (facts, overwrites) = xaif_dataflow::analyze_overwrites(
+            p,
+            xaif_dataflow::Solver::default(),
+            pessimistic_black_boxes,
+        )
+        .ok()?;
         let symbols = xaif_model::SymbolIndex::new(p);
         let mut unchanged = FxHashSet::default();
         for (r, routine) in p.routines.iter() {
@@ -589,7 +589,7 @@ impl Changes {
             for v in &read.refs {
                 let s = v.graph.symbol_ref().and_then(|a| symbols.resolve(a));
                 if let Some(s) = s {
-                    if !may_change(&analysis, r, s) {
+                    if !may_change(&facts, &overwrites, r, s) {
                         unchanged.insert((r, s));
                     }
                 }
@@ -606,16 +606,17 @@ impl Changes {
 }
 
 /// [`Changes::may_change`] asked of the analysis.
-fn may_change(analysis: &xaif_dataflow::Analysis<'_>, r: RoutineId, s: SymbolId) -> bool {
-    let facts = &analysis.facts;
-    let (Some(tbr), Some(storage), Some(rf)) = (
-        analysis.tbr.as_ref(),
+fn may_change(
+    facts: &xaif_dataflow::ProgramFacts<'_>,
+    overwrites: &xaif_model::SecondaryMap<xaif_model::Routine, xaif_dataflow::Overwrites>,
+    r: RoutineId,
+    s: SymbolId,
+) -> bool {
+    let (Some(storage), Some(rf), Some(rt)) = (
         facts.storage_of_symbol(s),
         facts.routines.get(&r),
+        overwrites.get(r),
     ) else {
-        return true;
-    };
-    let Some(rt) = tbr.routine(r) else {
         return true;
     };
     // A formal may be bound to a fresh temporary at the reversed call
