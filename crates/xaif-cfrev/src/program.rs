@@ -200,12 +200,13 @@ fn adjoint_with(
         lazy,
     )?;
     let is_direct = |name: &str| direct.contains(name);
+    let memo = xaif_elim::Memo::new(&options.elimination);
     let env = BlockEnv {
         catalogue,
         is_direct: &is_direct,
         routines: &routines,
         flatten: options.flatten,
-        elimination: &options.elimination,
+        elimination: &memo,
     };
     let passed = variables_passed(p);
     let policy = crate::explicit::LoopPolicy {

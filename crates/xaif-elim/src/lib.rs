@@ -111,6 +111,7 @@ pub mod elim;
 pub mod eval;
 pub mod graph;
 pub mod heuristics;
+pub mod memo;
 pub mod optimize;
 pub mod result;
 mod search;
@@ -126,6 +127,7 @@ pub use elim::ElimGraph;
 pub use eval::{EvalError, Jacobian};
 pub use graph::{Edge, EdgeId, GraphError, Label, Lcg, VarId, VertexId, VertexKind};
 pub use heuristics::{Chain, EliminationState, Filter, Mode, Neighbourhood, OrderKey};
+pub use memo::Memo;
 pub use optimize::{optimize, Effort, Optimized, Proof, Report, Search};
 pub use result::{
     Accumulation, Direction, ElimError, Elimination, FaceTarget, LcgTarget, Remainder,

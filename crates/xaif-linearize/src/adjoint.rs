@@ -69,8 +69,9 @@ pub struct BlockEnv<'a> {
     pub routines: &'a RoutineIndex,
     /// Flattening options.
     pub flatten: FlattenOptions,
-    /// Elimination configuration.
-    pub elimination: &'a xaif_elim::Config,
+    /// Elimination configuration, with the results found so far
+    /// (reused for graphs of the same shape).
+    pub elimination: &'a xaif_elim::Memo,
 }
 
 /// Integer variables whose values at the adjoint form's execution equal

@@ -22,7 +22,7 @@
 use std::cmp::Reverse;
 
 use xaif_elim::{
-    Config, ElimError, ElimGraph, Elimination, Lcg, PropagationMode, Report, VertexKind,
+    Config, ElimError, ElimGraph, Elimination, Lcg, Memo, PropagationMode, Report, VertexKind,
 };
 
 /// Default limit on the edges of a graph that the heuristic selection
@@ -35,12 +35,13 @@ pub const HEURISTIC_EDGES: usize = 500;
 /// edges, by reverse vertex elimination (no report) otherwise.
 pub fn eliminate(
     lcg: &Lcg,
-    config: &Config,
+    memo: &Memo,
     mode: PropagationMode,
     max_heuristic_edges: usize,
 ) -> Result<(Elimination, Option<Report>), ElimError> {
+    let config = memo.config();
     if lcg.edges().len() <= max_heuristic_edges {
-        let optimized = xaif_elim::optimize(lcg, config, mode)?;
+        let optimized = memo.optimize(lcg, config, mode)?;
         return Ok((optimized.selection.elimination, Some(optimized.report)));
     }
     Ok((reverse_vertex_elimination(lcg, config)?, None))
@@ -91,7 +92,7 @@ mod tests {
         let g = chain(2000);
         let (e, report) = eliminate(
             &g,
-            &Config::default(),
+            &Memo::new(&Config::default()),
             PropagationMode::Tangent,
             HEURISTIC_EDGES,
         )
@@ -113,7 +114,8 @@ mod tests {
     fn small_graphs_keep_the_heuristic_selection() {
         let g = chain(5);
         let mode = PropagationMode::Adjoint;
-        let (e, report) = eliminate(&g, &Config::default(), mode, HEURISTIC_EDGES).unwrap();
+        let (e, report) =
+            eliminate(&g, &Memo::new(&Config::default()), mode, HEURISTIC_EDGES).unwrap();
         let best = xaif_elim::optimize(&g, &Config::default(), mode).unwrap();
         assert_eq!(e, best.selection.elimination);
         assert_eq!(report.map(|r| r.found_by), Some(best.report.found_by));

@@ -130,7 +130,7 @@ pub fn preaccumulate(
     ctx: &Ctx<'_>,
     t: &mut Target<'_>,
     seq: &Sequence,
-    config: &xaif_elim::Config,
+    memo: &xaif_elim::Memo,
     mode: xaif_elim::PropagationMode,
     want_dot: bool,
 ) -> Result<Preaccumulated, PreaccError> {
@@ -152,7 +152,7 @@ pub fn preaccumulate(
         // Beyond `large::HEURISTIC_EDGES` edges the graph is eliminated in
         // reverse mode in linear time, without a report.
         let (elimination, r) =
-            crate::large::eliminate(&graph.lcg, config, mode, crate::large::HEURISTIC_EDGES)?;
+            crate::large::eliminate(&graph.lcg, memo, mode, crate::large::HEURISTIC_EDGES)?;
         report = r;
         Some(elimination)
     } else {

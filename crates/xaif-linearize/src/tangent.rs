@@ -345,6 +345,7 @@ fn tangent_with(
     let mut stats = TransformStats::default();
     let mut dots = Vec::new();
     let mut finisher = sink.map(|sink| Finisher::new(&out, sink, options.all_inout));
+    let memo = xaif_elim::Memo::new(&options.elimination);
     for (rid, routine) in p.routines.iter() {
         if lazy {
             out.copy_statements_of(p, rid);
@@ -357,7 +358,7 @@ fn tangent_with(
             &routines,
             &is_direct,
             catalogue,
-            options,
+            (options, &memo),
             (rid, routine),
             &mut stats,
             &mut dots,
@@ -386,7 +387,7 @@ fn tangent_routine(
     routines: &RoutineIndex,
     is_direct: &dyn Fn(&str) -> bool,
     catalogue: &Catalogue,
-    options: &TangentOptions,
+    (options, memo): (&TangentOptions, &xaif_elim::Memo),
     (rid, routine): (RoutineId, &Routine),
     stats: &mut TransformStats,
     dots: &mut Vec<DotGraph>,
@@ -435,7 +436,7 @@ fn tangent_routine(
                         ctx,
                         &mut target,
                         seq,
-                        &options.elimination,
+                        memo,
                         xaif_elim::PropagationMode::Tangent,
                         options.dot,
                     )

@@ -368,6 +368,9 @@ struct Parser<'a> {
     source: &'a SourceMap,
     /// Open elements, checked against [`MAX_DEPTH`].
     depth: usize,
+    /// Where an element's attributes are encoded before they are copied
+    /// out with exactly the room they need (one allocation per element).
+    scratch: Attrs,
 }
 
 type R<T> = Result<T, ModelError>;
@@ -383,6 +386,7 @@ impl<'a> Parser<'a> {
             reader,
             source,
             depth: 0,
+            scratch: Attrs::new(),
         }
     }
 
@@ -502,14 +506,15 @@ impl<'a> Parser<'a> {
         Span(end.saturating_sub(len))
     }
 
-    fn tag(&self, ns: Ns, e: &BytesStart<'_>, span: Span, empty: bool) -> R<Tag> {
+    fn tag(&mut self, ns: Ns, e: &BytesStart<'_>, span: Span, empty: bool) -> R<Tag> {
         let qname = std::str::from_utf8(e.name().as_ref())
             .map_err(|_| self.err(span, "", ErrorKind::Xml("element name is not UTF-8".into())))?
             .into();
         let local: CompactString = std::str::from_utf8(e.local_name().as_ref())
             .unwrap_or_default()
             .into();
-        let mut attrs = Attrs::with_capacity(span, 48);
+        let mut attrs = std::mem::take(&mut self.scratch);
+        attrs.clear();
         for attr in e.attributes() {
             let attr =
                 attr.map_err(|err| self.err(span, &local, ErrorKind::Xml(err.to_string())))?;
@@ -539,7 +544,9 @@ impl<'a> Parser<'a> {
             }
             attrs.push(key, &value);
         }
-        attrs.shrink();
+        let exact = attrs.copy_exact(span);
+        self.scratch = attrs;
+        let attrs = exact;
         Ok(Tag {
             ns,
             local,

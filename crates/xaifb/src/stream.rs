@@ -199,14 +199,64 @@ impl Spill {
         let mut file = self.stop()?;
         file.rewind()?;
         xaif_model::write_header_to(out, w)?;
-        let mut buffer = vec![0u8; 1 << 20];
+        let mut buffer = vec![0u8; COPY_CHUNK];
+        let mut copied: u64 = 0;
         loop {
-            let n = file.read(&mut buffer)?;
+            let n = read_full(&mut file, &mut buffer)?;
             if n == 0 {
                 break;
             }
             w.write_all(&buffer[..n])?;
+            release_range(&file, copied, n as u64);
+            copied += n as u64;
         }
         xaif_model::write_footer_to(w)
     }
+}
+
+/// Bytes copied from the spill to the output at a time; each chunk's pages
+/// are given back to the system once it is copied.
+const COPY_CHUNK: usize = 4 << 20;
+
+/// Reads until `buffer` is full or the file ends.
+fn read_full(file: &mut File, buffer: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match file.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// Frees the spill's pages of a chunk already copied (a hole punched into
+/// the unnamed file), so that the output's pages reuse that memory instead
+/// of the page cache holding the output twice. On a virtual machine,
+/// memory the system has not used before is several times slower to fill:
+/// writing 1.6 GB of output this way took half the system time. Only a
+/// hint: where the file system cannot punch holes nothing changes.
+fn release_range(file: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len))
+        else {
+            return;
+        };
+        // SAFETY: fallocate only reads its integer arguments; the
+        // descriptor belongs to `file`, which outlives the call.
+        unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset,
+                len,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
 }

@@ -1,0 +1,221 @@
+//! Results of [`optimize`] kept by the graph's shape, so that a program
+//! that linearizes the same statement shape many times (`a(i) = b(i)*c(i)`
+//! in every routine of a model) searches each shape once.
+//!
+//! Two graphs have the same shape when they have the same vertices (in
+//! order, with their roles), the same edges (in order, same endpoints),
+//! the same constant labels bit for bit, and variable labels that compare
+//! the same way: the same variables are equal, and their order is the
+//! same. The elimination only ever compares variable labels for equality
+//! and order, so [`optimize`] of a graph of the same shape gives the
+//! kept result with its variables renamed; the kept result is reused that
+//! way, and the output is the same whether a result was kept or not (a
+//! proptest holds [`optimize`] to this).
+//!
+//! Display names are not part of the shape: a reused result gets the
+//! names of the graph it is reused for. The time in a reused report is
+//! the time of the look-up.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crate::cost::PropagationMode;
+use crate::graph::{Label, Lcg, VarId};
+use crate::optimize::{optimize, Optimized};
+use crate::result::ElimError;
+use crate::strategy::Config;
+use crate::value::{EdgeValue, Expr, Operand};
+
+/// Graphs with more edges than this are not kept: a large graph rarely
+/// repeats, and its result is large.
+pub const MEMO_MAX_EDGES: usize = 500;
+
+/// Bytes of kept results, estimated, after which nothing more is kept.
+pub const MEMO_MAX_BYTES: usize = 64 << 20;
+
+/// Kept results of [`optimize`] under one [`Config`], shared by the
+/// threads of one transformation.
+pub struct Memo {
+    config: Config,
+    inner: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    entries: HashMap<Key, Entry>,
+    bytes: usize,
+}
+
+/// A graph's shape under one propagation mode.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    mode: PropagationMode,
+    code: Vec<u64>,
+}
+
+struct Entry {
+    /// The distinct variables of the graph the result was found for, in
+    /// increasing order.
+    vars: Vec<VarId>,
+    optimized: Optimized,
+}
+
+impl Memo {
+    /// An empty memo for results under `config`.
+    pub fn new(config: &Config) -> Memo {
+        Memo {
+            config: config.clone(),
+            inner: Mutex::new(Kept::default()),
+        }
+    }
+
+    /// [`optimize`] of `lcg` under `config`, reusing the result of a graph
+    /// of the same shape found earlier under the same configuration.
+    /// Another configuration than the memo's is optimized without it.
+    pub fn optimize(
+        &self,
+        lcg: &Lcg,
+        config: &Config,
+        mode: PropagationMode,
+    ) -> Result<Optimized, ElimError> {
+        if *config != self.config || lcg.edges().len() > MEMO_MAX_EDGES {
+            return optimize(lcg, config, mode);
+        }
+        let started = Instant::now();
+        let (key, vars) = shape(lcg, mode);
+        if let Some(found) = self.lookup(&key, &vars, lcg) {
+            let mut found = found;
+            found.report.micros = started.elapsed().as_micros() as u64;
+            return Ok(found);
+        }
+        let optimized = optimize(lcg, config, mode)?;
+        let bytes = estimate_bytes(&key, &optimized);
+        if let Ok(mut kept) = self.inner.lock() {
+            if kept.bytes + bytes <= MEMO_MAX_BYTES && !kept.entries.contains_key(&key) {
+                kept.bytes += bytes;
+                kept.entries.insert(
+                    key,
+                    Entry {
+                        vars,
+                        optimized: optimized.clone(),
+                    },
+                );
+            }
+        }
+        Ok(optimized)
+    }
+
+    /// The configuration the memo keeps results for.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// How many results are kept.
+    pub fn len(&self) -> usize {
+        self.inner.lock().map_or(0, |k| k.entries.len())
+    }
+
+    /// Whether no result is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The kept result for `key`, renamed to `vars` and `lcg`'s names.
+    fn lookup(&self, key: &Key, vars: &[VarId], lcg: &Lcg) -> Option<Optimized> {
+        let kept = self.inner.lock().ok()?;
+        let entry = kept.entries.get(key)?;
+        let mut found = entry.optimized.clone();
+        rename(&mut found, &entry.vars, vars, lcg);
+        Some(found)
+    }
+}
+
+/// The shape key of `lcg` and its distinct variables in increasing order.
+fn shape(lcg: &Lcg, mode: PropagationMode) -> (Key, Vec<VarId>) {
+    let mut vars: Vec<VarId> = lcg
+        .edges()
+        .iter()
+        .filter_map(|e| match e.label {
+            Label::Variable(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    vars.sort_unstable();
+    vars.dedup();
+    let mut code = Vec::with_capacity(2 + lcg.vertex_count() + 3 * lcg.edges().len());
+    code.push(lcg.vertex_count() as u64);
+    code.push(lcg.edges().len() as u64);
+    for v in lcg.vertices() {
+        code.push(match lcg.kind(v) {
+            Some(crate::graph::VertexKind::Independent) => 0,
+            Some(crate::graph::VertexKind::Intermediate) => 1,
+            Some(crate::graph::VertexKind::Dependent) => 2,
+            None => 3,
+        });
+    }
+    for e in lcg.edges() {
+        code.push(u64::from(e.source.0) << 32 | u64::from(e.target.0));
+        let (tag, payload) = match e.label {
+            Label::Unit => (0, 0),
+            Label::MinusOne => (1, 0),
+            Label::Constant(c) => (2, c.to_bits()),
+            Label::Variable(v) => (3, vars.binary_search(&v).unwrap_or(usize::MAX) as u64),
+        };
+        code.push(tag);
+        code.push(payload);
+    }
+    (Key { mode, code }, vars)
+}
+
+/// Renames the variables of a kept result (`old[k]` becomes `new[k]`) and
+/// gives its remainder vertices `lcg`'s names.
+fn rename(optimized: &mut Optimized, old: &[VarId], new: &[VarId], lcg: &Lcg) {
+    let map = |v: VarId| -> VarId {
+        match old.binary_search(&v) {
+            Ok(k) => new.get(k).copied().unwrap_or(v),
+            Err(_) => v,
+        }
+    };
+    let elimination = &mut optimized.selection.elimination;
+    for accumulation in &mut elimination.accumulations {
+        rename_expr(&mut accumulation.expr, &map);
+    }
+    for edge in &mut elimination.remainder.edges {
+        if let EdgeValue::Variable(v) = &mut edge.value {
+            *v = map(*v);
+        }
+    }
+    for vertex in &mut elimination.remainder.vertices {
+        vertex.name = lcg.name(vertex.id).map(str::to_string);
+    }
+}
+
+/// Renames the variable operands of an expression, without recursion.
+fn rename_expr(expr: &mut Expr, map: &impl Fn(VarId) -> VarId) {
+    let mut stack: Vec<&mut Expr> = vec![expr];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Leaf(Operand::Variable(v)) => *v = map(*v),
+            Expr::Leaf(_) => {}
+            Expr::Neg(inner) => stack.push(inner),
+            Expr::Mul(l, r) | Expr::Add(l, r) | Expr::Sub(l, r) | Expr::Div(l, r) => {
+                stack.push(l);
+                stack.push(r);
+            }
+        }
+    }
+}
+
+/// A rough size of a kept entry in bytes.
+fn estimate_bytes(key: &Key, optimized: &Optimized) -> usize {
+    let e = &optimized.selection.elimination;
+    let ops = e.ops.multiplicative() + e.ops.additive() + e.ops.negations;
+    key.code.len() * 8
+        + e.steps.len() * 32
+        + e.accumulations.len() * 48
+        + ops * 2 * 40
+        + e.remainder.edges.len() * 40
+        + e.remainder.vertices.len() * 48
+        + 256
+}

@@ -1,0 +1,208 @@
+//! The memo of [`xaif_elim::optimize`] results: a result reused for a graph
+//! of the same shape is the result [`xaif_elim::optimize`] finds for that
+//! graph itself, under every effort and flag, in both modes.
+
+use proptest::prelude::*;
+
+use xaif_elim::{
+    optimize, Config, Effort, Label, Lcg, Memo, Optimized, PropagationMode, VarId, VertexId,
+    VertexKind,
+};
+
+use PropagationMode::{Adjoint, Tangent};
+
+fn label() -> impl Strategy<Value = Label> {
+    prop_oneof![
+        3 => Just(Label::Unit),
+        1 => Just(Label::MinusOne),
+        1 => prop::sample::select(vec![2.0, -0.5]).prop_map(Label::Constant),
+        6 => (0..6u32).prop_map(|v| Label::Variable(VarId(v))),
+    ]
+}
+
+/// Random DAGs (vertices in rank order; the first are independents, the
+/// last a dependent).
+fn graph(max_edges: usize) -> impl Strategy<Value = Lcg> {
+    (1usize..=3, 1usize..=6)
+        .prop_flat_map(move |(x, others)| {
+            let n = x + others;
+            (
+                Just(x),
+                prop::collection::vec(prop::bool::weighted(0.3), others),
+                prop::collection::vec((0..n, 0..n, label()), 1..=max_edges),
+            )
+        })
+        .prop_map(|(x, dependent, edges)| {
+            let n = x + dependent.len();
+            let mut g = Lcg::new();
+            for r in 0..n {
+                g.add_named_vertex(
+                    if r < x {
+                        VertexKind::Independent
+                    } else if r + 1 == n || dependent[r - x] {
+                        VertexKind::Dependent
+                    } else {
+                        VertexKind::Intermediate
+                    },
+                    format!("a{r}"),
+                );
+            }
+            for (a, b, l) in edges {
+                let (lo, hi) = (a.min(b), a.max(b));
+                if lo != hi && hi >= x {
+                    g.add_edge(VertexId(lo as u32), VertexId(hi as u32), l)
+                        .unwrap();
+                }
+            }
+            g
+        })
+}
+
+/// `lcg` with its variables renamed by `rename` and its vertices named
+/// anew.
+fn renamed(lcg: &Lcg, rename: impl Fn(u32) -> u32) -> Lcg {
+    let mut g = Lcg::new();
+    for v in lcg.vertices() {
+        g.add_named_vertex(lcg.kind(v).unwrap(), format!("b{}", v.0));
+    }
+    for e in lcg.edges() {
+        let label = match e.label {
+            Label::Variable(v) => Label::Variable(VarId(rename(v.0))),
+            other => other,
+        };
+        g.add_edge(e.source, e.target, label).unwrap();
+    }
+    g
+}
+
+fn config(effort: Effort, randomized: bool, rerouting: bool) -> Config {
+    let mut c = Config::default();
+    c.search.effort = effort;
+    c.search.randomized = randomized;
+    c.search.rerouting = rerouting;
+    c
+}
+
+/// The result without the time it took.
+fn timeless(mut o: Optimized) -> Optimized {
+    o.report.micros = 0;
+    o
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(120))]
+
+    /// A graph of the same shape (variables renamed in the same order, with
+    /// gaps, and other vertex names) gets from the memo exactly what
+    /// `optimize` finds for it.
+    #[test]
+    fn reused_results_are_the_graphs_own(
+        lcg in graph(12),
+        offset in 0u32..1000,
+        stride in 1u32..9,
+        effort in prop::sample::select(vec![Effort::Fast, Effort::Default, Effort::Max]),
+        randomized in any::<bool>(),
+        rerouting in any::<bool>(),
+    ) {
+        let c = config(effort, randomized, rerouting);
+        let other = renamed(&lcg, |v| offset + stride * v);
+        for mode in [Tangent, Adjoint] {
+            let memo = Memo::new(&c);
+            let Ok(first) = memo.optimize(&lcg, &c, mode) else {
+                continue;
+            };
+            prop_assert_eq!(timeless(first), timeless(optimize(&lcg, &c, mode).unwrap()));
+            let kept = memo.len();
+            let reused = memo.optimize(&other, &c, mode).unwrap();
+            prop_assert_eq!(memo.len(), kept, "the second graph has the first one's shape");
+            prop_assert_eq!(timeless(reused), timeless(optimize(&other, &c, mode).unwrap()));
+        }
+    }
+}
+
+/// y = v0*x0 + v1*x1 through one intermediate, with the given variables.
+fn two_inputs(v: [u32; 2], c: f64) -> Lcg {
+    let mut g = Lcg::new();
+    let x0 = g.add_named_vertex(VertexKind::Independent, "x0");
+    let x1 = g.add_named_vertex(VertexKind::Independent, "x1");
+    let t = g.add_named_vertex(VertexKind::Intermediate, "t");
+    let y = g.add_named_vertex(VertexKind::Dependent, "y");
+    g.add_edge(x0, t, Label::Variable(VarId(v[0]))).unwrap();
+    g.add_edge(x1, t, Label::Variable(VarId(v[1]))).unwrap();
+    g.add_edge(t, y, Label::Constant(c)).unwrap();
+    g
+}
+
+#[test]
+fn shapes_are_told_apart_by_labels_order_and_mode() {
+    let c = Config::default();
+    let memo = Memo::new(&c);
+    memo.optimize(&two_inputs([3, 7], 2.0), &c, Tangent)
+        .unwrap();
+    assert_eq!(memo.len(), 1);
+    // Same shape: variables renamed in the same order.
+    memo.optimize(&two_inputs([10, 40], 2.0), &c, Tangent)
+        .unwrap();
+    assert_eq!(memo.len(), 1);
+    // The variables in the other order, equal variables, another
+    // constant, the other mode: other shapes.
+    memo.optimize(&two_inputs([7, 3], 2.0), &c, Tangent)
+        .unwrap();
+    memo.optimize(&two_inputs([5, 5], 2.0), &c, Tangent)
+        .unwrap();
+    memo.optimize(&two_inputs([3, 7], 3.0), &c, Tangent)
+        .unwrap();
+    memo.optimize(&two_inputs([3, 7], 2.0), &c, Adjoint)
+        .unwrap();
+    assert_eq!(memo.len(), 5);
+    // Another configuration is not kept.
+    let fast = config(Effort::Fast, false, false);
+    memo.optimize(&two_inputs([3, 7], 2.0), &fast, Tangent)
+        .unwrap();
+    assert_eq!(memo.len(), 5);
+}
+
+#[test]
+fn reused_results_carry_the_new_graphs_names_and_variables() {
+    let c = Config::default();
+    let memo = Memo::new(&c);
+    memo.optimize(&two_inputs([3, 7], 2.0), &c, Tangent)
+        .unwrap();
+    let mut g = Lcg::new();
+    let x0 = g.add_named_vertex(VertexKind::Independent, "p");
+    let x1 = g.add_named_vertex(VertexKind::Independent, "q");
+    let t = g.add_named_vertex(VertexKind::Intermediate, "r");
+    let y = g.add_named_vertex(VertexKind::Dependent, "s");
+    g.add_edge(x0, t, Label::Variable(VarId(20))).unwrap();
+    g.add_edge(x1, t, Label::Variable(VarId(21))).unwrap();
+    g.add_edge(t, y, Label::Constant(2.0)).unwrap();
+    let reused = memo.optimize(&g, &c, Tangent).unwrap();
+    assert_eq!(memo.len(), 1);
+    let text = format!("{:?}", reused.selection.elimination);
+    assert!(
+        text.contains("VarId(20)") && text.contains("VarId(21)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("VarId(3)") && !text.contains("VarId(7)"),
+        "{text}"
+    );
+    let names: Vec<_> = reused
+        .selection
+        .elimination
+        .remainder
+        .vertices
+        .iter()
+        .filter_map(|v| v.name.clone())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| ["p", "q", "r", "s"].contains(&n.as_str())),
+        "{names:?}"
+    );
+    assert_eq!(
+        timeless(reused),
+        timeless(optimize(&g, &c, Tangent).unwrap())
+    );
+}
