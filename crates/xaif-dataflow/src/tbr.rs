@@ -777,7 +777,10 @@ pub struct Overwrites {
 /// the requirement analysis, the per-statement results and the activity
 /// they need: what deciding argument checkpoints asks of a whole program,
 /// in a fraction of the time and memory.
-pub fn analyze_overwrites(facts: &ProgramFacts, solver: Solver) -> SecondaryMap<Routine, Overwrites> {
+pub fn analyze_overwrites(
+    facts: &ProgramFacts,
+    solver: Solver,
+) -> SecondaryMap<Routine, Overwrites> {
     let writes = union(facts, solver, Collect::Writes);
     let later = written_later(facts, solver, &writes);
     let mut out = SecondaryMap::default();
