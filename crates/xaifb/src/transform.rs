@@ -368,13 +368,13 @@ impl TransformArgs {
         }
         match self.output.as_ref().filter(|p| p.as_os_str() != "-") {
             Some(path) => {
-                outputs.add_with(path, |w| spill.write_document(&p, w))?;
+                outputs.add_with_file(path, |w, file| spill.write_document(&p, w, file))?;
                 outputs.commit()?;
             }
             None => {
                 outputs.commit()?;
                 let mut out = std::io::BufWriter::with_capacity(1 << 16, crate::console::Stdout);
-                spill.write_document(&p, &mut out)?;
+                spill.write_document(&p, &mut out, None)?;
                 std::io::Write::flush(&mut out)?;
             }
         }
