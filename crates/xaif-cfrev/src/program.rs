@@ -297,8 +297,9 @@ fn adjoint_with(
                         };
                         let mut block =
                             adjoint_block(&ctx, &mut target, &env, stmts, stable.as_ref())
-                                .map_err(|e| {
-                                    TransformError::Input(format!("routine `{name}`: {e}"))
+                                .map_err(|e| TransformError::Block {
+                                    routine: name.clone(),
+                                    source: e,
                                 })?;
                         if options.counters {
                             let mut total = xaif_linearize::flatten::GraphStats::default();

@@ -191,6 +191,20 @@ fn get_len(data: &[u8], at: &mut usize) -> usize {
     }
 }
 
+/// The text of an encoded name or value.
+///
+/// Every byte run this is called on was copied from a `&str` by
+/// [`Attrs::push`] (the only writer of the buffer besides splicing or
+/// removing whole entries, which keeps the runs intact), so it is UTF-8
+/// by construction; checking it again on every read cost a tenth of a
+/// transformation's time in attribute look-ups. Debug builds still check.
+fn utf8(bytes: &[u8]) -> &str {
+    debug_assert!(std::str::from_utf8(bytes).is_ok());
+    // SAFETY: see above; the buffer is private to this module and only
+    // ever holds whole entries made from `&str`s.
+    unsafe { std::str::from_utf8_unchecked(bytes) }
+}
+
 /// Iterates over encoded attributes.
 #[derive(Clone)]
 pub struct AttrIter<'a> {
@@ -212,12 +226,12 @@ impl<'a> AttrIter<'a> {
                 let n = get_len(data, &mut at);
                 let k = &data[at..at + n];
                 at += n;
-                std::str::from_utf8(k).expect("attribute names are UTF-8")
+                utf8(k)
             }
             code => KNOWN[usize::from(code)],
         };
         let n = get_len(data, &mut at);
-        let value = std::str::from_utf8(&data[at..at + n]).expect("attribute values are UTF-8");
+        let value = utf8(&data[at..at + n]);
         at += n;
         Some((Attr { key, value }, start, at))
     }
@@ -273,8 +287,13 @@ impl Attrs {
     /// Appends an attribute without checking for an existing one of that name
     /// (the reader uses this; XML forbids duplicates, which quick-xml reports).
     pub fn push(&mut self, key: &str, value: &str) {
+        self.push_coded(known(key), key, value);
+    }
+
+    /// [`Attrs::push`] with the name's code already looked up.
+    fn push_coded(&mut self, code: Option<u8>, key: &str, value: &str) {
         let data = &mut self.data;
-        match known(key) {
+        match code {
             Some(code) => data.push(code),
             None => {
                 data.push(OTHER);
@@ -313,8 +332,12 @@ impl Attrs {
     /// Attribute `key` with where it starts and ends in the buffer. Only
     /// names are compared on the way; values are skipped by their length.
     fn find(&self, key: &str) -> Option<(Attr<'_>, usize, usize)> {
+        self.find_coded(known(key), key)
+    }
+
+    /// [`Attrs::find`] with the name's code already looked up.
+    fn find_coded(&self, code: Option<u8>, key: &str) -> Option<(Attr<'_>, usize, usize)> {
         let data = self.data.as_slice();
-        let code = known(key);
         let mut at = 0;
         while at < data.len() {
             let start = at;
@@ -347,13 +370,17 @@ impl Attrs {
     /// appended otherwise.
     pub fn set(&mut self, key: &str, value: impl AsRef<str>) {
         let value = value.as_ref();
-        match self.find(key).map(|(_, start, end)| (start, end)) {
+        let code = known(key);
+        match self
+            .find_coded(code, key)
+            .map(|(_, start, end)| (start, end))
+        {
             Some((start, end)) => {
                 let mut entry = Attrs::new();
-                entry.push(key, value);
+                entry.push_coded(code, key, value);
                 self.data.splice(start..end, entry.data);
             }
-            None => self.push(key, value),
+            None => self.push_coded(code, key, value),
         }
     }
 

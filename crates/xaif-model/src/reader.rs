@@ -85,6 +85,16 @@ pub fn read_bytes(bytes: &[u8], file: Option<&str>) -> Result<Parsed, ModelError
     Ok(Parsed { document, source })
 }
 
+/// The source map [`read_bytes`] builds for `bytes` (after decoding them),
+/// for locating a span on an error path without keeping the map of every
+/// input while it is transformed.
+pub fn source_map(bytes: &[u8], file: Option<&str>) -> SourceMap {
+    match decode(bytes, file) {
+        Ok(text) => SourceMap::new(file, &text),
+        Err(_) => SourceMap::new(file, bytes),
+    }
+}
+
 /// The input as UTF-8 bytes: UTF-8 and ASCII as they are, UTF-16 (with a
 /// byte order mark, as XML requires) and ISO-8859-1 transcoded. Any other
 /// declared encoding is an error naming it.
