@@ -205,6 +205,15 @@ fn is_xml_name(name: &str) -> bool {
             | '\u{3001}'..='\u{D7FF}' | '\u{F900}'..='\u{FDCF}' | '\u{FDF0}'..='\u{FFFD}'
             | '\u{10000}'..='\u{EFFFF}')
     }
+    // Attribute and element names are ASCII in practice: a byte check.
+    if name.is_ascii() {
+        let ascii_start = |b: u8| b == b':' || b == b'_' || b.is_ascii_alphabetic();
+        let bytes = name.as_bytes();
+        return bytes.first().is_some_and(|&b| ascii_start(b))
+            && bytes
+                .iter()
+                .all(|&b| ascii_start(b) || b == b'-' || b == b'.' || b.is_ascii_digit());
+    }
     let mut chars = name.chars();
     chars.next().is_some_and(start)
         && chars.all(|c| {
@@ -236,10 +245,11 @@ fn check_characters(text: &[u8], source: &SourceMap) -> Result<(), ModelErrors> 
     };
     // Only bytes below 0x20 and the lead byte 0xEF (U+FFFE, U+FFFF) can
     // start a forbidden character in valid UTF-8.
+    // Tabs and line ends are the usual bytes below 0x20 and are allowed.
     let bad = text
         .iter()
         .enumerate()
-        .filter(|(_, &b)| b < 0x20 || b == 0xEF)
+        .filter(|(_, &b)| (b < 0x20 && b != b'\n' && b != b'\t' && b != b'\r') || b == 0xEF)
         .find_map(|(i, _)| {
             let c = valid[i..].chars().next()?;
             (!is_xml_char(c)).then_some((i, c))
@@ -1318,5 +1328,41 @@ impl<'a> Parser<'a> {
         }
         cat.attrs = root.attrs;
         Ok(cat)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_names_ascii_and_not() {
+        for ok in [
+            "a",
+            "vertex_id",
+            "xsi:schemaLocation",
+            "_x",
+            ":a",
+            "a-b.c9",
+            "é",
+            "aé·",
+            "Ab_1",
+        ] {
+            assert!(is_xml_name(ok), "{ok}");
+        }
+        for bad in [
+            "", "1a", "-a", ".a", "a b", "a=b", "a\"", "·a", "a\u{7f}", "a/",
+        ] {
+            assert!(!is_xml_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn forbidden_bytes_are_found_after_allowed_control_characters() {
+        let source = SourceMap::new(None, b"");
+        assert!(check_characters(b"<a>\n\t\r x</a>", &source).is_ok());
+        assert!(check_characters("<a>\u{FEFF}</a>".as_bytes(), &source).is_ok());
+        assert!(check_characters(b"<a>\n\x01</a>", &source).is_err());
+        assert!(check_characters("<a>\n\u{FFFE}</a>".as_bytes(), &source).is_err());
     }
 }
