@@ -173,6 +173,18 @@ fn adjoint_with(
     sink: Option<RoutineSink<'_>>,
 ) -> Result<AdjointResult, TransformError> {
     let lazy = sink.is_some();
+    if p.is_output() {
+        // Refused by Start::make (before it copies anything), and before
+        // the analysis below.
+        Start::make(p, noninlinable, &[], options.decoration, &[], true)?;
+    }
+    // Before the output copy exists: the analysis is the largest thing a
+    // run holds besides the input, and only its answers are kept.
+    let changes = if options.full_checkpoints {
+        None
+    } else {
+        Changes::new(p, options.pessimistic_black_boxes)
+    };
     let Start {
         ctx,
         mut out,
@@ -204,11 +216,6 @@ fn adjoint_with(
             Some(top) => quasi_constant(p, &ctx, &routines, top)?,
             None => Default::default(),
         },
-    };
-    let changes = if options.full_checkpoints {
-        None
-    } else {
-        Changes::new(p, options.pessimistic_black_boxes)
     };
     let mut stats = TransformStats::default();
     let mut tapes = Vec::new();
@@ -290,8 +297,9 @@ fn adjoint_with(
                         };
                         let mut block =
                             adjoint_block(&ctx, &mut target, &env, stmts, stable.as_ref())
-                                .map_err(|e| {
-                                    TransformError::Input(format!("routine `{name}`: {e}"))
+                                .map_err(|e| TransformError::Block {
+                                    routine: name.clone(),
+                                    source: e,
                                 })?;
                         if options.counters {
                             let mut total = xaif_linearize::flatten::GraphStats::default();
@@ -546,14 +554,21 @@ fn adjoint_with(
 /// reads needs checkpointing only when the routine itself or the code that
 /// runs after it returns (before its reversal) may overwrite it. Formals
 /// keep the front end's rule.
-struct Changes<'p> {
-    analysis: xaif_dataflow::Analysis<'p>,
+///
+/// Only TBR's two routine-level sets are computed (not the requirement
+/// analysis, the per-statement results or activity, which the answers do
+/// not depend on), and only the answers are kept: the analysis is dropped
+/// before the output copy is made.
+struct Changes {
+    /// (routine, symbol) of the routines' `Read` lists that the analysis
+    /// proves unchanged at the routine's reversal.
+    unchanged: FxHashSet<(RoutineId, SymbolId)>,
 }
 
-impl<'p> Changes<'p> {
+impl Changes {
     /// `None` when the analysis cannot answer for the whole program: it
     /// fails, or a marker may stand for a store the XAIF does not carry.
-    fn new(p: &'p Program, pessimistic_black_boxes: bool) -> Option<Self> {
+    fn new(p: &Program, pessimistic_black_boxes: bool) -> Option<Self> {
         let opaque = p.stmts.iter().any(|(_, s)| {
             matches!(s.kind, StmtKind::Marker)
                 && crate::explicit::marker_may_store(s.attrs.get("annotation").unwrap_or(""))
@@ -561,38 +576,58 @@ impl<'p> Changes<'p> {
         if opaque {
             return None;
         }
-        let config = xaif_dataflow::Config {
-            tbr: true,
-            ..Default::default()
-        };
-        let analysis =
-            xaif_dataflow::analyze_with_black_boxes(p, &config, pessimistic_black_boxes).ok()?;
-        analysis.tbr.as_ref()?;
-        Some(Changes { analysis })
+        let (facts, overwrites) = xaif_dataflow::analyze_overwrites(
+            p,
+            xaif_dataflow::Solver::default(),
+            pessimistic_black_boxes,
+        )
+        .ok()?;
+        let symbols = xaif_model::SymbolIndex::new(p);
+        let mut unchanged = FxHashSet::default();
+        for (r, routine) in p.routines.iter() {
+            let Some(read) = routine.side_effect(SideEffectKind::Read) else {
+                continue;
+            };
+            for v in &read.refs {
+                let s = v.graph.symbol_ref().and_then(|a| symbols.resolve(a));
+                if let Some(s) = s {
+                    if !may_change(&facts, &overwrites, r, s) {
+                        unchanged.insert((r, s));
+                    }
+                }
+            }
+        }
+        Some(Changes { unchanged })
     }
 
     /// Whether `s`, read by routine `r`, may differ when `r` is re-run at
     /// its reversal (true when the analysis has no answer).
     fn may_change(&self, r: RoutineId, s: SymbolId) -> bool {
-        let facts = &self.analysis.facts;
-        let (Some(tbr), Some(storage), Some(rf)) = (
-            self.analysis.tbr.as_ref(),
-            facts.storage_of_symbol(s),
-            facts.routines.get(&r),
-        ) else {
-            return true;
-        };
-        let Some(rt) = tbr.routine(r) else {
-            return true;
-        };
-        // A formal may be bound to a fresh temporary at the reversed call
-        // (argument conversion), so its checkpoint is its value.
-        if !rf.universe.has(storage) || rf.formal_position(storage).is_some() {
-            return true;
-        }
-        let slots = rf.slots_of(storage);
-        slots.intersects(&rt.may_write) || slots.intersects(&rt.overwritten_after)
+        !self.unchanged.contains(&(r, s))
     }
+}
+
+/// [`Changes::may_change`] asked of the analysis.
+fn may_change(
+    facts: &xaif_dataflow::ProgramFacts<'_>,
+    overwrites: &xaif_model::SecondaryMap<xaif_model::Routine, xaif_dataflow::Overwrites>,
+    r: RoutineId,
+    s: SymbolId,
+) -> bool {
+    let (Some(storage), Some(rf), Some(rt)) = (
+        facts.storage_of_symbol(s),
+        facts.routines.get(&r),
+        overwrites.get(r),
+    ) else {
+        return true;
+    };
+    // A formal may be bound to a fresh temporary at the reversed call
+    // (argument conversion), so its checkpoint is its value.
+    if !rf.universe.has(storage) || rf.formal_position(storage).is_some() {
+        return true;
+    }
+    let slots = rf.slots_of(storage);
+    slots.intersects(&rt.may_write) || slots.intersects(&rt.overwritten_after)
 }
 
 /// (callee symbol id, position) of every argument some call passes as a

@@ -52,10 +52,11 @@ pub use flow::{FlowGraph, Region};
 pub use framework::Solver;
 pub use loc::{fortran_routine_name, Location, Part, StorageId, Universe};
 pub use tbr::{
-    analyze_tbr, BlockTbr, CallSiteTbr, Reason, ReqKill, Requirement, RoutineTbr, StmtTbr, Tbr,
+    analyze_tbr, BlockTbr, CallSiteTbr, Overwrites, Reason, ReqKill, Requirement, RoutineTbr,
+    StmtTbr, Tbr,
 };
 
-use xaif_model::Program;
+use xaif_model::{Program, Routine, SecondaryMap};
 
 /// What to analyse and how.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -136,6 +137,21 @@ pub fn analyze_within<'p>(
     budget: u64,
 ) -> Result<Analysis<'p>, DataflowError> {
     let facts = ProgramFacts::with_black_boxes(p, pessimistic);
+    within_budget(p, &facts, budget)?;
+    let activity = analyze_activity(&facts, &config.activity, config.solver)?;
+    let tbr = config
+        .tbr
+        .then(|| analyze_tbr(&facts, &activity, config.solver));
+    Ok(Analysis {
+        facts,
+        activity,
+        tbr,
+    })
+}
+
+/// Refuses a program one of whose routines' [`routine_cost`] exceeds
+/// `budget`.
+fn within_budget(p: &Program, facts: &ProgramFacts, budget: u64) -> Result<(), DataflowError> {
     for &r in &facts.callgraph.routines {
         let rf = &facts.routines[&r];
         let cost = routine_cost(rf);
@@ -151,13 +167,21 @@ pub fn analyze_within<'p>(
             });
         }
     }
-    let activity = analyze_activity(&facts, &config.activity, config.solver)?;
-    let tbr = config
-        .tbr
-        .then(|| analyze_tbr(&facts, &activity, config.solver));
-    Ok(Analysis {
-        facts,
-        activity,
-        tbr,
-    })
+    Ok(())
+}
+
+/// What deciding argument checkpoints needs of a whole program
+/// ([`tbr::analyze_overwrites`]), within [`DEFAULT_BUDGET`] and under the
+/// same conditions as [`analyze_with_black_boxes`] with TBR: it fails
+/// exactly when that would, and its sets are the same as that analysis's
+/// [`RoutineTbr::may_write`] and [`RoutineTbr::overwritten_after`].
+pub fn analyze_overwrites<'p>(
+    p: &'p Program,
+    solver: Solver,
+    pessimistic: bool,
+) -> Result<(ProgramFacts<'p>, SecondaryMap<Routine, Overwrites>), DataflowError> {
+    let facts = ProgramFacts::with_black_boxes(p, pessimistic);
+    within_budget(p, &facts, DEFAULT_BUDGET)?;
+    let overwrites = tbr::analyze_overwrites(&facts, solver);
+    Ok((facts, overwrites))
 }

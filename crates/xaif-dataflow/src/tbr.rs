@@ -49,8 +49,8 @@ use xaif_model::{
 use crate::activity::Activity;
 use crate::facts::{read_slots, ProgramFacts};
 use crate::framework::{
-    bottom_up, summarize, top_down, Contribution, Direction, Propagation, RoutineSummary, Solver,
-    Summaries,
+    bottom_up, summarize, top_down, Contribution, Direction, Propagation, Record, RoutineSummary,
+    Solver, Summaries,
 };
 use crate::loc::{for_each_ref_in_expr, for_each_subscript_ref, Universe};
 use crate::LocSet;
@@ -713,6 +713,92 @@ fn lhs_symbol_name(p: &xaif_model::Program, g: &xaif_model::RefGraph) -> String 
         .to_string()
 }
 
+/// May-write (`Collect::Writes`) or may-read summaries of every routine,
+/// bottom up.
+fn union(
+    facts: &ProgramFacts,
+    solver: Solver,
+    collect: Collect,
+) -> FxHashMap<RoutineId, RoutineSummary<LocSet>> {
+    bottom_up(&facts.callgraph, |r, table| {
+        let prob = UnionProblem {
+            facts,
+            routine: r,
+            table,
+            collect,
+        };
+        summarize(&prob, &facts.flows[&r], solver)
+    })
+}
+
+/// What may be written after each statement and routine until the adjoint
+/// sweep starts, over all calling contexts (top down, backward), from the
+/// may-write summaries `writes`.
+fn written_later(
+    facts: &ProgramFacts,
+    solver: Solver,
+    writes: &FxHashMap<RoutineId, RoutineSummary<LocSet>>,
+) -> FxHashMap<RoutineId, (LocSet, Record<LocSet>)> {
+    let contribute_bwd = |_: &UnionProblem, r: RoutineId, s: StmtId, fact: &LocSet| {
+        let call = facts.effect(r, s).call.as_ref()?;
+        Some(Contribution {
+            callee: call.callee,
+            fact: call.to_callee(fact),
+        })
+    };
+    top_down(
+        &facts.callgraph,
+        &facts.flows,
+        solver,
+        writes,
+        FxHashMap::default(),
+        |r| UnionProblem {
+            facts,
+            routine: r,
+            table: writes,
+            collect: Collect::Writes,
+        },
+        contribute_bwd,
+    )
+}
+
+/// The two sets of [`RoutineTbr`] a routine's argument checkpoint depends
+/// on, alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Overwrites {
+    /// [`RoutineTbr::may_write`].
+    pub may_write: LocSet,
+    /// [`RoutineTbr::overwritten_after`].
+    pub overwritten_after: LocSet,
+}
+
+/// [`RoutineTbr::may_write`] and [`RoutineTbr::overwritten_after`] of
+/// every analysed routine, the same sets [`analyze_tbr`] gives, without
+/// the requirement analysis, the per-statement results and the activity
+/// they need: what deciding argument checkpoints asks of a whole program,
+/// in a fraction of the time and memory.
+pub fn analyze_overwrites(
+    facts: &ProgramFacts,
+    solver: Solver,
+) -> SecondaryMap<Routine, Overwrites> {
+    let writes = union(facts, solver, Collect::Writes);
+    let later = written_later(facts, solver, &writes);
+    let mut out = SecondaryMap::default();
+    for &r in &facts.callgraph.routines {
+        out.insert(
+            r,
+            Overwrites {
+                may_write: writes
+                    .get(&r)
+                    .and_then(|x| x.summary.clone())
+                    .unwrap_or_default(),
+                overwritten_after: later[&r].0.clone(),
+            },
+        );
+    }
+    out
+}
+
 /// Runs TBR analysis on top of `act`.
 pub fn analyze_tbr(facts: &ProgramFacts, act: &Activity, solver: Solver) -> Tbr {
     let cg = &facts.callgraph;
@@ -752,40 +838,9 @@ pub fn analyze_tbr(facts: &ProgramFacts, act: &Activity, solver: Solver) -> Tbr 
         },
         contribute_fwd,
     );
-    let union = |collect: Collect| {
-        bottom_up(cg, |r, table| {
-            let prob = UnionProblem {
-                facts,
-                routine: r,
-                table,
-                collect,
-            };
-            summarize(&prob, &facts.flows[&r], solver)
-        })
-    };
-    let writes = union(Collect::Writes);
-    let reads = union(Collect::Reads);
-    let contribute_bwd = |_: &UnionProblem, r: RoutineId, s: StmtId, fact: &LocSet| {
-        let call = facts.effect(r, s).call.as_ref()?;
-        Some(Contribution {
-            callee: call.callee,
-            fact: call.to_callee(fact),
-        })
-    };
-    let later = top_down(
-        cg,
-        &facts.flows,
-        solver,
-        &writes,
-        FxHashMap::default(),
-        |r| UnionProblem {
-            facts,
-            routine: r,
-            table: &writes,
-            collect: Collect::Writes,
-        },
-        contribute_bwd,
-    );
+    let writes = union(facts, solver, Collect::Writes);
+    let reads = union(facts, solver, Collect::Reads);
+    let later = written_later(facts, solver, &writes);
 
     let mut out = Tbr::default();
     for &r in &cg.routines {

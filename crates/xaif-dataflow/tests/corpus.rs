@@ -170,3 +170,64 @@ fn corpus_activity_agrees_with_the_front_end_or_is_explained() {
     assert!(analysed > 100, "only {analysed} corpus inputs analysed");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The checkpoint decisions' lean analysis gives exactly the routine sets
+/// of the whole TBR analysis, and fails where it fails.
+#[test]
+fn corpus_overwrites_are_the_tbr_routine_sets() {
+    let Some(shared) = xaif_testkit::shared_dir() else {
+        return;
+    };
+    let mut dirs: Vec<_> = std::fs::read_dir(shared.join("corpus/examples"))
+        .expect("corpus examples")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    let (mut compared, mut routines) = (0, 0);
+    let mut failures = Vec::new();
+    for dir in dirs {
+        let file = dir.join("tlmhead_sf.pre.xaif");
+        let Ok((p, sm)) = xaif_model::read_program_file(&file) else {
+            continue;
+        };
+        if xaif_model::validate_program(&p, &sm).is_err() {
+            continue;
+        }
+        let example = dir.file_name().unwrap().to_string_lossy().to_string();
+        for pessimistic in [false, true] {
+            let config = Config {
+                tbr: true,
+                ..Default::default()
+            };
+            let full = xaif_dataflow::analyze_with_black_boxes(&p, &config, pessimistic);
+            let lean = xaif_dataflow::analyze_overwrites(&p, Solver::Auto, pessimistic);
+            let (full, (_, lean)) = match (full, lean) {
+                (Ok(f), Ok(l)) => (f, l),
+                (Err(_), Err(_)) => continue,
+                _ => {
+                    failures.push(format!("{example}: only one analysis failed"));
+                    continue;
+                }
+            };
+            let tbr = full.tbr.expect("TBR asked for");
+            compared += 1;
+            for &r in &full.facts.callgraph.routines {
+                routines += 1;
+                let (Some(t), Some(o)) = (tbr.routine(r), lean.get(r)) else {
+                    failures.push(format!("{example}: routine {r:?} missing"));
+                    continue;
+                };
+                if t.may_write != o.may_write || t.overwritten_after != o.overwritten_after {
+                    failures.push(format!("{example}: routine {r:?} differs"));
+                }
+            }
+            if lean.iter().count() != tbr.routines.iter().count() {
+                failures.push(format!("{example}: different routines analysed"));
+            }
+        }
+    }
+    assert!(compared > 200, "only {compared} analyses compared");
+    assert!(routines > 400, "only {routines} routines compared");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -145,6 +145,11 @@ pub struct FlattenOptions {
 pub struct FlattenError {
     /// The statement id.
     pub statement: String,
+    /// Where the statement starts in its input file (for the caller's
+    /// message: the library does not know the file).
+    pub span: xaif_model::Span,
+    /// The statement's element name.
+    pub element: &'static str,
     /// What went wrong.
     pub source: LinearizeError,
 }
@@ -190,6 +195,8 @@ pub fn flatten(
         let stmt = &ctx.p.stmts[s];
         let err = |source| FlattenError {
             statement: stmt.id().to_string(),
+            span: stmt.attrs.span,
+            element: stmt.kind.element(),
             source,
         };
         match &stmt.kind {

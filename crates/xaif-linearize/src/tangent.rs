@@ -120,12 +120,40 @@ pub enum TransformError {
         /// The cause.
         source: PreaccError,
     },
+    /// A basic block's adjoint could not be built.
+    #[error("routine `{routine}`: {source}")]
+    Block {
+        /// The routine.
+        routine: String,
+        /// The cause.
+        source: crate::adjoint::AdjointError,
+    },
     /// The input is already a transformation result or otherwise unusable.
     #[error("{0}")]
     Input(String),
     /// The sink of a streamed transformation failed (writing its output).
     #[error("{0}")]
     Output(String),
+}
+
+impl TransformError {
+    /// Where the input element the error is about starts, and its element
+    /// name, when the error concerns one statement: the caller, who knows
+    /// the file, turns it into a line and column.
+    pub fn location(&self) -> Option<(xaif_model::Span, &'static str)> {
+        let flatten = match self {
+            TransformError::Flatten { source, .. } => source,
+            TransformError::Block {
+                source: crate::adjoint::AdjointError::Flatten(source),
+                ..
+            } => source,
+            _ => return None,
+        };
+        flatten
+            .span
+            .is_known()
+            .then_some((flatten.span, flatten.element))
+    }
 }
 
 /// The result of a transformation.

@@ -106,12 +106,38 @@ const KNOWN: [&str; 62] = [
 /// follow.
 const OTHER: u8 = u8::MAX;
 
-/// The one-byte code of a known attribute name.
+/// Where a name's code sits in [`KNOWN_TABLE`]: a hash of its length and
+/// three of its bytes, without collisions among [`KNOWN`] (checked when the
+/// table is built at compile time).
+const fn slot(key: &[u8]) -> usize {
+    let n = key.len();
+    if n == 0 {
+        return 0;
+    }
+    (n * 40 + key[0] as usize * 39 + key[n - 1] as usize + key[n / 2] as usize) % 256
+}
+
+/// [`KNOWN`]'s codes by [`slot`], [`OTHER`] where no known name hashes.
+const KNOWN_TABLE: [u8; 256] = {
+    let mut table = [OTHER; 256];
+    let mut i = 0;
+    while i < KNOWN.len() {
+        let s = slot(KNOWN[i].as_bytes());
+        assert!(
+            table[s] == OTHER,
+            "two known attribute names share a slot: change `slot`"
+        );
+        table[s] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// The one-byte code of a known attribute name: one table look-up and one
+/// comparison (names are looked up millions of times on a large input).
 fn known(key: &str) -> Option<u8> {
-    KNOWN
-        .iter()
-        .position(|k| k.len() == key.len() && *k == key)
-        .map(|i| i as u8)
+    let code = KNOWN_TABLE[slot(key.as_bytes())];
+    (code != OTHER && KNOWN[usize::from(code)] == key).then_some(code)
 }
 
 /// The attributes of one element, in document order, plus where it started.
@@ -165,6 +191,20 @@ fn get_len(data: &[u8], at: &mut usize) -> usize {
     }
 }
 
+/// The text of an encoded name or value.
+///
+/// Every byte run this is called on was copied from a `&str` by
+/// [`Attrs::push`] (the only writer of the buffer besides splicing or
+/// removing whole entries, which keeps the runs intact), so it is UTF-8
+/// by construction; checking it again on every read cost a tenth of a
+/// transformation's time in attribute look-ups. Debug builds still check.
+fn utf8(bytes: &[u8]) -> &str {
+    debug_assert!(std::str::from_utf8(bytes).is_ok());
+    // SAFETY: see above; the buffer is private to this module and only
+    // ever holds whole entries made from `&str`s.
+    unsafe { std::str::from_utf8_unchecked(bytes) }
+}
+
 /// Iterates over encoded attributes.
 #[derive(Clone)]
 pub struct AttrIter<'a> {
@@ -186,12 +226,12 @@ impl<'a> AttrIter<'a> {
                 let n = get_len(data, &mut at);
                 let k = &data[at..at + n];
                 at += n;
-                std::str::from_utf8(k).expect("attribute names are UTF-8")
+                utf8(k)
             }
             code => KNOWN[usize::from(code)],
         };
         let n = get_len(data, &mut at);
-        let value = std::str::from_utf8(&data[at..at + n]).expect("attribute values are UTF-8");
+        let value = utf8(&data[at..at + n]);
         at += n;
         Some((Attr { key, value }, start, at))
     }
@@ -247,8 +287,13 @@ impl Attrs {
     /// Appends an attribute without checking for an existing one of that name
     /// (the reader uses this; XML forbids duplicates, which quick-xml reports).
     pub fn push(&mut self, key: &str, value: &str) {
+        self.push_coded(known(key), key, value);
+    }
+
+    /// [`Attrs::push`] with the name's code already looked up.
+    fn push_coded(&mut self, code: Option<u8>, key: &str, value: &str) {
         let data = &mut self.data;
-        match known(key) {
+        match code {
             Some(code) => data.push(code),
             None => {
                 data.push(OTHER);
@@ -260,10 +305,23 @@ impl Attrs {
         data.extend_from_slice(value.as_bytes());
     }
 
-    /// Gives back spare capacity (the reader calls this once an element's
-    /// attributes are complete).
+    /// Gives back spare capacity.
     pub fn shrink(&mut self) {
         self.data.shrink_to_fit();
+    }
+
+    /// Removes every attribute, keeping the buffer's room (the reader
+    /// encodes each element's attributes in one reused buffer).
+    pub(crate) fn clear(&mut self) {
+        self.data.clear();
+    }
+
+    /// A copy at `span` with exactly the room the attributes need.
+    pub(crate) fn copy_exact(&self, span: Span) -> Attrs {
+        Attrs {
+            data: self.data.as_slice().to_vec(),
+            span,
+        }
     }
 
     /// The value of attribute `key`, if present.
@@ -274,8 +332,12 @@ impl Attrs {
     /// Attribute `key` with where it starts and ends in the buffer. Only
     /// names are compared on the way; values are skipped by their length.
     fn find(&self, key: &str) -> Option<(Attr<'_>, usize, usize)> {
+        self.find_coded(known(key), key)
+    }
+
+    /// [`Attrs::find`] with the name's code already looked up.
+    fn find_coded(&self, code: Option<u8>, key: &str) -> Option<(Attr<'_>, usize, usize)> {
         let data = self.data.as_slice();
-        let code = known(key);
         let mut at = 0;
         while at < data.len() {
             let start = at;
@@ -308,13 +370,17 @@ impl Attrs {
     /// appended otherwise.
     pub fn set(&mut self, key: &str, value: impl AsRef<str>) {
         let value = value.as_ref();
-        match self.find(key).map(|(_, start, end)| (start, end)) {
+        let code = known(key);
+        match self
+            .find_coded(code, key)
+            .map(|(_, start, end)| (start, end))
+        {
             Some((start, end)) => {
                 let mut entry = Attrs::new();
-                entry.push(key, value);
+                entry.push_coded(code, key, value);
                 self.data.splice(start..end, entry.data);
             }
-            None => self.push(key, value),
+            None => self.push_coded(code, key, value),
         }
     }
 
@@ -396,6 +462,37 @@ pub fn parse_bool(text: &str) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_known_name_has_its_code_and_no_other_name_has_one() {
+        for (i, k) in KNOWN.iter().enumerate() {
+            assert_eq!(known(k), Some(i as u8), "{k}");
+            // The same length and the same hashed bytes, another name.
+            let mut other = k.as_bytes().to_vec();
+            let last = other.len() - 1;
+            if last > 0 && last != other.len() / 2 {
+                other[last - 1] ^= 0x20;
+                let other = String::from_utf8(other).unwrap();
+                if !KNOWN.contains(&other.as_str()) {
+                    assert_eq!(known(&other), None, "{other}");
+                }
+            }
+        }
+        for k in [
+            "",
+            "x",
+            "vertex_iD",
+            "vertex_id ",
+            "xsi:schemaLocatioN",
+            "é",
+        ] {
+            assert_eq!(known(k), None, "{k}");
+        }
+        // Unknown names round-trip through the encoding.
+        let a = Attrs::from_pairs([("vertex_iD", "1"), ("vertex_id", "2")]);
+        assert_eq!(a.get("vertex_iD"), Some("1"));
+        assert_eq!(a.get("vertex_id"), Some("2"));
+    }
 
     #[test]
     fn set_keeps_position_and_appends_new_keys() {

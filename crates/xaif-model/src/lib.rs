@@ -35,7 +35,8 @@ pub use index::{
 };
 pub use model::*;
 pub use reader::{
-    read_bytes, read_file, read_program_file, read_program_str, read_str, Document, Parsed,
+    read_bytes, read_file, read_program_file, read_program_str, read_str, source_map, Document,
+    Parsed,
 };
 pub use source::SourceMap;
 pub use validate::{

@@ -85,6 +85,16 @@ pub fn read_bytes(bytes: &[u8], file: Option<&str>) -> Result<Parsed, ModelError
     Ok(Parsed { document, source })
 }
 
+/// The source map [`read_bytes`] builds for `bytes` (after decoding them),
+/// for locating a span on an error path without keeping the map of every
+/// input while it is transformed.
+pub fn source_map(bytes: &[u8], file: Option<&str>) -> SourceMap {
+    match decode(bytes, file) {
+        Ok(text) => SourceMap::new(file, &text),
+        Err(_) => SourceMap::new(file, bytes),
+    }
+}
+
 /// The input as UTF-8 bytes: UTF-8 and ASCII as they are, UTF-16 (with a
 /// byte order mark, as XML requires) and ISO-8859-1 transcoded. Any other
 /// declared encoding is an error naming it.
@@ -195,6 +205,15 @@ fn is_xml_name(name: &str) -> bool {
             | '\u{3001}'..='\u{D7FF}' | '\u{F900}'..='\u{FDCF}' | '\u{FDF0}'..='\u{FFFD}'
             | '\u{10000}'..='\u{EFFFF}')
     }
+    // Attribute and element names are ASCII in practice: a byte check.
+    if name.is_ascii() {
+        let ascii_start = |b: u8| b == b':' || b == b'_' || b.is_ascii_alphabetic();
+        let bytes = name.as_bytes();
+        return bytes.first().is_some_and(|&b| ascii_start(b))
+            && bytes
+                .iter()
+                .all(|&b| ascii_start(b) || b == b'-' || b == b'.' || b.is_ascii_digit());
+    }
     let mut chars = name.chars();
     chars.next().is_some_and(start)
         && chars.all(|c| {
@@ -226,10 +245,11 @@ fn check_characters(text: &[u8], source: &SourceMap) -> Result<(), ModelErrors> 
     };
     // Only bytes below 0x20 and the lead byte 0xEF (U+FFFE, U+FFFF) can
     // start a forbidden character in valid UTF-8.
+    // Tabs and line ends are the usual bytes below 0x20 and are allowed.
     let bad = text
         .iter()
         .enumerate()
-        .filter(|(_, &b)| b < 0x20 || b == 0xEF)
+        .filter(|(_, &b)| (b < 0x20 && b != b'\n' && b != b'\t' && b != b'\r') || b == 0xEF)
         .find_map(|(i, _)| {
             let c = valid[i..].chars().next()?;
             (!is_xml_char(c)).then_some((i, c))
@@ -368,6 +388,9 @@ struct Parser<'a> {
     source: &'a SourceMap,
     /// Open elements, checked against [`MAX_DEPTH`].
     depth: usize,
+    /// Where an element's attributes are encoded before they are copied
+    /// out with exactly the room they need (one allocation per element).
+    scratch: Attrs,
 }
 
 type R<T> = Result<T, ModelError>;
@@ -383,6 +406,7 @@ impl<'a> Parser<'a> {
             reader,
             source,
             depth: 0,
+            scratch: Attrs::new(),
         }
     }
 
@@ -502,14 +526,15 @@ impl<'a> Parser<'a> {
         Span(end.saturating_sub(len))
     }
 
-    fn tag(&self, ns: Ns, e: &BytesStart<'_>, span: Span, empty: bool) -> R<Tag> {
+    fn tag(&mut self, ns: Ns, e: &BytesStart<'_>, span: Span, empty: bool) -> R<Tag> {
         let qname = std::str::from_utf8(e.name().as_ref())
             .map_err(|_| self.err(span, "", ErrorKind::Xml("element name is not UTF-8".into())))?
             .into();
         let local: CompactString = std::str::from_utf8(e.local_name().as_ref())
             .unwrap_or_default()
             .into();
-        let mut attrs = Attrs::with_capacity(span, 48);
+        let mut attrs = std::mem::take(&mut self.scratch);
+        attrs.clear();
         for attr in e.attributes() {
             let attr =
                 attr.map_err(|err| self.err(span, &local, ErrorKind::Xml(err.to_string())))?;
@@ -539,7 +564,9 @@ impl<'a> Parser<'a> {
             }
             attrs.push(key, &value);
         }
-        attrs.shrink();
+        let exact = attrs.copy_exact(span);
+        self.scratch = attrs;
+        let attrs = exact;
         Ok(Tag {
             ns,
             local,
@@ -850,6 +877,7 @@ impl<'a> Parser<'a> {
                     let s = self.statement(child, &tag)?;
                     stmts.push(p.stmts.alloc(s));
                 }
+                stmts.shrink_to_fit();
                 VertexKind::BasicBlock(stmts)
             }
             "Branch" | "If" | "PreLoop" | "PostLoop" => {
@@ -917,6 +945,7 @@ impl<'a> Parser<'a> {
                     }
                     args.push(self.call_arg(child)?);
                 }
+                args.shrink_to_fit();
                 Ok(Stmt {
                     attrs: tag.attrs,
                     kind: StmtKind::SubroutineCall(args),
@@ -1117,6 +1146,7 @@ impl<'a> Parser<'a> {
                         }
                         properties.push(self.leaf(prop)?);
                     }
+                    properties.shrink_to_fit();
                     g.vertices.push(RefVertex {
                         attrs: child.attrs,
                         kind: RefVertexKind::Symbol { properties },
@@ -1151,6 +1181,7 @@ impl<'a> Parser<'a> {
                         triplet.attrs = t.attrs;
                         triplets.push(triplet);
                     }
+                    triplets.shrink_to_fit();
                     g.vertices.push(RefVertex {
                         attrs: child.attrs,
                         kind: RefVertexKind::ArrayElement { triplets },
@@ -1160,6 +1191,8 @@ impl<'a> Parser<'a> {
                 _ => return Err(self.unknown(&child, tag)),
             }
         }
+        g.vertices.shrink_to_fit();
+        g.edges.shrink_to_fit();
         Ok(g)
     }
 
@@ -1199,6 +1232,7 @@ impl<'a> Parser<'a> {
                         }
                         args.push(self.var_ref(a)?);
                     }
+                    args.shrink_to_fit();
                     ExprVertexKind::FunctionCall(args)
                 }
                 (_, "ArgumentReference") => {
@@ -1217,8 +1251,11 @@ impl<'a> Parser<'a> {
             });
         }
         if !canonical {
+            layout.shrink_to_fit();
             e.layout = Some(layout);
         }
+        e.vertices.shrink_to_fit();
+        e.edges.shrink_to_fit();
         e.attrs = tag.attrs;
         Ok(e)
     }
@@ -1291,5 +1328,41 @@ impl<'a> Parser<'a> {
         }
         cat.attrs = root.attrs;
         Ok(cat)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_names_ascii_and_not() {
+        for ok in [
+            "a",
+            "vertex_id",
+            "xsi:schemaLocation",
+            "_x",
+            ":a",
+            "a-b.c9",
+            "é",
+            "aé·",
+            "Ab_1",
+        ] {
+            assert!(is_xml_name(ok), "{ok}");
+        }
+        for bad in [
+            "", "1a", "-a", ".a", "a b", "a=b", "a\"", "·a", "a\u{7f}", "a/",
+        ] {
+            assert!(!is_xml_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn forbidden_bytes_are_found_after_allowed_control_characters() {
+        let source = SourceMap::new(None, b"");
+        assert!(check_characters(b"<a>\n\t\r x</a>", &source).is_ok());
+        assert!(check_characters("<a>\u{FEFF}</a>".as_bytes(), &source).is_ok());
+        assert!(check_characters(b"<a>\n\x01</a>", &source).is_err());
+        assert!(check_characters("<a>\n\u{FFFE}</a>".as_bytes(), &source).is_err());
     }
 }

@@ -35,6 +35,17 @@ pub struct Allocator;
 /// (the fifth option in both its v2 and v3 headers).
 const MI_OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
 
+/// `mi_option_purge_delay` (the sixteenth option in both headers).
+const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+
+/// How long freed memory stays committed before mimalloc gives it back,
+/// in milliseconds: v2's default. v3 (the one linked) waits 1000 ms, so a
+/// transformation kept the input file's buffer and each phase's freed
+/// memory resident through the next phase (57 MB instead of 46 MB peak
+/// for the 10^4-statement tangent, 375 MB instead of 354 MB for the 10^5
+/// adjoint), for no measurable CPU time.
+const PURGE_DELAY_MS: std::ffi::c_long = 10;
+
 extern "C" {
     /// mimalloc's option setter (`mimalloc.h`).
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
@@ -58,10 +69,14 @@ fn decide() -> u8 {
     if c == MIMALLOC {
         // Arenas committed as they are used: committed eagerly (mimalloc's
         // default where the system overcommits), the first arena counts in
-        // the resident set at once.
-        // SAFETY: stores the value into mimalloc's static option table
+        // the resident set at once. Freed memory given back soon
+        // ([`PURGE_DELAY_MS`]).
+        // SAFETY: stores the values into mimalloc's static option table
         // before mimalloc's first allocation; no other state.
-        unsafe { mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0) };
+        unsafe {
+            mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
+            mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
+        }
     }
     match CHOICE.compare_exchange(UNDECIDED, c, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => c,

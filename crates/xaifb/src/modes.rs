@@ -311,7 +311,9 @@ where
     F: Fn(&Program) -> Result<Program, String> + Sync,
 {
     if args.is_batch() {
-        return crate::transform::batch(args, None, verb, run);
+        return crate::transform::batch(args, None, verb, |p| {
+            run(p).map_err(crate::transform::Failure::from)
+        });
     }
     let program = match args.input(None) {
         Ok(p) => p,

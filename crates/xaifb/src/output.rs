@@ -180,6 +180,18 @@ impl Outputs {
         dest: &Path,
         fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
     ) -> Result<()> {
+        self.add_with_file(dest, |w, _| fill(w))
+    }
+
+    /// [`Outputs::add_with`], where `fill` also gets the temporary file
+    /// itself when there is one, for positional writes (`write_at`) after
+    /// flushing the writer; it leaves the file's cursor at the end of what
+    /// it wrote. Destinations that are not regular files get `None`.
+    pub fn add_with_file(
+        &mut self,
+        dest: &Path,
+        fill: impl FnOnce(&mut dyn Write, Option<&std::fs::File>) -> std::io::Result<()>,
+    ) -> Result<()> {
         refuse_input(dest)?;
         if !self.dests.insert(normalize(dest)) {
             return Err(Refused(format!(
@@ -194,7 +206,8 @@ impl Outputs {
             }
             if !meta.is_file() {
                 let mut bytes = Vec::new();
-                fill(&mut bytes).with_context(|| format!("cannot write {}", dest.display()))?;
+                fill(&mut bytes, None)
+                    .with_context(|| format!("cannot write {}", dest.display()))?;
                 self.staged.push(Staged::Direct {
                     bytes,
                     dest: dest.to_path_buf(),
@@ -244,8 +257,9 @@ impl Outputs {
         };
         if let Staged::Temporary { tmp: Some(tmp), .. } = &mut staged {
             let path = tmp.path().to_path_buf();
-            let mut w = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
-            fill(&mut w)
+            let file: &std::fs::File = tmp.as_file();
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+            fill(&mut w, Some(file))
                 .and_then(|()| w.flush())
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }

@@ -188,27 +188,42 @@ impl Spill {
 
     /// Writes the whole document: `out`'s header (marked as output and
     /// shortened as the whole model would be), the spilled routines, the
-    /// edges after the last routine and the closing tag.
-    pub fn write_document(mut self, out: &Program, w: &mut dyn Write) -> std::io::Result<()> {
+    /// edges after the last routine and the closing tag. With `file` (the
+    /// file `w` writes to, cursor at its end), the routines are copied into
+    /// it by two threads with positional writes.
+    pub fn write_document(
+        mut self,
+        out: &Program,
+        w: &mut dyn Write,
+        file: Option<&File>,
+    ) -> std::io::Result<()> {
         self.edges(out)?;
         if self.cursor != out.items.len() {
             return Err(std::io::Error::other(
                 "a routine of the call graph was not transformed",
             ));
         }
-        let mut file = self.stop()?;
-        file.rewind()?;
+        let mut spill = self.stop()?;
         xaif_model::write_header_to(out, w)?;
-        let mut buffer = vec![0u8; COPY_CHUNK];
-        let mut copied: u64 = 0;
-        loop {
-            let n = read_full(&mut file, &mut buffer)?;
-            if n == 0 {
-                break;
+        match file {
+            Some(file) => {
+                w.flush()?;
+                copy_at(&spill, file)?;
             }
-            w.write_all(&buffer[..n])?;
-            release_range(&file, copied, n as u64);
-            copied += n as u64;
+            None => {
+                spill.rewind()?;
+                let mut buffer = vec![0u8; COPY_CHUNK];
+                let mut copied: u64 = 0;
+                loop {
+                    let n = read_full(&mut spill, &mut buffer)?;
+                    if n == 0 {
+                        break;
+                    }
+                    w.write_all(&buffer[..n])?;
+                    release_range(&spill, copied, n as u64);
+                    copied += n as u64;
+                }
+            }
         }
         xaif_model::write_footer_to(w)
     }
@@ -217,6 +232,99 @@ impl Spill {
 /// Bytes copied from the spill to the output at a time; each chunk's pages
 /// are given back to the system once it is copied.
 const COPY_CHUNK: usize = 4 << 20;
+
+/// Spills at least this long are copied by two threads.
+const PARALLEL_COPY: u64 = 2 * COPY_CHUNK as u64;
+
+/// Appends the whole spill to `dest` at its cursor, and moves the cursor
+/// past it. Copying into the page cache is most of the time of writing a
+/// large output; two threads each copy half of the chunks, at their final
+/// offsets.
+fn copy_at(spill: &File, mut dest: &File) -> std::io::Result<()> {
+    use std::io::SeekFrom;
+    let base = dest.stream_position()?;
+    let len = spill.metadata()?.len();
+    let chunks = len.div_ceil(COPY_CHUNK as u64);
+    let copy_chunks = |first: u64, step: u64| -> std::io::Result<()> {
+        let mut buffer = vec![0u8; COPY_CHUNK];
+        let mut k = first;
+        while k < chunks {
+            let at = k * COPY_CHUNK as u64;
+            let n = (len - at).min(COPY_CHUNK as u64) as usize;
+            read_exact_at(spill, &mut buffer[..n], at)?;
+            write_all_at(dest, &buffer[..n], base + at)?;
+            release_range(spill, at, n as u64);
+            k += step;
+        }
+        Ok(())
+    };
+    if len >= PARALLEL_COPY {
+        std::thread::scope(|scope| {
+            let other = std::thread::Builder::new()
+                .name("xaifb-copy".into())
+                .spawn_scoped(scope, || copy_chunks(1, 2));
+            match other {
+                Ok(other) => {
+                    let mine = copy_chunks(0, 2);
+                    let theirs = other
+                        .join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("the copy failed")));
+                    mine.and(theirs)
+                }
+                // No thread: one copies everything.
+                Err(_) => copy_chunks(0, 1),
+            }
+        })?;
+    } else {
+        copy_chunks(0, 1)?;
+    }
+    dest.seek(SeekFrom::Start(base + len))?;
+    Ok(())
+}
+
+/// Fills `buffer` from `file` at `offset`.
+fn read_exact_at(file: &File, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buffer, offset)
+    }
+    #[cfg(windows)]
+    {
+        let mut done = 0;
+        while done < buffer.len() {
+            let n = std::os::windows::fs::FileExt::seek_read(
+                file,
+                &mut buffer[done..],
+                offset + done as u64,
+            )?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+/// Writes all of `bytes` to `file` at `offset`.
+fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+    }
+    #[cfg(windows)]
+    {
+        let mut done = 0;
+        while done < bytes.len() {
+            done += std::os::windows::fs::FileExt::seek_write(
+                file,
+                &bytes[done..],
+                offset + done as u64,
+            )?;
+        }
+        Ok(())
+    }
+}
 
 /// Reads until `buffer` is full or the file ends.
 fn read_full(file: &mut File, buffer: &mut [u8]) -> std::io::Result<usize> {

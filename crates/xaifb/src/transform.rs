@@ -368,13 +368,13 @@ impl TransformArgs {
         }
         match self.output.as_ref().filter(|p| p.as_os_str() != "-") {
             Some(path) => {
-                outputs.add_with(path, |w| spill.write_document(&p, w))?;
+                outputs.add_with_file(path, |w, file| spill.write_document(&p, w, file))?;
                 outputs.commit()?;
             }
             None => {
                 outputs.commit()?;
                 let mut out = std::io::BufWriter::with_capacity(1 << 16, crate::console::Stdout);
-                spill.write_document(&p, &mut out)?;
+                spill.write_document(&p, &mut out, None)?;
                 std::io::Write::flush(&mut out)?;
             }
         }
@@ -438,6 +438,51 @@ fn write_dots(
     Ok(())
 }
 
+/// Why one input's transformation failed: its message and, when it is
+/// about one statement of the input, where that statement starts and its
+/// element name.
+pub(crate) struct Failure {
+    message: String,
+    at: Option<(xaif_model::Span, &'static str)>,
+}
+
+impl From<xaif_linearize::TransformError> for Failure {
+    fn from(e: xaif_linearize::TransformError) -> Self {
+        Failure {
+            at: e.location(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure { message, at: None }
+    }
+}
+
+impl Failure {
+    /// `input: message`, or `input:line:column: element E: message` when
+    /// the statement is known: the input is read again to find its line
+    /// (only on this error path; standard input cannot be, and gets no
+    /// line).
+    pub(crate) fn render(&self, input: &Path) -> String {
+        let located = self.at.and_then(|(span, element)| {
+            if input.as_os_str() == "-" {
+                return None;
+            }
+            let bytes = std::fs::read(input).ok()?;
+            let name = input.display().to_string();
+            let (line, column) = xaif_model::source_map(&bytes, Some(&name)).locate(span);
+            (line > 0).then(|| format!("{name}:{line}:{column}: element {element}: "))
+        });
+        match located {
+            Some(prefix) => format!("{prefix}{}", self.message),
+            None => format!("{}: {}", input.display(), self.message),
+        }
+    }
+}
+
 /// Transforms every input of a batch call with `transform` on worker
 /// threads; outputs go to the `-o` directory under the inputs' relative
 /// paths. Per-file reports (statistics, Graphviz, debug output) belong to
@@ -449,7 +494,7 @@ pub(crate) fn batch<F>(
     transform: F,
 ) -> Result<ExitCode>
 where
-    F: Fn(&Program) -> Result<Program, String> + Sync,
+    F: Fn(&Program) -> Result<Program, Failure> + Sync,
 {
     if common.stats_json.is_some()
         || common.dot.is_some()
@@ -477,7 +522,7 @@ where
     });
     let outcomes = crate::batch::run(&inputs, jobs, |input, rel| {
         let program = common.read_input(input, catalogue)?;
-        let result = transform(&program).map_err(|e| format!("{}: {e}", input.display()))?;
+        let result = transform(&program).map_err(|e| e.render(input))?;
         let dest = out_dir.join(rel);
         common
             .write_to(result, &dest)
@@ -507,7 +552,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
         return batch(&args, Some(catalogue.as_ref()), "tangent", |p| {
             xaif_linearize::tangent(p, catalogue.as_ref(), noninlinable.as_ref(), &options)
                 .map(|r| r.program)
-                .map_err(|e| e.to_string())
+                .map_err(Failure::from)
         });
     }
     ONE_FILE.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -533,7 +578,7 @@ pub fn tangent(args: TransformArgs) -> Result<ExitCode> {
     };
     let result = match result {
         Ok(r) => r,
-        Err(e) => return fail(format!("{}: {e}", args.single_input().display())),
+        Err(e) => return fail(Failure::from(e).render(&args.single_input())),
     };
     let (mut outputs, mut debug) = (Outputs::new(), String::new());
     if args.debug_mask & 64 != 0 {
@@ -637,7 +682,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
         return batch(common, Some(catalogue.as_ref()), "adjoint", |p| {
             xaif_cfrev::adjoint(p, catalogue.as_ref(), noninlinable.as_ref(), &options)
                 .map(|r| r.transformed.program)
-                .map_err(|e| e.to_string())
+                .map_err(Failure::from)
         });
     }
     ONE_FILE.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -663,7 +708,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
     };
     let result = match result {
         Ok(r) => r,
-        Err(e) => return fail(format!("{}: {e}", common.single_input().display())),
+        Err(e) => return fail(Failure::from(e).render(&common.single_input())),
     };
     let (mut outputs, mut debug) = (Outputs::new(), String::new());
     let stats = &result.transformed.stats;

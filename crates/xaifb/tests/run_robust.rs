@@ -1137,3 +1137,46 @@ fn step_budget_in_derivative_outputs_is_located() {
         }
     }
 }
+
+/// A transformation that fails on one statement (an intrinsic applied to
+/// active values that no catalogue knows) names the file, the statement's
+/// line and column, its element and routine, in tangent and adjoint mode,
+/// for one file and in a batch, and leaves no output.
+#[test]
+fn transformation_errors_name_the_statements_line() {
+    let dir = scratch("located");
+    let text = program(&[head(
+        1,
+        1,
+        "",
+        straight(&[copy(&elem("Y", 1), |e| {
+            let x = e.elem("X", 1);
+            e.op("frobnicate_scal", &[x])
+        })]),
+    )]);
+    let file = write(&dir, "unknown.xaif", &text);
+    let at = text.find("frobnicate_scal").unwrap();
+    let start = text[..at].rfind("<xaif:Assignment ").unwrap();
+    let line = text[..start].matches('\n').count() + 1;
+    let column = start - text[..start].rfind('\n').map_or(0, |i| i + 1) + 1;
+    let expected = format!(
+        "{}:{line}:{column}: element Assignment: routine `head`",
+        path(&file)
+    );
+    for mode in ["tangent", "adjoint"] {
+        let out = dir.join(format!("{mode}.xaif"));
+        let o = xaifb(&[mode, path(&file), "-o", path(&out)]);
+        let err = o.refused(1);
+        assert!(
+            err.contains(&expected),
+            "{mode}: {err}\nexpected {expected}"
+        );
+        assert!(err.contains("frobnicate_scal"), "{mode}: {err}");
+        assert!(!out.exists(), "{mode}: output left behind");
+        // A batch names the file the same way.
+        let batch_out = dir.join(format!("{mode}-batch"));
+        let o = xaifb(&[mode, path(&dir), "-o", path(&batch_out)]);
+        let err = o.refused(1);
+        assert!(err.contains(&expected), "{mode} batch: {err}");
+    }
+}
