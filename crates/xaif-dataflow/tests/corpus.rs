@@ -89,19 +89,17 @@ fn spec(dir: &Path, p: &Program) -> ActivitySpec {
     spec
 }
 
-#[test]
-fn corpus_activity_agrees_with_the_front_end_or_is_explained() {
-    let Some(shared) = xaif_testkit::shared_dir() else {
-        return;
-    };
+/// The corpus examples' tangent inputs that pass the gate, in order, with
+/// their names and directories; `None` without the reference material.
+fn corpus_programs() -> Option<Vec<(String, std::path::PathBuf, xaif_model::Program)>> {
+    let shared = xaif_testkit::shared_dir()?;
     let mut dirs: Vec<_> = std::fs::read_dir(shared.join("corpus/examples"))
         .expect("corpus examples")
         .flatten()
         .map(|e| e.path())
         .collect();
     dirs.sort();
-    let mut analysed = 0;
-    let mut failures = Vec::new();
+    let mut programs = Vec::new();
     for dir in dirs {
         let file = dir.join("tlmhead_sf.pre.xaif");
         let Ok((p, sm)) = xaif_model::read_program_file(&file) else {
@@ -111,6 +109,19 @@ fn corpus_activity_agrees_with_the_front_end_or_is_explained() {
             continue;
         }
         let example = dir.file_name().unwrap().to_string_lossy().to_string();
+        programs.push((example, dir, p));
+    }
+    Some(programs)
+}
+
+#[test]
+fn corpus_activity_agrees_with_the_front_end_or_is_explained() {
+    let Some(dirs) = corpus_programs() else {
+        return;
+    };
+    let mut analysed = 0;
+    let mut failures = Vec::new();
+    for (example, dir, p) in dirs {
         let config = Config {
             activity: spec(&dir, &p),
             solver: Solver::Auto,
@@ -175,26 +186,12 @@ fn corpus_activity_agrees_with_the_front_end_or_is_explained() {
 /// of the whole TBR analysis, and fails where it fails.
 #[test]
 fn corpus_overwrites_are_the_tbr_routine_sets() {
-    let Some(shared) = xaif_testkit::shared_dir() else {
+    let Some(dirs) = corpus_programs() else {
         return;
     };
-    let mut dirs: Vec<_> = std::fs::read_dir(shared.join("corpus/examples"))
-        .expect("corpus examples")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    dirs.sort();
     let (mut compared, mut routines) = (0, 0);
     let mut failures = Vec::new();
-    for dir in dirs {
-        let file = dir.join("tlmhead_sf.pre.xaif");
-        let Ok((p, sm)) = xaif_model::read_program_file(&file) else {
-            continue;
-        };
-        if xaif_model::validate_program(&p, &sm).is_err() {
-            continue;
-        }
-        let example = dir.file_name().unwrap().to_string_lossy().to_string();
+    for (example, _, p) in dirs {
         for pessimistic in [false, true] {
             let config = Config {
                 tbr: true,

@@ -2,60 +2,19 @@
 //! of the same shape is the result [`xaif_elim::optimize`] finds for that
 //! graph itself, under every effort and flag, in both modes.
 
+mod common;
+
 use proptest::prelude::*;
 
 use xaif_elim::{
-    optimize, Config, Effort, Label, Lcg, Memo, Optimized, PropagationMode, VarId, VertexId,
-    VertexKind,
+    optimize, Config, Effort, Label, Lcg, Memo, Optimized, PropagationMode, VarId, VertexKind,
 };
 
 use PropagationMode::{Adjoint, Tangent};
 
-fn label() -> impl Strategy<Value = Label> {
-    prop_oneof![
-        3 => Just(Label::Unit),
-        1 => Just(Label::MinusOne),
-        1 => prop::sample::select(vec![2.0, -0.5]).prop_map(Label::Constant),
-        6 => (0..6u32).prop_map(|v| Label::Variable(VarId(v))),
-    ]
-}
-
-/// Random DAGs (vertices in rank order; the first are independents, the
-/// last a dependent).
+/// Random DAGs of up to 9 vertices.
 fn graph(max_edges: usize) -> impl Strategy<Value = Lcg> {
-    (1usize..=3, 1usize..=6)
-        .prop_flat_map(move |(x, others)| {
-            let n = x + others;
-            (
-                Just(x),
-                prop::collection::vec(prop::bool::weighted(0.3), others),
-                prop::collection::vec((0..n, 0..n, label()), 1..=max_edges),
-            )
-        })
-        .prop_map(|(x, dependent, edges)| {
-            let n = x + dependent.len();
-            let mut g = Lcg::new();
-            for r in 0..n {
-                g.add_named_vertex(
-                    if r < x {
-                        VertexKind::Independent
-                    } else if r + 1 == n || dependent[r - x] {
-                        VertexKind::Dependent
-                    } else {
-                        VertexKind::Intermediate
-                    },
-                    format!("a{r}"),
-                );
-            }
-            for (a, b, l) in edges {
-                let (lo, hi) = (a.min(b), a.max(b));
-                if lo != hi && hi >= x {
-                    g.add_edge(VertexId(lo as u32), VertexId(hi as u32), l)
-                        .unwrap();
-                }
-            }
-            g
-        })
+    common::graph(1..=3, 1..=6, 6, max_edges)
 }
 
 /// `lcg` with its variables renamed by `rename` and its vertices named

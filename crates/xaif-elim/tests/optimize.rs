@@ -7,6 +7,8 @@
 //! accumulation plus adjoint propagation plus two per taped factor (and
 //! [`xaif_elim::EXCESS_TAPE`] per factor beyond the reference's tape).
 
+mod common;
+
 use proptest::prelude::*;
 
 use xaif_elim::{
@@ -129,48 +131,10 @@ fn brute_force_vertices(lcg: &Lcg, mode: PropagationMode) -> u64 {
     best
 }
 
-fn label() -> impl Strategy<Value = Label> {
-    prop_oneof![
-        3 => Just(Label::Unit),
-        1 => Just(Label::MinusOne),
-        1 => prop::sample::select(vec![2.0, -0.5]).prop_map(Label::Constant),
-        5 => (0..5u32).prop_map(|v| Label::Variable(VarId(v))),
-    ]
-}
-
 /// Small random DAGs (vertices in rank order; the first are
 /// independents, the last a dependent).
 fn small_graph(max_edges: usize) -> impl Strategy<Value = Lcg> {
-    (1usize..=2, 1usize..=4)
-        .prop_flat_map(move |(x, others)| {
-            let n = x + others;
-            (
-                Just(x),
-                prop::collection::vec(prop::bool::weighted(0.3), others),
-                prop::collection::vec((0..n, 0..n, label()), 1..=max_edges),
-            )
-        })
-        .prop_map(|(x, dependent, edges)| {
-            let n = x + dependent.len();
-            let mut g = Lcg::new();
-            for r in 0..n {
-                g.add_vertex(if r < x {
-                    VertexKind::Independent
-                } else if r + 1 == n || dependent[r - x] {
-                    VertexKind::Dependent
-                } else {
-                    VertexKind::Intermediate
-                });
-            }
-            for (a, b, l) in edges {
-                let (lo, hi) = (a.min(b), a.max(b));
-                if lo != hi && hi >= x {
-                    g.add_edge(VertexId(lo as u32), VertexId(hi as u32), l)
-                        .unwrap();
-                }
-            }
-            g
-        })
+    common::graph(1..=2, 1..=4, 5, max_edges)
 }
 
 proptest! {

@@ -234,18 +234,25 @@ impl<'s> IndexTape<'s> {
                 }
                 temp
             });
-            self.pushes
-                .push(call(t.out, t.names, "push_i_s0", vec![var(&pushed)]));
-            self.integers += 1;
             // Adjoint: pop into a fresh integer and read it instead.
-            let popped = integer_temp(t.out, t.names, t.scope);
-            self.pops
-                .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped)]));
+            let popped = self.push_and_pop(t, &pushed);
             *e = read_temp(&popped);
             self.subscripts.insert(text, e.clone());
         });
         self.seen.insert(key, adj.clone());
         adj
+    }
+
+    /// Pushes the integer `pushed` on the taping side and pops it into a
+    /// fresh integer on the adjoint side, which is returned.
+    fn push_and_pop(&mut self, t: &mut Target<'_>, pushed: &VarRef) -> VarRef {
+        self.pushes
+            .push(call(t.out, t.names, "push_i_s0", vec![var(pushed)]));
+        self.integers += 1;
+        let popped = integer_temp(t.out, t.names, t.scope);
+        self.pops
+            .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped)]));
+        popped
     }
 
     /// Tapes the variables of `e` instead of its value when every variable
@@ -299,12 +306,7 @@ impl<'s> IndexTape<'s> {
             } else {
                 r
             };
-            self.pushes
-                .push(call(t.out, t.names, "push_i_s0", vec![var(&pushed)]));
-            self.integers += 1;
-            let popped = integer_temp(t.out, t.names, t.scope);
-            self.pops
-                .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped)]));
+            let popped = self.push_and_pop(t, &pushed);
             self.variables.insert(s, read_temp(&popped));
         }
         for (k, s) in reads {
