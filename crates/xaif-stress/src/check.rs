@@ -388,6 +388,10 @@ struct Loaded {
 /// independent.
 type Around = (Vec<f64>, Vec<f64>);
 
+/// The tangent's entry (k, i) at x0 moved by a step along independent i
+/// (1-based k and i), when it can be run there.
+type Near<'a> = dyn Fn(&Runs<'_>, usize, usize, f64) -> Option<f64> + 'a;
+
 /// One Jacobian entry against divided differences at one step.
 struct DdEntry {
     /// Whether the one-sided differences agree.
@@ -408,6 +412,24 @@ type RunResult = Result<(Jacobian, bool, Option<Vec<f64>>), String>;
 impl Runs<'_> {
     fn spec(&self) -> HarnessSpec {
         HarnessSpec::generic(self.n, self.m)
+    }
+
+    /// The tangent Jacobian of output `index` at x0 moved by `step` along
+    /// independent `i` (1-based).
+    fn tangent_at(&self, index: usize, i: usize, step: f64) -> Option<Jacobian> {
+        let prog = self.outputs.get(index)?.prog.as_ref().ok()?;
+        let mut spec = self.spec();
+        *spec.x0.get_mut(i.checked_sub(1)?)? += step;
+        let steps = self.checker.limits.step_budget;
+        guarded(|| {
+            let mut h = Harness::new(prog, spec);
+            h.limits.steps = steps;
+            h.limits.time = None;
+            h.run(Mode::Tangent)
+                .map(|o| o.jacobian)
+                .map_err(|e| e.to_string())
+        })
+        .ok()
     }
 
     /// The index in `outputs` of an output's text, read back, gated and
@@ -712,7 +734,11 @@ impl Checker {
         }
         runs.outcome.counts.nonzero_entries = jt.entries.iter().filter(|x| **x != 0.0).count();
         let refine = |i: usize, step: f64| around(i, step).ok();
-        self.compare_dd(&mut runs, &jt, &y0, &plus, &minus, &refine);
+        let tangent_index = runs.load(&tangent_text);
+        let near = |runs: &Runs<'_>, k: usize, i: usize, step: f64| {
+            runs.tangent_at(tangent_index, i, step).map(|j| j.get(k, i))
+        };
+        self.compare_dd(&mut runs, &jt, &y0, &plus, &minus, (&refine, &near));
         if full {
             runs.outcome.outputs.push(("tangent".into(), tangent_text));
         }
@@ -793,7 +819,7 @@ impl Checker {
         y0: &[f64],
         plus: &[Vec<f64>],
         minus: &[Vec<f64>],
-        refine: &dyn Fn(usize, f64) -> Option<Around>,
+        (refine, near): (&dyn Fn(usize, f64) -> Option<Around>, &Near<'_>),
     ) {
         let h = self.limits.h;
         let mut worst: Option<(f64, usize, usize, f64, f64)> = None;
@@ -820,7 +846,7 @@ impl Checker {
                 // the absolute value of an exact zero, and the tangent's
                 // slope +1 is neither side's, 0 or -1).
                 let mut agrees = false;
-                let mut settled = false;
+                let mut settled = None;
                 let mut previous = at_h.central;
                 for (r, step) in [1e-1, 1e-2, 1e-3, 1e-4]
                     .map(|f| f * h)
@@ -845,12 +871,29 @@ impl Checker {
                     let scale = 1.0 + e.central.abs().max(previous.abs());
                     if e.smooth && (e.central - previous).abs() <= self.limits.dd * scale + e.noise
                     {
-                        settled = true;
+                        settled = Some((e.central, step));
                         break;
                     }
                     previous = e.central;
                 }
-                if !agrees && !settled {
+                let Some((settled_at, step)) = settled.filter(|_| !agrees) else {
+                    if !agrees {
+                        runs.outcome.counts.unresolved_entries += 1;
+                    }
+                    continue;
+                };
+                // An isolated point: on both sides, at the last step, the
+                // tangent is the settled difference, so the branch taken
+                // at x0 holds at x0 alone (`mod(2 x, 1.5)` exactly 0 makes
+                // `maxloc` see a tie, and the index it gives is another
+                // than on either side). The tangent of the branch taken
+                // is what AD computes there; nothing is claimed.
+                let tol = |a: f64, b: f64| self.limits.dd * (1.0 + a.abs().max(b.abs()));
+                let isolated = [step, -step].iter().all(|&d| {
+                    near(runs, k, i, d)
+                        .is_some_and(|t2| (t2 - settled_at).abs() <= tol(t2, settled_at))
+                });
+                if isolated {
                     runs.outcome.counts.unresolved_entries += 1;
                     continue;
                 }
@@ -981,6 +1024,15 @@ mod tests {
     /// The divided-difference check on `f` at x0 = 0.5 with tangent `t`:
     /// the findings and the unresolved entries.
     fn dd(f: &dyn Fn(f64) -> f64, t: f64) -> (usize, usize) {
+        dd_near(f, t, None)
+    }
+
+    /// [`dd`] with the tangent at points near x0 given by `tangent_near`.
+    fn dd_near(
+        f: &dyn Fn(f64) -> f64,
+        t: f64,
+        tangent_near: Option<&dyn Fn(f64) -> f64>,
+    ) -> (usize, usize) {
         let checker = Checker::builtin();
         let mut runs = Runs {
             checker: &checker,
@@ -995,13 +1047,14 @@ mod tests {
         let mut jt = Jacobian::zeros(1, 1);
         jt.set(1, 1, t);
         let refine = |_: usize, s: f64| Some((vec![f(x0 + s)], vec![f(x0 - s)]));
+        let near = |_: &Runs<'_>, _: usize, _: usize, s: f64| tangent_near.map(|t| t(x0 + s));
         checker.compare_dd(
             &mut runs,
             &jt,
             &[f(x0)],
             &[vec![f(x0 + h)]],
             &[vec![f(x0 - h)]],
-            &refine,
+            (&refine, &near),
         );
         (
             runs.outcome.findings.len(),
@@ -1050,5 +1103,22 @@ mod tests {
         let f = |x: f64| (1e12 * x).sin();
         assert_eq!(dd(&f, 1e12 * 5e11f64.cos()), (0, 1));
         assert_eq!(dd(&f, 1.0).0, 0);
+    }
+
+    #[test]
+    fn a_branch_taken_at_the_point_alone_claims_nothing() {
+        // Constant near 0.5, with slope -0.75 at 0.5 alone (the branch of
+        // a tie taken there): the tangent -0.75 is not a finding when the
+        // tangent beside the point is the difference, 0.
+        let f = |_: f64| 1.0;
+        assert_eq!(dd(&f, -0.75), (1, 0));
+        assert_eq!(dd_near(&f, -0.75, Some(&|_| 0.0)), (0, 1));
+        // A tangent wrong beside the point as well is still a finding.
+        assert_eq!(dd_near(&f, -0.75, Some(&|_| -0.75)), (1, 0));
+        let cube = |x: f64| x * x * x;
+        assert_eq!(
+            dd_near(&cube, 0.7501, Some(&|x: f64| 3.0 * x * x + 1e-4)),
+            (1, 0)
+        );
     }
 }

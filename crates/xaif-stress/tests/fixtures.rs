@@ -122,3 +122,12 @@ fn kinks_meeting_at_the_point_claim_nothing() {
 fn subscripts_with_integer_arrays_tape_their_values() {
     check("integer_array_in_subscript.xaif");
 }
+
+#[test]
+fn a_branch_taken_at_the_point_alone_claims_nothing() {
+    // Not an engine class: `mod(2 x(3), 1.5)` is exactly 0 at the point,
+    // so `maxloc` sees a tie and the loop leaves another index than on
+    // either side; the tangent is that branch's (-0.75), the differences
+    // see the neighbours' (0), and the tangent beside the point is 0 too.
+    check("branch_at_the_point_alone.xaif");
+}
