@@ -74,16 +74,11 @@ impl Memo {
         }
     }
 
-    /// [`optimize`](crate::optimize()) of `lcg` under `config`, reusing the result of a graph
-    /// of the same shape found earlier under the same configuration.
-    /// Another configuration than the memo's is optimized without it.
-    pub fn optimize(
-        &self,
-        lcg: &Lcg,
-        config: &Config,
-        mode: PropagationMode,
-    ) -> Result<Optimized, ElimError> {
-        self.optimize_against(lcg, None, config, mode)
+    /// [`optimize`](crate::optimize()) of `lcg` under the memo's
+    /// configuration, reusing the result of a graph of the same shape
+    /// found earlier.
+    pub fn optimize(&self, lcg: &Lcg, mode: PropagationMode) -> Result<Optimized, ElimError> {
+        self.optimize_against(lcg, None, mode)
     }
 
     /// [`optimize_against`] of `lcg` and the reference engine's graph of
@@ -93,11 +88,10 @@ impl Memo {
         &self,
         lcg: &Lcg,
         reference: Option<&Lcg>,
-        config: &Config,
         mode: PropagationMode,
     ) -> Result<Optimized, ElimError> {
-        if *config != self.config
-            || lcg.edges().len() > MEMO_MAX_EDGES
+        let config = &self.config;
+        if lcg.edges().len() > MEMO_MAX_EDGES
             || reference.is_some_and(|r| r.edges().len() > MEMO_MAX_EDGES)
         {
             return optimize_against(lcg, reference, config, mode);

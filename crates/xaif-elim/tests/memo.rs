@@ -67,12 +67,12 @@ proptest! {
         let other = renamed(&lcg, |v| offset + stride * v);
         for mode in [Tangent, Adjoint] {
             let memo = Memo::new(&c);
-            let Ok(first) = memo.optimize(&lcg, &c, mode) else {
+            let Ok(first) = memo.optimize(&lcg, mode) else {
                 continue;
             };
             prop_assert_eq!(timeless(first), timeless(optimize(&lcg, &c, mode).unwrap()));
             let kept = memo.len();
-            let reused = memo.optimize(&other, &c, mode).unwrap();
+            let reused = memo.optimize(&other, mode).unwrap();
             prop_assert_eq!(memo.len(), kept, "the second graph has the first one's shape");
             prop_assert_eq!(timeless(reused), timeless(optimize(&other, &c, mode).unwrap()));
         }
@@ -96,28 +96,17 @@ fn two_inputs(v: [u32; 2], c: f64) -> Lcg {
 fn shapes_are_told_apart_by_labels_order_and_mode() {
     let c = Config::default();
     let memo = Memo::new(&c);
-    memo.optimize(&two_inputs([3, 7], 2.0), &c, Tangent)
-        .unwrap();
+    memo.optimize(&two_inputs([3, 7], 2.0), Tangent).unwrap();
     assert_eq!(memo.len(), 1);
     // Same shape: variables renamed in the same order.
-    memo.optimize(&two_inputs([10, 40], 2.0), &c, Tangent)
-        .unwrap();
+    memo.optimize(&two_inputs([10, 40], 2.0), Tangent).unwrap();
     assert_eq!(memo.len(), 1);
     // The variables in the other order, equal variables, another
     // constant, the other mode: other shapes.
-    memo.optimize(&two_inputs([7, 3], 2.0), &c, Tangent)
-        .unwrap();
-    memo.optimize(&two_inputs([5, 5], 2.0), &c, Tangent)
-        .unwrap();
-    memo.optimize(&two_inputs([3, 7], 3.0), &c, Tangent)
-        .unwrap();
-    memo.optimize(&two_inputs([3, 7], 2.0), &c, Adjoint)
-        .unwrap();
-    assert_eq!(memo.len(), 5);
-    // Another configuration is not kept.
-    let fast = config(Effort::Fast, false, false);
-    memo.optimize(&two_inputs([3, 7], 2.0), &fast, Tangent)
-        .unwrap();
+    memo.optimize(&two_inputs([7, 3], 2.0), Tangent).unwrap();
+    memo.optimize(&two_inputs([5, 5], 2.0), Tangent).unwrap();
+    memo.optimize(&two_inputs([3, 7], 3.0), Tangent).unwrap();
+    memo.optimize(&two_inputs([3, 7], 2.0), Adjoint).unwrap();
     assert_eq!(memo.len(), 5);
 }
 
@@ -125,8 +114,7 @@ fn shapes_are_told_apart_by_labels_order_and_mode() {
 fn reused_results_carry_the_new_graphs_names_and_variables() {
     let c = Config::default();
     let memo = Memo::new(&c);
-    memo.optimize(&two_inputs([3, 7], 2.0), &c, Tangent)
-        .unwrap();
+    memo.optimize(&two_inputs([3, 7], 2.0), Tangent).unwrap();
     let mut g = Lcg::new();
     let x0 = g.add_named_vertex(VertexKind::Independent, "p");
     let x1 = g.add_named_vertex(VertexKind::Independent, "q");
@@ -135,7 +123,7 @@ fn reused_results_carry_the_new_graphs_names_and_variables() {
     g.add_edge(x0, t, Label::Variable(VarId(20))).unwrap();
     g.add_edge(x1, t, Label::Variable(VarId(21))).unwrap();
     g.add_edge(t, y, Label::Constant(2.0)).unwrap();
-    let reused = memo.optimize(&g, &c, Tangent).unwrap();
+    let reused = memo.optimize(&g, Tangent).unwrap();
     assert_eq!(memo.len(), 1);
     let text = format!("{:?}", reused.selection.elimination);
     assert!(
@@ -186,10 +174,10 @@ fn results_against_a_reference_graph_are_kept_apart() {
     assert_ne!(against.selection, alone.selection);
     for _ in 0..2 {
         let a = memo
-            .optimize_against(&ours, Some(&reference), &config, Adjoint)
+            .optimize_against(&ours, Some(&reference), Adjoint)
             .unwrap();
         assert_eq!(a.selection, against.selection);
-        let b = memo.optimize(&ours, &config, Adjoint).unwrap();
+        let b = memo.optimize(&ours, Adjoint).unwrap();
         assert_eq!(b.selection, alone.selection);
     }
     assert_eq!(memo.len(), 2);

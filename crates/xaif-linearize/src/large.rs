@@ -45,7 +45,7 @@ pub fn eliminate(
     let config = memo.config();
     if lcg.edges().len() <= max_heuristic_edges {
         let reference = reference.filter(|r| r.edges().len() <= max_heuristic_edges);
-        let optimized = memo.optimize_against(lcg, reference, config, mode)?;
+        let optimized = memo.optimize_against(lcg, reference, mode)?;
         return Ok((optimized.selection.elimination, Some(optimized.report)));
     }
     Ok((reverse_vertex_elimination(lcg, config)?, None))

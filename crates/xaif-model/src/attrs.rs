@@ -264,15 +264,6 @@ impl Attrs {
         }
     }
 
-    /// No attributes yet, starting at `span`, with room for `bytes` of
-    /// encoded attributes.
-    pub fn with_capacity(span: Span, bytes: usize) -> Self {
-        Attrs {
-            data: Vec::with_capacity(bytes),
-            span,
-        }
-    }
-
     /// Builds attributes from `(name, value)` pairs, in that order.
     pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(
         pairs: impl IntoIterator<Item = (K, V)>,
@@ -303,11 +294,6 @@ impl Attrs {
         }
         put_len(data, value.len());
         data.extend_from_slice(value.as_bytes());
-    }
-
-    /// Gives back spare capacity.
-    pub fn shrink(&mut self) {
-        self.data.shrink_to_fit();
     }
 
     /// Removes every attribute, keeping the buffer's room (the reader
