@@ -91,6 +91,14 @@ fn runtime_shaped_temporaries_are_allocated_like_an_elementwise_operand() {
 }
 
 #[test]
+fn passive_actuals_rerun_in_joint_mode_keep_their_value() {
+    // The class the generator reaches since it writes routines without
+    // side-effect lists: nothing restores the converted argument before
+    // joint mode runs the callee again.
+    check("passive_actual_rerun_in_joint_mode.xaif");
+}
+
+#[test]
 fn every_fixture_has_a_test() {
     let dir = xaif_testkit::repo_root().join("fixtures/stress");
     let this = include_str!("fixtures.rs");

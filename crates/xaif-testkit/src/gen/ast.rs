@@ -194,7 +194,7 @@ impl Expr {
 }
 
 impl Sub {
-    fn visit(&self, f: &mut dyn FnMut(&Ref)) {
+    pub(crate) fn visit(&self, f: &mut dyn FnMut(&Ref)) {
         match self {
             Sub::Elem(e) => e.visit_refs(f),
             Sub::Range(a, b, c) => {
@@ -328,6 +328,18 @@ pub struct Routine {
     /// Whether the XAIF marks the CFG `structured="0"` (only done when it
     /// has jumps; otherwise the engine has to find out itself).
     pub mark_unstructured: bool,
+    /// Whether the XAIF carries the routine's side-effect lists. Without
+    /// them (hand-written XAIF, other front ends) nothing is
+    /// checkpointed: joint mode runs the routine again at its reversal from
+    /// its arguments as they are then. The builder leaves them out only of
+    /// routines for which that is the same run: they touch no global, read
+    /// no formal they write (every formal is read-only or `intent(out)`),
+    /// and every caller passes, where they read, constants or variables it
+    /// never changes after its prologue, with constant subscripts.
+    pub side_effect_lists: bool,
+    /// Number of leading statements of `body` that give the locals (and in
+    /// `head` the globals and `y`) their first values.
+    pub prologue: usize,
 }
 
 /// A generated program: `head(x(n), y(m))` and the routines it calls.

@@ -68,6 +68,10 @@ struct Summary {
     reads: BTreeSet<usize>,
     writes: BTreeSet<usize>,
     depth: usize,
+    /// The routine has no side-effect lists: joint mode runs it again from
+    /// its arguments as they are at its reversal, so what callers pass
+    /// where it reads must not change after the call.
+    stable: bool,
 }
 
 impl Summary {
@@ -162,6 +166,30 @@ pub fn build(recipe: &Recipe) -> Program {
         })
         .collect();
     let count = recipe.routines.len().max(1);
+    // Formals of each routine; kernels without side-effect lists take at
+    // least three active ones (`foo(a, b, c)`: inputs and a result).
+    let formal_recipes: Vec<Vec<VarRecipe>> = recipe
+        .routines
+        .iter()
+        .map(|rr| {
+            let mut f = rr.formals.clone();
+            if without_lists(rr) {
+                let active = |f: &[VarRecipe]| {
+                    f.iter()
+                        .filter(|v| {
+                            KERNEL_ROLES[Ch::new(&v.0).pick(KERNEL_ROLES.len())] == Role::Active
+                        })
+                        .count()
+                };
+                while active(&f) < 3 && f.len() < 5 {
+                    let j = f.len() as u32;
+                    // Role 0 (active), a shape from the style's bits.
+                    f.push(VarRecipe([0, rr.style.rotate_left(5 * j + 3), 0]));
+                }
+            }
+            f
+        })
+        .collect();
     let mut routines = Vec::with_capacity(count);
     for (k, rr) in recipe.routines.iter().enumerate() {
         let formals = if k == 0 {
@@ -187,10 +215,15 @@ pub fn build(recipe: &Recipe) -> Program {
                 Role::Sink,
                 Role::Count,
             ];
-            rr.formals
+            let roles: &[Role] = if without_lists(rr) {
+                &KERNEL_ROLES
+            } else {
+                &roles
+            };
+            formal_recipes[k]
                 .iter()
                 .enumerate()
-                .map(|(j, r)| var_from(r, format!("F{}", letters(j)), &roles, &[0, 1, 3, 0, 2, 0]))
+                .map(|(j, r)| var_from(r, format!("F{}", letters(j)), roles, &[0, 1, 3, 0, 2, 0]))
                 .collect()
         };
         let local_roles = [
@@ -233,6 +266,8 @@ pub fn build(recipe: &Recipe) -> Program {
             locals,
             body: Vec::new(),
             mark_unstructured: false,
+            side_effect_lists: true,
+            prologue: 0,
         });
     }
     let own_global_symbol = recipe
@@ -267,14 +302,36 @@ pub fn build(recipe: &Recipe) -> Program {
             read_only: Vec::new(),
             prefer: Vec::new(),
             after_loops: Vec::new(),
+            no_globals: false,
+            frozen: BTreeSet::new(),
+            written_so_far: BTreeSet::new(),
+            const_subs: false,
+            results: Vec::new(),
         };
         let nformals = b.p.routines[r].formals.len();
         b.sum.written = vec![false; nformals];
         b.sum.out = vec![false; nformals];
+        // A routine written without side-effect lists (see
+        // `Routine::side_effect_lists`): no globals, and every formal
+        // read-only or `intent(out)`.
+        let stable = r > 0 && without_lists(rr);
+        b.no_globals = stable;
         b.read_only = if r == 0 {
             vec![false; nformals]
+        } else if stable {
+            // The last active formal is the result (`intent(out)`), other
+            // active formals are sometimes results too; the rest are read.
+            let last = (0..nformals)
+                .rev()
+                .find(|&k| b.var(VarId::Formal(k)).role == Role::Active);
+            (0..nformals)
+                .map(|k| {
+                    b.var(VarId::Formal(k)).role != Role::Active
+                        || (Some(k) != last && !Ch::new(&[formal_recipes[r][k].0[2]]).flag(25))
+                })
+                .collect()
         } else {
-            rr.formals
+            formal_recipes[r]
                 .iter()
                 .map(|f| Ch::new(&f.0[2..]).flag(50))
                 .collect()
@@ -282,13 +339,11 @@ pub fn build(recipe: &Recipe) -> Program {
         // intent(out) formals: assigned first, from clean values.
         let mut body = Vec::new();
         if r > 0 {
-            for (k, f) in rr.formals.iter().enumerate() {
-                // The third number's high bits choose; its low ones chose
-                // read-only.
+            for (k, f) in formal_recipes[r].iter().enumerate() {
                 let mut c = Ch::new(&rr.knobs[rr.knobs.len().min(5)..]);
                 let out = !b.read_only[k]
                     && b.var(VarId::Formal(k)).role == Role::Active
-                    && (f.0[2] >> 16) % 100 >= 60;
+                    && (stable || wants_out(f));
                 if out {
                     let v = VarId::Formal(k);
                     let rhs = b.real_expr(&mut c, Flavor::Clean, None, 2);
@@ -298,13 +353,14 @@ pub fn build(recipe: &Recipe) -> Program {
                 }
             }
         }
+        let outs = body.len();
         body.extend(b.body(&rr.body, 0));
         // Callees that advance a global index (`i = 1 + mod(i, K)`).
         let mut chain = Ch::new(rr.knobs.get(2..).unwrap_or(&[]));
         let index_globals: Vec<usize> = (0..b.p.globals.len())
             .filter(|&g| b.p.globals[g].role == Role::Index)
             .collect();
-        if r > 0 && !index_globals.is_empty() && chain.flag(50) {
+        if r > 0 && !b.no_globals && !index_globals.is_empty() && chain.flag(50) {
             let g = VarId::Global(index_globals[chain.pick(index_globals.len())]);
             b.note_read(g);
             b.note_write(g);
@@ -319,29 +375,70 @@ pub fn build(recipe: &Recipe) -> Program {
             body.insert(at, step);
         }
         // Chains of calls: most routines call the next one.
-        if r + 1 < count && chain.flag(65) {
+        if r + 1 < count && chain.flag(65) && b.may_call(r + 1) {
             let mut call = Vec::new();
             b.call_to(&mut chain, r + 1, &mut call);
-            let at = chain.pick(body.len() + 1);
+            // After the `intent(out)` formals have their values.
+            let at = outs + chain.pick(body.len() - outs + 1);
             for (k, st) in call.into_iter().enumerate() {
                 body.insert(at + k, st);
             }
         }
+        // Results from arguments: the active formals the routine writes
+        // get values that depend on the formals it reads (so that a
+        // callee's derivatives depend on its arguments' values).
+        if r > 0 && (stable || Ch::new(&[rr.style >> 8]).flag(60)) {
+            let mut c = Ch::new(rr.knobs.get(3..).unwrap_or(&[]));
+            body.extend(b.results(&mut c));
+        }
         let mut stmts = b.prologue(rr);
+        let prologue = stmts.len();
         stmts.extend(body);
         if r == 0 {
             stmts.extend(b.epilogue(rr));
         }
         let jumps = b.jumps;
-        let sum = b.sum;
+        let mut sum = b.sum;
+        let read_only = b.read_only;
+        // What the choice promised, checked: no global, and no formal both
+        // read and written.
+        sum.stable = stable
+            && sum.reads.is_empty()
+            && sum.writes.is_empty()
+            && (0..nformals).all(|k| (read_only[k] && !sum.written[k]) || sum.out[k]);
         let routine = &mut p.routines[r];
         routine.body = stmts;
+        routine.prologue = prologue;
+        routine.side_effect_lists = !sum.stable;
         routine.written = sum.written.clone();
         routine.out = sum.out.clone();
         routine.mark_unstructured = jumps && Ch::new(&rr.knobs[rr.knobs.len().min(1)..]).flag(60);
         sums[r] = sum;
     }
     p
+}
+
+/// Roles of the formals of kernels without side-effect lists: mostly
+/// reals.
+const KERNEL_ROLES: [Role; 5] = [
+    Role::Active,
+    Role::Active,
+    Role::Clean,
+    Role::Active,
+    Role::Index,
+];
+
+/// Whether the routine is written without side-effect lists (see
+/// `Routine::side_effect_lists`; `head` never is).
+fn without_lists(rr: &RoutineRecipe) -> bool {
+    Ch::new(&[rr.style]).flag(30)
+}
+
+/// Whether a recipe's formal asks to be `intent(out)` (when it is active
+/// and may be written).
+fn wants_out(f: &VarRecipe) -> bool {
+    // The third number's high bits choose; its low ones choose read-only.
+    (f.0[2] >> 16) % 100 >= 60
 }
 
 /// An enclosing DO loop.
@@ -398,6 +495,18 @@ struct Rb<'a> {
     /// DO variables of loops that ended earlier in the statement lists
     /// being built, with the ranges of their final values.
     after_loops: Vec<LoopInfo>,
+    /// The routine touches no global (it has no side-effect lists).
+    no_globals: bool,
+    /// Variables passed where a routine without side-effect lists reads:
+    /// never written again.
+    frozen: BTreeSet<VarId>,
+    /// Variables the body built so far writes.
+    written_so_far: BTreeSet<VarId>,
+    /// Subscripts are constants (of actuals that must not change).
+    const_subs: bool,
+    /// Active variables calls gave results to (what `head`'s epilogue
+    /// likes to read).
+    results: Vec<VarId>,
 }
 
 /// Statement kinds, weighted; the first is what a shrunk recipe gives.
@@ -454,7 +563,12 @@ impl Rb<'_> {
     /// Every variable of the routine.
     fn all_vars(&self) -> Vec<VarId> {
         let r = self.routine();
-        let mut out: Vec<VarId> = (0..self.p.globals.len()).map(VarId::Global).collect();
+        let globals = if self.no_globals {
+            0
+        } else {
+            self.p.globals.len()
+        };
+        let mut out: Vec<VarId> = (0..globals).map(VarId::Global).collect();
         out.extend((0..r.formals.len()).map(VarId::Formal));
         out.extend((0..r.locals.len()).map(VarId::Local));
         out
@@ -467,6 +581,7 @@ impl Rb<'_> {
     }
 
     fn note_write(&mut self, v: VarId) {
+        self.written_so_far.insert(v);
         match v {
             VarId::Global(g) => {
                 self.sum.writes.insert(g);
@@ -789,6 +904,9 @@ impl Rb<'_> {
     /// An integer expression whose value is in `lo..=hi`.
     fn int_in(&mut self, ch: &mut Ch<'_>, lo: i64, hi: i64, depth: u32) -> Expr {
         debug_assert!(lo <= hi);
+        if self.const_subs {
+            return Expr::Int(lo + ch.pick((hi - lo + 1) as usize) as i64);
+        }
         if !self.prefer.is_empty() && hi - lo + 1 >= K && ch.flag(75) {
             // An index the callee changes (1..=K), shifted into range.
             let v = self.prefer[ch.pick(self.prefer.len())];
@@ -1313,6 +1431,9 @@ impl Rb<'_> {
 
     /// Whether the routine may write `v`.
     fn writable(&self, v: VarId) -> bool {
+        if self.frozen.contains(&v) {
+            return false;
+        }
         match v {
             VarId::Formal(f) => !self.read_only.get(f).copied().unwrap_or(false),
             _ => true,
@@ -1507,6 +1628,7 @@ impl Rb<'_> {
         if targets.is_empty() {
             let v = self.fresh_local(Role::Active, Dims::Scalar, Vec::new());
             let rhs = self.real_expr(ch, Flavor::Active, None, 3);
+            self.note_write(v);
             out.push(Stmt::Assign(Ref::whole(v), rhs));
             return;
         }
@@ -1572,6 +1694,7 @@ impl Rb<'_> {
                     Sub::Range(Expr::Int(1), Expr::Int(3), None),
                 ],
             };
+            self.note_write(a);
             out.push(Stmt::Assign(row, rhs));
             a
         } else {
@@ -1580,6 +1703,7 @@ impl Rb<'_> {
         let e = self.var(a).extents.clone();
         let b = self.fresh_local(Role::Active, Dims::Fixed(e.clone()), e);
         self.note_read(a);
+        self.note_write(b);
         out.push(Stmt::Assign(
             Ref::whole(b),
             Expr::Op("transpose_arr", vec![Expr::var(a)]),
@@ -1703,7 +1827,17 @@ impl Rb<'_> {
         } else {
             self.r + 1 + ch.pick(count - self.r - 1)
         };
+        if !self.may_call(callee) {
+            return self.assign(ch, out);
+        }
         self.call_to(ch, callee, out);
+    }
+
+    /// Whether the routine may call `callee` (one without globals calls
+    /// no routine that touches one).
+    fn may_call(&self, callee: usize) -> bool {
+        let sum = &self.sums[callee];
+        !self.no_globals || (sum.reads.is_empty() && sum.writes.is_empty())
     }
 
     /// A call to `callee`.
@@ -1726,18 +1860,26 @@ impl Rb<'_> {
             .map(|&g| VarId::Global(g))
             .filter(|&v| self.var(v).role == Role::Index && self.var(v).rank() == 0)
             .collect();
+        // A kernel without side-effect lists gets an active value at its
+        // first active input (the others often passive ones: `foo(p, x)`).
+        let mut first_input = sum.stable;
         for k in order {
             let f = &formals[k];
             let written = sum.written[k];
             self.prefer = prefer.clone();
             let out = sum.out.get(k).copied().unwrap_or(false);
-            let arg = self.actual(ch, f, written, out, &sum, &used);
+            let keep = first_input && f.role == Role::Active && !written;
+            first_input &= !keep;
+            let arg = self.actual(ch, f, written, out, &sum, &used, keep);
             self.prefer.clear();
             if let Arg::Ref(r) = &arg {
                 used.push((r.var, written));
                 self.note_ref_subs(r);
                 self.note_read(r.var);
                 if written {
+                    if self.var(r.var).role == Role::Active && !self.results.contains(&r.var) {
+                        self.results.push(r.var);
+                    }
                     self.note_write(r.var);
                     if f.role == Role::Index && f.rank() == 0 && r.subs.is_empty() {
                         prefer.push(r.var);
@@ -1769,7 +1911,12 @@ impl Rb<'_> {
         out: bool,
         sum: &Summary,
         used: &[(VarId, bool)],
+        keep_activity: bool,
     ) -> Arg {
+        // What a routine without side-effect lists reads must stay as it
+        // is until the routine's reversal: constants, or variables the
+        // caller has not written and never writes again.
+        let stable = sum.stable && !written;
         // Roles an actual may have for this formal.
         let roles: &[Role] = match (f.role, written) {
             (Role::Active, true) if out => &[Role::Active, Role::Sink],
@@ -1783,7 +1930,7 @@ impl Rb<'_> {
             (Role::Count, true) => &[Role::Count],
             _ => &[Role::Count, Role::Index, Role::Loop],
         };
-        if !written && f.rank() == 0 && ch.flag(15) {
+        if !written && !keep_activity && f.rank() == 0 && ch.flag(if stable { 25 } else { 15 }) {
             return Arg::Const(match f.role.ty() {
                 Ty::Real => real_const(ch),
                 Ty::Int if f.role == Role::Index => Expr::Int(1 + ch.pick(K as usize) as i64),
@@ -1793,8 +1940,11 @@ impl Rb<'_> {
         }
         // Favour actuals of the other activity where that is allowed.
         let convert = match (f.role, written) {
-            (Role::Active, false) if ch.flag(40) => Some(Role::Clean),
-            (Role::Active, true) if out && ch.flag(70) => Some(Role::Sink),
+            _ if keep_activity => None,
+            (Role::Active, false) if ch.flag(if sum.stable { 60 } else { 40 }) => Some(Role::Clean),
+            (Role::Active, true) if out && ch.flag(if sum.stable { 20 } else { 70 }) => {
+                Some(Role::Sink)
+            }
             (Role::Sink, false) if ch.flag(50) => Some(Role::Active),
             _ => None,
         };
@@ -1824,6 +1974,14 @@ impl Rb<'_> {
                     return false;
                 }
             }
+            if stable
+                && (matches!(v, VarId::Global(_))
+                    || var.role == Role::Loop
+                    || b.written_so_far.contains(&v)
+                    || (b.r == 0 && v == VarId::Formal(1)))
+            {
+                return false;
+            }
             // No storage seen through two names when one is written.
             !used.iter().any(|(u, w)| *u == v && (written || *w))
         };
@@ -1840,14 +1998,22 @@ impl Rb<'_> {
             // An element whose subscript the callee changes.
             candidates.sort_by_key(|&v| self.var(v).rank() == 0);
         }
+        self.const_subs = stable;
         for v in candidates {
             if let Some(r) = self.bind(ch, f, v) {
+                self.const_subs = false;
+                if stable {
+                    self.frozen.insert(v);
+                }
                 return Arg::Ref(r);
             }
         }
-        // Nothing fits: a fresh local of the formal's kind.
-        let role = match f.role {
-            Role::Active | Role::Clean | Role::Sink | Role::Index | Role::Count => f.role,
+        self.const_subs = false;
+        // Nothing fits: a fresh local of the formal's kind (of the other
+        // activity when that was asked for: `p = 2.0; call foo(p)`).
+        let role = match (convert, f.role) {
+            (Some(c), _) => c,
+            (None, Role::Active | Role::Clean | Role::Sink | Role::Index | Role::Count) => f.role,
             _ => Role::Active,
         };
         let dims = match &f.dims {
@@ -1855,6 +2021,9 @@ impl Rb<'_> {
             d => d.clone(),
         };
         let v = self.fresh_local(role, dims, f.extents.clone());
+        if stable {
+            self.frozen.insert(v);
+        }
         Arg::Ref(Ref::whole(v))
     }
 
@@ -1999,6 +2168,67 @@ impl Rb<'_> {
         out
     }
 
+    /// `w = w + a * b` (or `w = a * b`) for active formals `w` the routine
+    /// may write, of formals `a`, `b` it may read.
+    fn results(&mut self, ch: &mut Ch<'_>) -> Vec<Stmt> {
+        let nformals = self.routine().formals.len();
+        let targets: Vec<VarId> = (0..nformals)
+            .map(VarId::Formal)
+            .filter(|&v| self.var(v).role == Role::Active && self.writable(v))
+            .collect();
+        let sources: Vec<VarId> = (0..nformals)
+            .map(VarId::Formal)
+            .filter(|&v| {
+                matches!(self.var(v).role, Role::Active | Role::Clean) && !self.writable(v)
+            })
+            .collect();
+        let active: Vec<VarId> = sources
+            .iter()
+            .copied()
+            .filter(|&v| self.var(v).role == Role::Active)
+            .collect();
+        let mut out = Vec::new();
+        if sources.is_empty() {
+            return out;
+        }
+        for w in targets {
+            let read = |b: &mut Self, ch: &mut Ch<'_>, from: &[VarId]| -> Expr {
+                let v = from[ch.pick(from.len())];
+                b.note_read(v);
+                if b.var(v).rank() == 0 {
+                    Expr::var(v)
+                } else {
+                    let r = b.element(ch, v);
+                    b.note_ref_subs(&r);
+                    Expr::r(r)
+                }
+            };
+            // One factor active where there is one: the other's value is
+            // the derivative.
+            let a = read(self, ch, &sources);
+            let bb = read(self, ch, if active.is_empty() { &sources } else { &active });
+            let mut e = Expr::Op("mul_scal_scal", vec![a, bb]);
+            if ch.flag(30) {
+                e = Expr::Op("sin_scal", vec![e]);
+            }
+            let lhs = if self.var(w).rank() == 0 {
+                Ref::whole(w)
+            } else {
+                let r = self.element(ch, w);
+                self.note_ref_subs(&r);
+                r
+            };
+            let rhs = if ch.flag(70) {
+                Expr::Op("add_scal_scal", vec![Expr::r(lhs.clone()), e])
+            } else {
+                e
+            };
+            self.note_write(w);
+            out.push(Stmt::Assign(lhs, rhs));
+        }
+        out
+    }
+
     /// `head` ends with every dependent depending on active values.
     fn epilogue(&mut self, rr: &RoutineRecipe) -> Vec<Stmt> {
         let mut ch = Ch::new(rr.knobs.get(4..).unwrap_or(&[]));
@@ -2032,11 +2262,16 @@ impl Rb<'_> {
 impl Rb<'_> {
     /// A read of an active variable (an element of an array), or of `x`.
     fn active_read(&mut self, ch: &mut Ch<'_>) -> Expr {
-        let vars: Vec<VarId> = self
+        let mut vars: Vec<VarId> = self
             .all_vars()
             .into_iter()
             .filter(|&v| self.var(v).role == Role::Active && v != VarId::Formal(1))
             .collect();
+        // Often what a call computed.
+        if !self.results.is_empty() && ch.flag(50) {
+            vars.clone_from(&self.results);
+            vars.retain(|&v| v != VarId::Formal(1));
+        }
         let v = if vars.is_empty() {
             VarId::Formal(0)
         } else {

@@ -1090,7 +1090,7 @@ fn routine(c: &mut Ctx<'_>, r: usize) -> String {
         ("Read", &effects.read),
         ("OnEntry", &effects.read),
     ] {
-        if set.is_empty() {
+        if set.is_empty() || !routine.side_effect_lists {
             continue;
         }
         let _ = writeln!(out, "    <xaif:{tag}>");

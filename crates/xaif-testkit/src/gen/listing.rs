@@ -233,9 +233,25 @@ pub fn listing(p: &Program) -> String {
     for (r, routine) in p.routines.iter().enumerate() {
         l.r = r;
         let formals: Vec<&str> = routine.formals.iter().map(|f| f.name.as_str()).collect();
-        let _ = writeln!(l.out, "subroutine {}({})", routine.name, formals.join(", "));
+        let lists = if routine.side_effect_lists {
+            ""
+        } else {
+            "  ! no side-effect lists"
+        };
+        let _ = writeln!(
+            l.out,
+            "subroutine {}({}){lists}",
+            routine.name,
+            formals.join(", ")
+        );
         for (k, f) in routine.formals.iter().enumerate() {
-            let what = if routine.written[k] { "inout" } else { "in" };
+            let what = if routine.out.get(k).copied().unwrap_or(false) {
+                "out"
+            } else if routine.written[k] {
+                "inout"
+            } else {
+                "in"
+            };
             l.decl(f, what);
         }
         for v in &routine.locals {

@@ -177,6 +177,9 @@ pub fn features(p: &Program) -> BTreeSet<String> {
                 }
             }
         }
+        if r > 0 && !routine.side_effect_lists {
+            add("no_side_effect_lists");
+        }
         let unstructured = has_jumps(&routine.body);
         if unstructured && routine.mark_unstructured {
             add("unstructured_marked");
@@ -356,13 +359,28 @@ fn stmt_features(p: &Program, r: usize, s: &Stmt, add: &mut dyn FnMut(&str)) {
                     _ => None,
                 })
                 .collect();
+            let unchecked = !callee_r.side_effect_lists;
             for (k, a) in args.iter().enumerate() {
                 let fm = &callee_r.formals[k];
+                // Read by a callee that joint mode runs again from its
+                // arguments as they are at its reversal (no checkpoint).
+                let rerun = unchecked && !callee_r.written[k];
                 match a {
-                    Arg::Const(_) => add("constant_argument"),
+                    Arg::Const(_) => {
+                        add("constant_argument");
+                        if rerun && fm.role == Role::Active {
+                            add("constant_to_active_formal_without_checkpoint");
+                        }
+                    }
                     Arg::Ref(x) => {
                         ref_features(x, add);
                         let actual = p.var(r, x.var);
+                        if rerun && fm.role == Role::Active && actual.role == Role::Clean {
+                            add("conversion_passive_to_active_without_checkpoint");
+                        }
+                        if rerun && actual.role == Role::Active && fm.role == Role::Active {
+                            add("active_actual_without_checkpoint");
+                        }
                         if actual.role == Role::Active && fm.role == Role::Sink {
                             add("conversion_active_to_passive");
                         }
@@ -519,4 +537,129 @@ pub const CONSTRUCTS: &[&str] = &[
     "logical_variable",
     "do_variable_after_loop",
     "index_vector",
+    "no_side_effect_lists",
+    "conversion_passive_to_active_without_checkpoint",
+    "constant_to_active_formal_without_checkpoint",
+    "active_actual_without_checkpoint",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Variables routine `r` writes outside its prologue (calls included:
+    /// actuals of formals the callee writes, and globals its callees write).
+    fn written_after_prologue(p: &Program, r: usize) -> BTreeSet<VarId> {
+        let routine = &p.routines[r];
+        let mut out = BTreeSet::new();
+        emit::walk(&routine.body[routine.prologue..], &mut |s| match s {
+            Stmt::Assign(l, _) => {
+                out.insert(l.var);
+            }
+            Stmt::Do { var, .. } => {
+                out.insert(*var);
+            }
+            Stmt::Call { callee, args } => {
+                for (a, w) in args.iter().zip(&p.routines[*callee].written) {
+                    if let (Arg::Ref(x), true) = (a, w) {
+                        out.insert(x.var);
+                    }
+                }
+                let mut g = BTreeSet::new();
+                global_writes(p, *callee, &mut g);
+                out.extend(g.into_iter().map(VarId::Global));
+            }
+            _ => {}
+        });
+        out
+    }
+
+    fn touches_globals(p: &Program, r: usize) -> bool {
+        let mut found = false;
+        emit::walk(&p.routines[r].body, &mut |s| {
+            let mut refs: Vec<VarId> = Vec::new();
+            let mut grab = |e: &Expr| e.visit_refs(&mut |x| refs.push(x.var));
+            match s {
+                Stmt::Assign(l, rhs) => {
+                    grab(&Expr::r(l.clone()));
+                    grab(rhs);
+                }
+                Stmt::Call { callee, args } => {
+                    found |= touches_globals(p, *callee);
+                    for a in args {
+                        match a {
+                            Arg::Ref(x) => grab(&Expr::r(x.clone())),
+                            Arg::Const(e) => grab(e),
+                        }
+                    }
+                }
+                Stmt::Do { lo, hi, .. } => {
+                    grab(lo);
+                    grab(hi);
+                }
+                Stmt::While { cond, .. }
+                | Stmt::If { cond, .. }
+                | Stmt::Exit(cond)
+                | Stmt::Return(cond)
+                | Stmt::GotoLoop { cond, .. }
+                | Stmt::GotoSkip { cond, .. } => grab(cond),
+                Stmt::Select { on, .. } => grab(on),
+                Stmt::Marker => {}
+            }
+            found |= refs.iter().any(|v| matches!(v, VarId::Global(_)));
+        });
+        found
+    }
+
+    /// A routine without side-effect lists is run again at its reversal
+    /// from its arguments as they are then: the builder keeps that the
+    /// same run (see `Routine::side_effect_lists`).
+    #[test]
+    fn routines_without_side_effect_lists_run_again_the_same() {
+        let mut unchecked = 0;
+        for k in 0..400u64 {
+            let p = program(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), 1 + (k % 8) as usize);
+            for (c, callee) in p.routines.iter().enumerate() {
+                if callee.side_effect_lists {
+                    continue;
+                }
+                unchecked += 1;
+                assert!(c > 0 && !touches_globals(&p, c), "seed index {k}");
+                for f in 0..callee.formals.len() {
+                    assert!(!callee.written[f] || callee.out[f], "seed index {k}");
+                }
+            }
+            for q in 0..p.routines.len() {
+                let written = written_after_prologue(&p, q);
+                emit::walk(&p.routines[q].body, &mut |s| {
+                    let Stmt::Call { callee, args } = s else {
+                        return;
+                    };
+                    let c = &p.routines[*callee];
+                    if c.side_effect_lists {
+                        return;
+                    }
+                    for (a, w) in args.iter().zip(&c.written) {
+                        let (Arg::Ref(x), false) = (a, w) else {
+                            continue;
+                        };
+                        let mut subscript_refs = 0;
+                        for sub in &x.subs {
+                            Sub::visit(sub, &mut |_| subscript_refs += 1);
+                        }
+                        assert!(
+                            !matches!(x.var, VarId::Global(_))
+                                && !written.contains(&x.var)
+                                && subscript_refs == 0,
+                            "seed index {k}: {} passes {x:?} to {}\n{}",
+                            p.routines[q].name,
+                            c.name,
+                            listing(&p)
+                        );
+                    }
+                });
+            }
+        }
+        assert!(unchecked > 20, "{unchecked} routines without lists");
+    }
+}

@@ -39,6 +39,9 @@ pub struct RoutineRecipe {
     pub body: Vec<StmtRecipe>,
     /// Routine-wide choices.
     pub knobs: Vec<u32>,
+    /// How the front end wrote the routine (0: with its side-effect
+    /// lists).
+    pub style: u32,
 }
 
 /// Choices of a whole program.
@@ -90,12 +93,14 @@ fn routine_recipe(size: usize) -> impl Strategy<Value = RoutineRecipe> {
         vec(var_recipe(), 0..6),
         vec(stmt_recipe(3, per_body), 0..(2 + size)),
         params(8),
+        any::<u32>(),
     )
-        .prop_map(|(formals, locals, body, knobs)| RoutineRecipe {
+        .prop_map(|(formals, locals, body, knobs, style)| RoutineRecipe {
             formals,
             locals,
             body,
             knobs,
+            style,
         })
 }
 
