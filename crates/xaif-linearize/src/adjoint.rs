@@ -766,9 +766,9 @@ fn single(
             // y.d = 0 (transpose and reshape are their own adjoint
             // operators up to the shape).
             let dag = crate::dag::Dag::from_expr(&a.rhs).expect("validated");
-            let arg = match &dag.nodes[dag.root] {
-                crate::dag::Node::Op { args, .. } => args.first().copied(),
-                _ => None,
+            let (arg, shaped) = match &dag.nodes[dag.root] {
+                crate::dag::Node::Op { args, .. } => (args.first().copied(), args.len() > 1),
+                _ => (None, false),
             };
             let Some(crate::dag::Node::Var(x)) = arg.map(|n| &dag.nodes[n]) else {
                 return Err(AdjointError::Unsupported(
@@ -793,12 +793,43 @@ fn single(
                 *g = a.lhs.graph.clone();
                 applied.rhs.vertices[arg].attrs.set("deriv", "1");
             }
+            let mut taping = vec![s];
+            let mut adjoint = Vec::new();
+            let mut integers = 0;
+            if is_allocatable(&shape) {
+                // The adjoint may run in a fresh activation (split mode)
+                // where x has no shape: record its extents, and give the
+                // temporary x's shape from them.
+                taping.extend(push_extents(t, x, shape.rank));
+                adjoint.extend(pop_extents_and_allocate(t, &tmp.var, shape.rank));
+                integers = shape.rank;
+            }
+            if shaped {
+                // f(x, shape) (reshape): the further arguments give the
+                // result's shape, which the adjoint's result takes from x,
+                // through the temporary: f(y.d, shape(tmp)). They may read
+                // values the adjoint sweep does not have (a local shape
+                // vector of the taping sweep).
+                let name = dag.nodes[dag.root]
+                    .op_name()
+                    .unwrap_or_default()
+                    .to_string();
+                let mut b = ExprBuilder::new();
+                let mut yd = a.lhs.clone();
+                yd.attrs.remove("vertex_id");
+                yd.attrs.set("deriv", "1");
+                let y = b.reference(&yd);
+                let like = b.reference(&value_ref(&tmp.var));
+                let extents = b.intrinsic("shape_arr", &[like]);
+                b.intrinsic(&name, &[y, extents]);
+                applied.rhs = b.finish();
+            }
             let mut lhs = tmp.var.clone();
             lhs.attrs.remove("vertex_id");
             lhs.attrs.set("deriv", "1");
             applied.lhs = lhs;
             let id = t.names.statement("reverse_assignment");
-            let mut adjoint = vec![add(t.out, assignment(&id, applied.lhs, applied.rhs))];
+            adjoint.push(add(t.out, assignment(&id, applied.lhs, applied.rhs)));
             adjoint.push(call(
                 t.out,
                 t.names,
@@ -806,7 +837,7 @@ fn single(
                 vec![var(&tmp.var), var(x)],
             ));
             adjoint.push(call(t.out, t.names, "ZeroDeriv", vec![var(&a.lhs)]));
-            Ok((vec![s], adjoint, 0))
+            Ok((taping, adjoint, integers))
         }
         _ => Ok((vec![s], Vec::new(), 0)),
     }

@@ -99,6 +99,16 @@ fn passive_actuals_rerun_in_joint_mode_keep_their_value() {
 }
 
 #[test]
+fn reshape_adjoints_take_the_source_shape() {
+    check("reshape_adjoint_shape.xaif");
+}
+
+#[test]
+fn reshape_adjoints_of_allocatable_sources_record_the_extents() {
+    check("reshape_adjoint_allocatable_source.xaif");
+}
+
+#[test]
 fn every_fixture_has_a_test() {
     let dir = xaif_testkit::repo_root().join("fixtures/stress");
     let this = include_str!("fixtures.rs");
