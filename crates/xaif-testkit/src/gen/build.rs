@@ -504,8 +504,8 @@ struct Rb<'a> {
     written_so_far: BTreeSet<VarId>,
     /// Subscripts are constants (of actuals that must not change).
     const_subs: bool,
-    /// Active variables calls gave results to (what `head`'s epilogue
-    /// likes to read).
+    /// Active variables calls and direct actions gave results to (what
+    /// `head`'s epilogue likes to read).
     results: Vec<VarId>,
 }
 
@@ -529,9 +529,10 @@ enum Kind {
     Direct,
     Marker,
     Flag,
+    Reshape,
 }
 
-const KINDS: [(u32, Kind); 17] = [
+const KINDS: [(u32, Kind); 18] = [
     (30, Kind::Assign),
     (9, Kind::Vector),
     (5, Kind::Index),
@@ -549,6 +550,7 @@ const KINDS: [(u32, Kind); 17] = [
     (1, Kind::Direct),
     (2, Kind::Marker),
     (2, Kind::Flag),
+    (1, Kind::Reshape),
 ];
 
 impl Rb<'_> {
@@ -1605,6 +1607,7 @@ impl Rb<'_> {
                 out.push(Stmt::GotoSkip { cond, body });
             }
             Kind::Direct => self.direct(&mut ch, out),
+            Kind::Reshape => self.reshape(&mut ch, out),
             Kind::Marker => out.push(Stmt::Marker),
             Kind::Flag => {
                 let flags = self.flags();
@@ -1724,6 +1727,92 @@ impl Rb<'_> {
         };
         let el = self.element(ch, b);
         self.note_write(t);
+        if !self.results.contains(&t) {
+            self.results.push(t);
+        }
+        out.push(Stmt::Assign(
+            Ref::whole(t),
+            Expr::Op("add_scal_scal", vec![Expr::var(t), Expr::r(el)]),
+        ));
+    }
+
+    /// `b = reshape(a, s)` of an active array into a matrix of the same
+    /// size (a direct action), `s` an integer vector set just before.
+    fn reshape(&mut self, ch: &mut Ch<'_>, out: &mut Vec<Stmt>) {
+        // Matrix shapes (extents of at most K, an index's range) by size.
+        let shapes = |size: i64| -> Vec<(i64, i64)> {
+            (1..=K)
+                .flat_map(|p| (1..=K).map(move |q| (p, q)))
+                .filter(|(p, q)| p * q == size && p * q > 1)
+                .collect()
+        };
+        let sources: Vec<VarId> = self
+            .all_vars()
+            .into_iter()
+            .filter(|&v| {
+                let var = self.var(v);
+                var.role == Role::Active
+                    && (1..=2).contains(&var.rank())
+                    && !shapes(var.size()).is_empty()
+            })
+            .collect();
+        let a = if sources.is_empty() || ch.flag(25) {
+            let e = [4, 6, 2][ch.pick(3)];
+            let a = self.fresh_local(Role::Active, Dims::Fixed(vec![e]), vec![e]);
+            let rhs = self.real_expr(ch, Flavor::Active, Some(e), 2);
+            self.note_write(a);
+            out.push(Stmt::Assign(
+                Ref {
+                    var: a,
+                    subs: vec![Sub::Range(Expr::Int(1), Expr::Int(e), None)],
+                },
+                rhs,
+            ));
+            a
+        } else {
+            sources[ch.pick(sources.len())]
+        };
+        let options = shapes(self.var(a).size());
+        let (p, q) = options[ch.pick(options.len())];
+        // The shape vector: written here only (a DO-variable-like role keeps
+        // other statements off it).
+        let sv = self.fresh_local(Role::Loop, Dims::Fixed(vec![2]), vec![2]);
+        for (k, e) in [(1, p), (2, q)] {
+            out.push(Stmt::Assign(
+                Ref {
+                    var: sv,
+                    subs: vec![Sub::Elem(Expr::Int(k))],
+                },
+                Expr::Int(e),
+            ));
+        }
+        let b = self.fresh_local(Role::Active, Dims::Fixed(vec![p, q]), vec![p, q]);
+        self.note_read(a);
+        self.note_write(b);
+        out.push(Stmt::Assign(
+            Ref::whole(b),
+            Expr::Op("reshape_arr", vec![Expr::var(a), Expr::var(sv)]),
+        ));
+        // Use the result.
+        let targets: Vec<VarId> = self
+            .all_vars()
+            .into_iter()
+            .filter(|&v| {
+                let var = self.var(v);
+                var.role == Role::Active && var.rank() == 0 && self.writable(v)
+            })
+            .collect();
+        let t = if targets.is_empty() {
+            self.fresh_local(Role::Active, Dims::Scalar, Vec::new())
+        } else {
+            targets[ch.pick(targets.len())]
+        };
+        let el = self.element(ch, b);
+        self.note_ref_subs(&el);
+        self.note_write(t);
+        if !self.results.contains(&t) {
+            self.results.push(t);
+        }
         out.push(Stmt::Assign(
             Ref::whole(t),
             Expr::Op("add_scal_scal", vec![Expr::var(t), Expr::r(el)]),
@@ -1791,9 +1880,39 @@ impl Rb<'_> {
         let range = (range.0.max(1), range.1.max(1));
         self.loops.push(LoopInfo { var, range });
         self.exits += 1;
-        let body = self.sub_body(s, 0, nesting);
+        let mut body = self.sub_body(s, 0, nesting);
         self.exits -= 1;
         self.loops.pop();
+        // The body changes a variable of the bounds (`do i = 1, n` with
+        // `n = …` inside): the trip count is the one fixed on entry.
+        if ch.flag(35) {
+            let mut bound_vars = Vec::new();
+            for e in [&first, &last] {
+                e.visit_refs(&mut |x| {
+                    if x.subs.is_empty() && !bound_vars.contains(&x.var) {
+                        bound_vars.push(x.var);
+                    }
+                });
+            }
+            bound_vars.retain(|&v| {
+                let var = self.var(v);
+                var.role == Role::Index && var.rank() == 0 && self.writable(v)
+            });
+            if !bound_vars.is_empty() {
+                let v = bound_vars[ch.pick(bound_vars.len())];
+                self.note_read(v);
+                self.note_write(v);
+                let step = Stmt::Assign(
+                    Ref::whole(v),
+                    shifted(
+                        Expr::Op("mod_scal_scal", vec![Expr::var(v), Expr::Int(K)]),
+                        1,
+                    ),
+                );
+                let at = ch.pick(body.len() + 1);
+                body.insert(at, step);
+            }
+        }
         let explicit = ch.flag(30);
         // Its variable stays readable after it (Fortran defines its final
         // value), within the same statement list.
@@ -2055,6 +2174,31 @@ impl Rb<'_> {
                         var: v,
                         subs: vec![Sub::Range(lo, hi, None)],
                     });
+                }
+                if a.rank() == 2 && ch.flag(70) {
+                    let (e0, e1) = (a.extents[0], a.extents[1]);
+                    if fe.len() == 1 && e0 >= need && ch.flag(50) {
+                        // A contiguous part of a column: `a(lo:hi, j)`.
+                        let lo = self.int_in(ch, 1, e0 - need + 1, 1);
+                        let hi = shifted(lo.clone(), need - 1);
+                        let j = self.int_in(ch, 1, e1, 1);
+                        return Some(Ref {
+                            var: v,
+                            subs: vec![Sub::Range(lo, hi, None), Sub::Elem(j)],
+                        });
+                    }
+                    // An element of a matrix starts the formal's storage
+                    // (`call f(a(1, j))`: column-major, the rest of the
+                    // matrix from there).
+                    let jmax = (a.size() - need + 1) / e0;
+                    if jmax >= 1 {
+                        let i = self.int_in(ch, 1, e0, 1);
+                        let j = self.int_in(ch, 1, jmax, 1);
+                        return Some(Ref {
+                            var: v,
+                            subs: vec![Sub::Elem(i), Sub::Elem(j)],
+                        });
+                    }
                 }
                 if a.rank() == 1 && a.extents[0] >= need {
                     // Sequence association: the element starts the

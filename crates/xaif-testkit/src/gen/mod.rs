@@ -135,6 +135,9 @@ pub fn features(p: &Program) -> BTreeSet<String> {
     if !p.globals.is_empty() {
         add("global");
     }
+    if called_with_different_activity(p) {
+        add("routine_called_with_different_activity");
+    }
     if p.own_global_symbol.iter().flatten().any(|x| *x) {
         add("global_under_several_symbols");
     }
@@ -261,6 +264,33 @@ fn has_jumps(stmts: &[Stmt]) -> bool {
     found
 }
 
+/// Whether some routine gets, at one formal, an active actual at one call
+/// site and a passive one or a constant at another.
+fn called_with_different_activity(p: &Program) -> bool {
+    // (callee, position) -> (active seen, passive or constant seen)
+    let mut seen: std::collections::BTreeMap<(usize, usize), (bool, bool)> = Default::default();
+    for (r, routine) in p.routines.iter().enumerate() {
+        emit::walk(&routine.body, &mut |s| {
+            if let Stmt::Call { callee, args } = s {
+                for (k, a) in args.iter().enumerate() {
+                    let fm = &p.routines[*callee].formals[k];
+                    if fm.role.ty() != Ty::Real {
+                        continue;
+                    }
+                    let active = matches!(a, Arg::Ref(x) if p.var(r, x.var).role.active());
+                    let e = seen.entry((*callee, k)).or_default();
+                    if active {
+                        e.0 = true;
+                    } else {
+                        e.1 = true;
+                    }
+                }
+            }
+        });
+    }
+    seen.values().any(|(a, b)| *a && *b)
+}
+
 fn call_depth(p: &Program, r: usize) -> usize {
     let mut depth = 0;
     emit::walk(&p.routines[r].body, &mut |s| {
@@ -342,7 +372,7 @@ fn stmt_features(p: &Program, r: usize, s: &Stmt, add: &mut dyn FnMut(&str)) {
                     add("vector_assignment_runtime_shape");
                 }
             }
-            if let Expr::Op("transpose_arr", _) = rhs {
+            if let Expr::Op("transpose_arr" | "reshape_arr", _) = rhs {
                 add("direct_action");
             }
         }
@@ -395,6 +425,18 @@ fn stmt_features(p: &Program, r: usize, s: &Stmt, add: &mut dyn FnMut(&str)) {
                             && !x.subs.is_empty()
                         {
                             add("element_to_array_formal");
+                            if actual.rank() == 2 {
+                                add("matrix_element_to_array_formal");
+                            }
+                        }
+                        if fm.rank() > 0
+                            && actual.rank() == 2
+                            && matches!(
+                                x.subs.as_slice(),
+                                [Sub::Range(..), Sub::Elem(_)] | [Sub::Elem(_), Sub::Range(..)]
+                            )
+                        {
+                            add("matrix_column_or_row_to_array_formal");
                         }
                         if fm.rank() > 0 && x.subs.is_empty() && actual.rank() != fm.rank() {
                             add("array_rank_change");
@@ -423,10 +465,51 @@ fn stmt_features(p: &Program, r: usize, s: &Stmt, add: &mut dyn FnMut(&str)) {
             hi,
             step,
             explicit,
+            body,
             ..
         } => {
             expr_features(lo, add);
             expr_features(hi, add);
+            // A bound the caller set: an integer formal or global.
+            let mut from_caller = false;
+            for e in [lo, hi] {
+                e.visit_refs(&mut |x| {
+                    from_caller |= matches!(x.var, VarId::Formal(_) | VarId::Global(_))
+                        && p.var(r, x.var).role.ty() == Ty::Int
+                        && x.subs.is_empty();
+                });
+            }
+            if from_caller {
+                add("do_bound_set_by_caller");
+            }
+            // A bound the body changes (the trip count is fixed on entry).
+            let mut bound_vars = BTreeSet::new();
+            for e in [lo, hi] {
+                e.visit_refs(&mut |x| {
+                    bound_vars.insert(x.var);
+                });
+            }
+            let mut changed = (false, false);
+            emit::walk(body, &mut |t| match t {
+                Stmt::Assign(l, _) => changed.0 |= bound_vars.contains(&l.var),
+                Stmt::Call { callee, args } => {
+                    let mut g = BTreeSet::new();
+                    global_writes(p, *callee, &mut g);
+                    changed.1 |= g.iter().any(|g| bound_vars.contains(&VarId::Global(*g)));
+                    for (a, w) in args.iter().zip(&p.routines[*callee].written) {
+                        if let (Arg::Ref(x), true) = (a, w) {
+                            changed.1 |= bound_vars.contains(&x.var);
+                        }
+                    }
+                }
+                _ => {}
+            });
+            if changed.0 {
+                add("do_bound_changed_in_body");
+            }
+            if changed.1 {
+                add("do_bound_changed_by_call_in_body");
+            }
             add(match step {
                 Step::Up => "do_up",
                 Step::Down => "do_down",
