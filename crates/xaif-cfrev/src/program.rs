@@ -32,7 +32,7 @@ use xaif_linearize::{
     Catalogue,
 };
 use xaif_model::{
-    build::inlinable_call, ArgValue, Attrs, Cfg, CfgEdge, CfgId, CfgItem, CfgVertex,
+    build::inlinable_call, ArgValue, Attrs, Cfg, CfgEdge, CfgId, CfgItem, CfgVertex, ExprBuilder,
     NonInlinableCatalogue, Program, PropEntry, PropKind, Replacement, Routine, RoutineBody,
     RoutineId, SideEffectKind, Stmt, StmtId, StmtKind, SymbolId, VarRef, VertexId, VertexKind,
 };
@@ -209,6 +209,7 @@ fn adjoint_with(
         elimination: &memo,
     };
     let passed = variables_passed(p);
+    let left_out = positions_left_out(p);
     let policy = crate::explicit::LoopPolicy {
         trust_hints: options.ignore_simple_loop_violations,
         ask: options.ask_simple_loop_violations,
@@ -428,6 +429,22 @@ fn adjoint_with(
             let modified = list_refs(SideEffectKind::Mod);
             let read_local = list_refs(SideEffectKind::ReadLocal);
             tape.checkpoint_variables = read.len();
+            // Optional formals some call leaves out: their checkpoints
+            // run only when they are present.
+            let optional: Vec<SymbolId> = routine
+                .arguments
+                .iter()
+                .flat_map(|l| {
+                    l.args
+                        .iter()
+                        .filter_map(|a| ctx.symbols.resolve(a).map(|s| (a, s)))
+                })
+                .filter(|(a, _)| {
+                    let pos = a.int("position").unwrap_or(0);
+                    left_out.contains(&(name.clone(), pos))
+                })
+                .map(|(_, s)| s)
+                .collect();
             let cp = |out: &mut Program,
                       names: &mut Names,
                       refs: &[VarRef],
@@ -442,10 +459,14 @@ fn adjoint_with(
                 }
                 for r in ordered {
                     if let Some(s) = checkpoint_call(&ctx, out, names, r, store, deriv) {
-                        stmts.push(s);
+                        let guard = ctx
+                            .symbol_of(&r.graph)
+                            .filter(|s| optional.contains(s))
+                            .map(|_| r.clone());
+                        stmts.push((s, guard));
                     }
                 }
-                checkpoint_cfg(out, rid, &scope_attr, stmts)
+                checkpoint_cfg_guarded(out, rid, &scope_attr, stmts)
             };
             let restore_reversed = !options.restore_in_store_order;
             let ph4 = cp(&mut out, &mut names, &read, true, false, false);
@@ -686,6 +707,124 @@ fn checkpoint_call(
         &id,
         vec![ArgValue::Variable(value_ref(r))],
     )))
+}
+
+/// (callee symbol id, position) of every formal some call leaves out (an
+/// optional argument that is not present): `formalArgCount` or the
+/// callee's argument list says how many there are, the `Argument`s which
+/// are there.
+fn positions_left_out(p: &Program) -> FxHashSet<(String, i64)> {
+    let formals: FxHashMap<&str, Vec<i64>> = p
+        .routines
+        .iter()
+        .map(|(_, r)| {
+            let positions = r
+                .arguments
+                .iter()
+                .flat_map(|l| l.args.iter().filter_map(|a| a.int("position")))
+                .collect();
+            (r.symbol_name(), positions)
+        })
+        .collect();
+    let mut out = FxHashSet::default();
+    for (_, s) in p.stmts.iter() {
+        let StmtKind::SubroutineCall(args) = &s.kind else {
+            continue;
+        };
+        let callee = s.attrs.get("symbol_id").unwrap_or("");
+        let given: Vec<i64> = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| a.attrs.int("position").unwrap_or(i as i64 + 1))
+            .collect();
+        let mut expected: Vec<i64> = formals.get(callee).cloned().unwrap_or_default();
+        if let Some(n) = s.attrs.int("formalArgCount") {
+            for k in 1..=n {
+                if !expected.contains(&k) {
+                    expected.push(k);
+                }
+            }
+        }
+        for pos in expected {
+            if !given.contains(&pos) {
+                out.insert((callee.to_string(), pos));
+            }
+        }
+    }
+    out
+}
+
+/// A checkpoint CFG whose statements with a guard run only when that
+/// optional formal is present (`if (present(f))`); without guards the
+/// plain one-block CFG.
+fn checkpoint_cfg_guarded(
+    out: &mut Program,
+    rid: RoutineId,
+    scope_id: &str,
+    stmts: Vec<(StmtId, Option<VarRef>)>,
+) -> CfgId {
+    if stmts.iter().all(|(_, g)| g.is_none()) {
+        return checkpoint_cfg(
+            out,
+            rid,
+            scope_id,
+            stmts.into_iter().map(|(s, _)| s).collect(),
+        );
+    }
+    let mut b = CfgBuilder::new(out, rid, "_cp_");
+    b.vertex_with_id(
+        out,
+        "1",
+        Attrs::new().with("annotation", "cp_entry"),
+        VertexKind::Entry,
+    );
+    b.vertex_with_id(
+        out,
+        "2",
+        Attrs::new().with("annotation", "cp_exit"),
+        VertexKind::Exit,
+    );
+    let block_attrs = || {
+        Attrs::new()
+            .with("annotation", "cp_basicblock")
+            .with("scope_id", scope_id)
+    };
+    let mut last = "1".to_string();
+    let mut plain: Vec<StmtId> = Vec::new();
+    let flush =
+        |b: &mut CfgBuilder, out: &mut Program, plain: &mut Vec<StmtId>, last: &mut String| {
+            if plain.is_empty() {
+                return;
+            }
+            let block = b.vertex(
+                out,
+                block_attrs(),
+                VertexKind::BasicBlock(std::mem::take(plain)),
+            );
+            b.edge(out, last, &block, None);
+            *last = block;
+        };
+    for (s, guard) in stmts {
+        let Some(formal) = guard else {
+            plain.push(s);
+            continue;
+        };
+        flush(&mut b, out, &mut plain, &mut last);
+        let mut cond = ExprBuilder::new();
+        let arg = cond.reference(&value_ref(&formal));
+        cond.intrinsic("present", &[arg]);
+        let branch = b.vertex(out, Attrs::new(), VertexKind::Branch(Some(cond.finish())));
+        b.edge(out, &last, &branch, None);
+        let block = b.vertex(out, block_attrs(), VertexKind::BasicBlock(vec![s]));
+        b.edge(out, &branch, &block, Some(1));
+        let end = b.vertex(out, Attrs::new(), VertexKind::EndBranch);
+        b.edge(out, &block, &end, None);
+        b.edge(out, &branch, &end, None);
+        last = end;
+    }
+    flush(&mut b, out, &mut plain, &mut last);
+    b.edge(out, &last, "2", None);
+    b.cfg
 }
 
 /// A checkpoint CFG: Entry, Exit and one block (annotated as the reference

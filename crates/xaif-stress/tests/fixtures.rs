@@ -109,6 +109,11 @@ fn reshape_adjoints_of_allocatable_sources_record_the_extents() {
 }
 
 #[test]
+fn checkpoints_of_optional_formals_run_when_they_are_present() {
+    check("optional_formal_checkpoint.xaif");
+}
+
+#[test]
 fn every_fixture_has_a_test() {
     let dir = xaif_testkit::repo_root().join("fixtures/stress");
     let this = include_str!("fixtures.rs");
