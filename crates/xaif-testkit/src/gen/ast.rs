@@ -226,6 +226,9 @@ pub enum Arg {
     Ref(Ref),
     /// A constant.
     Const(Expr),
+    /// Nothing, at an optional formal (the call has no `Argument` at that
+    /// position).
+    Absent,
 }
 
 /// A statement.
@@ -321,6 +324,9 @@ pub struct Routine {
     /// Formals the routine assigns before it reads them (`intent(out)`):
     /// callers may pass passive variables that may hold anything.
     pub out: Vec<bool>,
+    /// Optional formals: read only under `if (present(f))`, so that
+    /// callers may leave them out.
+    pub optional: Vec<bool>,
     /// Locals.
     pub locals: Vec<Var>,
     /// Body.

@@ -68,6 +68,8 @@ struct Summary {
     reads: BTreeSet<usize>,
     writes: BTreeSet<usize>,
     depth: usize,
+    /// Optional formals (callers may leave them out).
+    optional: Vec<bool>,
     /// The routine has no side-effect lists: joint mode runs it again from
     /// its arguments as they are at its reversal, so what callers pass
     /// where it reads must not change after the call.
@@ -262,6 +264,7 @@ pub fn build(recipe: &Recipe) -> Program {
             },
             written: vec![false; formals.len()],
             out: vec![false; formals.len()],
+            optional: vec![false; formals.len()],
             formals,
             locals,
             body: Vec::new(),
@@ -307,6 +310,7 @@ pub fn build(recipe: &Recipe) -> Program {
             written_so_far: BTreeSet::new(),
             const_subs: false,
             results: Vec::new(),
+            hidden: Vec::new(),
         };
         let nformals = b.p.routines[r].formals.len();
         b.sum.written = vec![false; nformals];
@@ -336,6 +340,23 @@ pub fn build(recipe: &Recipe) -> Program {
                 .map(|f| Ch::new(&f.0[2..]).flag(50))
                 .collect()
         };
+        // Optional formals: read-only real scalars, read only under
+        // `if (present(f))` at the end.
+        let optional: Vec<bool> = (0..nformals)
+            .map(|k| {
+                let var = b.var(VarId::Formal(k));
+                r > 0
+                    && b.read_only[k]
+                    && var.rank() == 0
+                    && matches!(var.role, Role::Active | Role::Clean)
+                    && Ch::new(&[formal_recipes[r][k].0[1] >> 20]).flag(30)
+            })
+            .collect();
+        b.hidden = (0..nformals)
+            .filter(|&k| optional[k])
+            .map(VarId::Formal)
+            .collect();
+        b.sum.optional = optional.clone();
         // intent(out) formals: assigned first, from clean values.
         let mut body = Vec::new();
         if r > 0 {
@@ -391,6 +412,10 @@ pub fn build(recipe: &Recipe) -> Program {
             let mut c = Ch::new(rr.knobs.get(3..).unwrap_or(&[]));
             body.extend(b.results(&mut c));
         }
+        if !b.hidden.is_empty() {
+            let mut c = Ch::new(rr.knobs.get(6..).unwrap_or(&[]));
+            body.extend(b.optional_uses(&mut c));
+        }
         let mut stmts = b.prologue(rr);
         let prologue = stmts.len();
         stmts.extend(body);
@@ -409,6 +434,7 @@ pub fn build(recipe: &Recipe) -> Program {
         let routine = &mut p.routines[r];
         routine.body = stmts;
         routine.prologue = prologue;
+        routine.optional = optional;
         routine.side_effect_lists = !sum.stable;
         routine.written = sum.written.clone();
         routine.out = sum.out.clone();
@@ -504,6 +530,9 @@ struct Rb<'a> {
     written_so_far: BTreeSet<VarId>,
     /// Subscripts are constants (of actuals that must not change).
     const_subs: bool,
+    /// Optional formals, which only the statement guarded by `present`
+    /// reads.
+    hidden: Vec<VarId>,
     /// Active variables calls and direct actions gave results to (what
     /// `head`'s epilogue likes to read).
     results: Vec<VarId>,
@@ -571,7 +600,11 @@ impl Rb<'_> {
             self.p.globals.len()
         };
         let mut out: Vec<VarId> = (0..globals).map(VarId::Global).collect();
-        out.extend((0..r.formals.len()).map(VarId::Formal));
+        out.extend(
+            (0..r.formals.len())
+                .map(VarId::Formal)
+                .filter(|v| !self.hidden.contains(v)),
+        );
         out.extend((0..r.locals.len()).map(VarId::Local));
         out
     }
@@ -1987,6 +2020,10 @@ impl Rb<'_> {
             let written = sum.written[k];
             self.prefer = prefer.clone();
             let out = sum.out.get(k).copied().unwrap_or(false);
+            if sum.optional.get(k).copied().unwrap_or(false) && ch.flag(40) {
+                args[k] = Some(Arg::Absent);
+                continue;
+            }
             let keep = first_input && f.role == Role::Active && !written;
             first_input &= !keep;
             let arg = self.actual(ch, f, written, out, &sum, &used, keep);
@@ -2323,7 +2360,9 @@ impl Rb<'_> {
         let sources: Vec<VarId> = (0..nformals)
             .map(VarId::Formal)
             .filter(|&v| {
-                matches!(self.var(v).role, Role::Active | Role::Clean) && !self.writable(v)
+                matches!(self.var(v).role, Role::Active | Role::Clean)
+                    && !self.writable(v)
+                    && !self.hidden.contains(&v)
             })
             .collect();
         let active: Vec<VarId> = sources
@@ -2369,6 +2408,51 @@ impl Rb<'_> {
             };
             self.note_write(w);
             out.push(Stmt::Assign(lhs, rhs));
+        }
+        out
+    }
+
+    /// `if (present(f)) then w = w + f * c [else w = w + c] end if` for
+    /// every optional formal `f`, `w` an active formal the routine writes
+    /// (or a local).
+    fn optional_uses(&mut self, ch: &mut Ch<'_>) -> Vec<Stmt> {
+        let hidden = std::mem::take(&mut self.hidden);
+        let nformals = self.routine().formals.len();
+        let targets: Vec<VarId> = (0..nformals)
+            .map(VarId::Formal)
+            .filter(|&v| {
+                let var = self.var(v);
+                var.role == Role::Active && var.rank() == 0 && self.writable(v)
+            })
+            .collect();
+        let mut out = Vec::new();
+        for f in hidden {
+            let w = if targets.is_empty() {
+                self.fresh_local(Role::Active, Dims::Scalar, Vec::new())
+            } else {
+                targets[ch.pick(targets.len())]
+            };
+            self.note_read(f);
+            self.note_write(w);
+            let term = Expr::Op("mul_scal_scal", vec![Expr::var(f), real_const(ch)]);
+            let then = vec![Stmt::Assign(
+                Ref::whole(w),
+                Expr::Op("add_scal_scal", vec![Expr::var(w), term]),
+            )];
+            let els = if ch.flag(50) {
+                vec![Stmt::Assign(
+                    Ref::whole(w),
+                    Expr::Op("add_scal_scal", vec![Expr::var(w), real_const(ch)]),
+                )]
+            } else {
+                Vec::new()
+            };
+            out.push(Stmt::If {
+                cond: Expr::Op("present", vec![Expr::var(f)]),
+                then,
+                els,
+                vertex: false,
+            });
         }
         out
     }

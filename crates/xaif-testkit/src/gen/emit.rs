@@ -410,7 +410,7 @@ fn effects(
                             exprs.push(Expr::r(rf.clone()));
                             vars.push(Some(rf.var));
                         }
-                        Arg::Const(_) => vars.push(None),
+                        Arg::Const(_) | Arg::Absent => vars.push(None),
                     }
                 }
                 calls.push((*callee, vars));
@@ -777,6 +777,9 @@ impl Cfg<'_, '_> {
                     args.len()
                 );
                 for (k, a) in args.iter().enumerate() {
+                    if *a == Arg::Absent {
+                        continue;
+                    }
                     let _ = writeln!(out, "        <xaif:Argument position=\"{}\">", k + 1);
                     match a {
                         Arg::Ref(rf) => out.push_str(&var_ref(
@@ -789,6 +792,7 @@ impl Cfg<'_, '_> {
                             Access::Use,
                         )),
                         Arg::Const(e) => out.push_str(&constant(e, 1, "          ")),
+                        Arg::Absent => {}
                     }
                     out.push_str("        </xaif:Argument>\n");
                 }

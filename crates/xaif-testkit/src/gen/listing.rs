@@ -93,6 +93,7 @@ impl L<'_> {
                         .map(|a| match a {
                             Arg::Ref(r) => self.r(r),
                             Arg::Const(e) => self.e(e),
+                            Arg::Absent => "-".to_string(),
                         })
                         .collect();
                     let t = format!("call {}({})", self.p.routines[*callee].name, a.join(", "));
@@ -249,6 +250,8 @@ pub fn listing(p: &Program) -> String {
                 "out"
             } else if routine.written[k] {
                 "inout"
+            } else if routine.optional.get(k).copied().unwrap_or(false) {
+                "in, optional"
             } else {
                 "in"
             };

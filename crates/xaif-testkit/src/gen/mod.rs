@@ -178,6 +178,9 @@ pub fn features(p: &Program) -> BTreeSet<String> {
                 if routine.written[k] && fm.role.ty() == Ty::Int {
                     add("integer_formal_written");
                 }
+                if routine.optional.get(k).copied().unwrap_or(false) {
+                    add("optional_formal");
+                }
             }
         }
         if r > 0 && !routine.side_effect_lists {
@@ -396,6 +399,7 @@ fn stmt_features(p: &Program, r: usize, s: &Stmt, add: &mut dyn FnMut(&str)) {
                 // arguments as they are at its reversal (no checkpoint).
                 let rerun = unchecked && !callee_r.written[k];
                 match a {
+                    Arg::Absent => add("optional_argument_absent"),
                     Arg::Const(_) => {
                         add("constant_argument");
                         if rerun && fm.role == Role::Active {
@@ -624,6 +628,14 @@ pub const CONSTRUCTS: &[&str] = &[
     "conversion_passive_to_active_without_checkpoint",
     "constant_to_active_formal_without_checkpoint",
     "active_actual_without_checkpoint",
+    "routine_called_with_different_activity",
+    "do_bound_set_by_caller",
+    "do_bound_changed_in_body",
+    "do_bound_changed_by_call_in_body",
+    "matrix_element_to_array_formal",
+    "matrix_column_or_row_to_array_formal",
+    "optional_formal",
+    "optional_argument_absent",
 ];
 
 #[cfg(test)]
@@ -673,6 +685,7 @@ mod tests {
                         match a {
                             Arg::Ref(x) => grab(&Expr::r(x.clone())),
                             Arg::Const(e) => grab(e),
+                            Arg::Absent => {}
                         }
                     }
                 }
