@@ -1,7 +1,7 @@
 //! The program generator: deterministic, and a fixed-seed sample of 1,000
 //! programs shows every construct it promises and every intrinsic of the
 //! inlinable catalogue (and the non-inlinable `transpose_arr` and
-//! `reshape_arr`).
+//! `reshape_arr`, and the inquiries `present` and `allocated`).
 
 use std::collections::BTreeMap;
 
@@ -106,7 +106,7 @@ fn a_sample_of_1000_programs_covers_every_construct_and_intrinsic() {
     }
     for name in CATALOGUE
         .iter()
-        .chain(["transpose_arr", "reshape_arr"].iter())
+        .chain(["transpose_arr", "reshape_arr", "present", "allocated"].iter())
     {
         let key = format!("intrinsic:{name}");
         if seen.get(&key).copied().unwrap_or(0) < 3 {

@@ -1405,6 +1405,22 @@ impl Rb<'_> {
                 Expr::var(v)
             };
         }
+        let allocatables: Vec<VarId> = self
+            .all_vars()
+            .into_iter()
+            .filter(|&v| self.var(v).dims == Dims::Alloc)
+            .collect();
+        if !allocatables.is_empty() && ch.flag(8) {
+            // `allocated(a)`: the prologue gave every allocatable its
+            // shape.
+            let v = allocatables[ch.pick(allocatables.len())];
+            let e = Expr::Op("allocated", vec![Expr::var(v)]);
+            return if ch.flag(30) {
+                Expr::Op("not", vec![e])
+            } else {
+                e
+            };
+        }
         match ch.pick(if depth == 0 { 3 } else { 7 }) {
             0 | 1 => {
                 let (a, _) = self.int_expr(ch, 1);
