@@ -311,6 +311,7 @@ pub fn build(recipe: &Recipe) -> Program {
             const_subs: false,
             results: Vec::new(),
             hidden: Vec::new(),
+            force_arg: None,
         };
         let nformals = b.p.routines[r].formals.len();
         b.sum.written = vec![false; nformals];
@@ -349,7 +350,7 @@ pub fn build(recipe: &Recipe) -> Program {
                     && b.read_only[k]
                     && var.rank() == 0
                     && matches!(var.role, Role::Active | Role::Clean)
-                    && Ch::new(&[formal_recipes[r][k].0[1] >> 20]).flag(30)
+                    && Ch::new(&[formal_recipes[r][k].0[1] >> 20]).flag(45)
             })
             .collect();
         b.hidden = (0..nformals)
@@ -413,7 +414,8 @@ pub fn build(recipe: &Recipe) -> Program {
             body.extend(b.results(&mut c));
         }
         if !b.hidden.is_empty() {
-            let mut c = Ch::new(rr.knobs.get(6..).unwrap_or(&[]));
+            let numbers = derived(rr.style, 64);
+            let mut c = Ch::new(&numbers);
             body.extend(b.optional_uses(&mut c));
         }
         let mut stmts = b.prologue(rr);
@@ -453,6 +455,23 @@ const KERNEL_ROLES: [Role; 5] = [
     Role::Active,
     Role::Index,
 ];
+
+/// `n` numbers drawn from `seed` (all 0 for 0, what a shrunk recipe
+/// gives).
+fn derived(seed: u32, n: usize) -> Vec<u32> {
+    if seed == 0 {
+        return vec![0; n];
+    }
+    let mut z = u64::from(seed);
+    (0..n)
+        .map(|_| {
+            z = z
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .wrapping_add(0xD1B5_4A32_D192_ED03);
+            (z >> 32) as u32
+        })
+        .collect()
+}
 
 /// Whether the routine is written without side-effect lists (see
 /// `Routine::side_effect_lists`; `head` never is).
@@ -533,6 +552,9 @@ struct Rb<'a> {
     /// Optional formals, which only the statement guarded by `present`
     /// reads.
     hidden: Vec<VarId>,
+    /// The actual the call being built passes at a position (an optional
+    /// formal passed on, present or not).
+    force_arg: Option<(usize, VarId)>,
     /// Active variables calls and direct actions gave results to (what
     /// `head`'s epilogue likes to read).
     results: Vec<VarId>,
@@ -2036,6 +2058,13 @@ impl Rb<'_> {
             let written = sum.written[k];
             self.prefer = prefer.clone();
             let out = sum.out.get(k).copied().unwrap_or(false);
+            if let Some((at, v)) = self.force_arg {
+                if at == k {
+                    used.push((v, false));
+                    args[k] = Some(Arg::Ref(Ref::whole(v)));
+                    continue;
+                }
+            }
             if sum.optional.get(k).copied().unwrap_or(false) && ch.flag(40) {
                 args[k] = Some(Arg::Absent);
                 continue;
@@ -2443,6 +2472,31 @@ impl Rb<'_> {
             .collect();
         let mut out = Vec::new();
         for f in hidden {
+            // Passed on to an optional formal of a callee (absent there
+            // when it is absent here).
+            let role = self.var(f).role;
+            let onward: Vec<(usize, usize)> = (self.r + 1..self.p.routines.len())
+                .filter(|&c| self.may_call(c))
+                .flat_map(|c| {
+                    let sum = &self.sums[c];
+                    let formals = &self.p.routines[c].formals;
+                    (0..formals.len())
+                        .filter(|&k| {
+                            sum.optional.get(k).copied().unwrap_or(false)
+                                && (formals[k].role == role || formals[k].role == Role::Active)
+                        })
+                        .map(move |k| (c, k))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            if !onward.is_empty() && ch.flag(70) {
+                let (c, k) = onward[ch.pick(onward.len())];
+                self.note_read(f);
+                self.force_arg = Some((k, f));
+                self.call_to(ch, c, &mut out);
+                self.force_arg = None;
+                continue;
+            }
             let w = if targets.is_empty() {
                 self.fresh_local(Role::Active, Dims::Scalar, Vec::new())
             } else {

@@ -409,6 +409,9 @@ fn stmt_features(p: &Program, r: usize, s: &Stmt, add: &mut dyn FnMut(&str)) {
                     Arg::Ref(x) => {
                         ref_features(x, add);
                         let actual = p.var(r, x.var);
+                        if matches!(x.var, VarId::Formal(f) if p.routines[r].optional[f]) {
+                            add("optional_argument_passed_on");
+                        }
                         if rerun && fm.role == Role::Active && actual.role == Role::Clean {
                             add("conversion_passive_to_active_without_checkpoint");
                         }
@@ -636,6 +639,7 @@ pub const CONSTRUCTS: &[&str] = &[
     "matrix_column_or_row_to_array_formal",
     "optional_formal",
     "optional_argument_absent",
+    "optional_argument_passed_on",
 ];
 
 #[cfg(test)]
