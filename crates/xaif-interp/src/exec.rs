@@ -963,6 +963,13 @@ impl<'p> Machine<'p> {
         for (pos, a) in args {
             match a {
                 CArg::Ref(r) => {
+                    // An absent optional argument passed on whole: absent
+                    // in the callee too (Fortran allows it where the
+                    // callee's dummy is optional).
+                    if r.subs.is_empty() && matches!(self.base_slot(r)?, Some(Slot::Absent)) {
+                        actuals.push((*pos, Actual::Absent));
+                        continue;
+                    }
                     let place = self.place(r, None)?;
                     // The callee may define it.
                     self.note_write(r);

@@ -114,6 +114,13 @@ fn checkpoints_of_optional_formals_run_when_they_are_present() {
 }
 
 #[test]
+fn absent_optional_arguments_pass_on_absent() {
+    // The oracle's class: it refused to pass an absent optional argument
+    // on to an optional formal.
+    check("optional_absent_passed_on.xaif");
+}
+
+#[test]
 fn every_fixture_has_a_test() {
     let dir = xaif_testkit::repo_root().join("fixtures/stress");
     let this = include_str!("fixtures.rs");
