@@ -2461,7 +2461,9 @@ impl Rb<'_> {
     /// every optional formal `f`, `w` an active formal the routine writes
     /// (or a local).
     fn optional_uses(&mut self, ch: &mut Ch<'_>) -> Vec<Stmt> {
-        let hidden = std::mem::take(&mut self.hidden);
+        // (Optional formals stay hidden from the other actuals of a call
+        // that passes one on.)
+        let hidden = self.hidden.clone();
         let nformals = self.routine().formals.len();
         let targets: Vec<VarId> = (0..nformals)
             .map(VarId::Formal)
@@ -2482,8 +2484,10 @@ impl Rb<'_> {
                     let formals = &self.p.routines[c].formals;
                     (0..formals.len())
                         .filter(|&k| {
-                            sum.optional.get(k).copied().unwrap_or(false)
-                                && (formals[k].role == role || formals[k].role == Role::Active)
+                            // (Of the same activity: a passive one at an
+                            // active formal would be converted, which the
+                            // engine cannot do for an absent argument.)
+                            sum.optional.get(k).copied().unwrap_or(false) && formals[k].role == role
                         })
                         .map(move |k| (c, k))
                         .collect::<Vec<_>>()
@@ -2524,6 +2528,7 @@ impl Rb<'_> {
                 vertex: false,
             });
         }
+        self.hidden.clear();
         out
     }
 
