@@ -312,6 +312,7 @@ pub fn build(recipe: &Recipe) -> Program {
             results: Vec::new(),
             hidden: Vec::new(),
             force_arg: None,
+            keep_activity: false,
         };
         let nformals = b.p.routines[r].formals.len();
         b.sum.written = vec![false; nformals];
@@ -555,6 +556,9 @@ struct Rb<'a> {
     /// The actual the call being built passes at a position (an optional
     /// formal passed on, present or not).
     force_arg: Option<(usize, VarId)>,
+    /// The actual being chosen must have the formal's activity (the first
+    /// input of a kernel without side-effect lists).
+    keep_activity: bool,
     /// Active variables calls and direct actions gave results to (what
     /// `head`'s epilogue likes to read).
     results: Vec<VarId>,
@@ -2071,7 +2075,9 @@ impl Rb<'_> {
             }
             let keep = first_input && f.role == Role::Active && !written;
             first_input &= !keep;
-            let arg = self.actual(ch, f, written, out, &sum, &used, keep);
+            self.keep_activity = keep;
+            let arg = self.actual(ch, f, written, out, &sum, &used);
+            self.keep_activity = false;
             self.prefer.clear();
             if let Arg::Ref(r) = &arg {
                 used.push((r.var, written));
@@ -2112,8 +2118,8 @@ impl Rb<'_> {
         out: bool,
         sum: &Summary,
         used: &[(VarId, bool)],
-        keep_activity: bool,
     ) -> Arg {
+        let keep_activity = self.keep_activity;
         // What a routine without side-effect lists reads must stay as it
         // is until the routine's reversal: constants, or variables the
         // caller has not written and never writes again.
