@@ -10,6 +10,9 @@
 pub mod deep;
 pub mod gen;
 pub mod scale;
+pub mod scratch;
+
+pub use scratch::Scratch;
 
 use std::path::{Path, PathBuf};
 

@@ -5,17 +5,14 @@
 //! result is written to a file or to standard output, or on whether it is
 //! written routine by routine (one input) or as a whole (a batch).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use xaif_testkit::scale::{program, Shape};
 use xaif_testkit::{have_xmllint, shared_dir, xmllint_valid};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xaifb-scale-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> xaif_testkit::Scratch {
+    xaif_testkit::Scratch::new("xaifb-scale", name)
 }
 
 fn transform(schema: &Path, mode: &str, input: &Path, extra: &[&str]) -> Vec<u8> {
