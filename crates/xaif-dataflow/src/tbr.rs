@@ -762,6 +762,23 @@ fn written_later(
     )
 }
 
+/// What every analysed routine and its callees may read, as slots of the
+/// routine's universe (callees' reads of formals mapped to the actual
+/// arguments): the `Read` side-effect list a front end's analysis gives,
+/// for programs that come without one.
+pub fn analyze_may_read(facts: &ProgramFacts, solver: Solver) -> SecondaryMap<Routine, LocSet> {
+    let reads = union(facts, solver, Collect::Reads);
+    let mut out = SecondaryMap::default();
+    for &r in &facts.callgraph.routines {
+        let set = reads
+            .get(&r)
+            .and_then(|x| x.summary.clone())
+            .unwrap_or_else(|| facts.routines[&r].empty());
+        out.insert(r, set);
+    }
+    out
+}
+
 /// The two sets of [`RoutineTbr`] a routine's argument checkpoint depends
 /// on, alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
