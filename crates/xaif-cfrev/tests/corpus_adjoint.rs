@@ -377,3 +377,92 @@ fn tbr_shrinks_argument_checkpoints() {
         full.1
     );
 }
+
+/// `text` without its side-effect list elements (`ModLocal`, `Mod`,
+/// `ReadLocal`, `Read`, `OnEntry`, empty or not).
+fn strip_side_effect_lists(text: &str) -> String {
+    const TAGS: [&str; 5] = ["ModLocal", "Mod", "ReadLocal", "Read", "OnEntry"];
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let next = TAGS
+            .iter()
+            .filter_map(|tag| {
+                let open = format!("<xaif:{tag}");
+                let at = rest.find(&open)?;
+                // `<xaif:Mod` also starts `<xaif:ModLocal`: the name ends here.
+                let after = rest[at + open.len()..].chars().next()?;
+                (after == '>' || after == '/' || after.is_whitespace()).then_some((at, *tag))
+            })
+            .min();
+        let Some((at, tag)) = next else {
+            out.push_str(rest);
+            return out;
+        };
+        let tail = &rest[at..];
+        let gt = tail.find('>').expect("a closed tag");
+        let end = if tail[..gt].ends_with('/') {
+            at + gt + 1
+        } else {
+            let close = format!("</xaif:{tag}>");
+            at + tail.find(&close).expect("a closed list") + close.len()
+        };
+        out.push_str(&rest[..at]);
+        rest = &rest[end..];
+    }
+}
+
+#[test]
+fn stripping_removes_every_side_effect_list() {
+    let text = "<a><xaif:Mod>\n<x/></xaif:Mod><xaif:ModLocal/><b/><xaif:Read ><z/></xaif:Read><xaif:OnEntry/></a>";
+    assert_eq!(strip_side_effect_lists(text), "<a><b/></a>");
+}
+
+/// The side-effect lists are optional in XAIF: a front end that writes none
+/// must get the same derivatives. With every list removed, each checked
+/// example's split and joint adjoints still reproduce `ad.out` (the joint
+/// reversal's argument checkpoints then come from the `Read` lists the
+/// engine infers, loop and branch conditions included).
+#[test]
+fn split_and_joint_reproduce_ad_out_without_side_effect_lists() {
+    let Some(shared) = shared_dir() else { return };
+    let examples = read_index(&shared.join("corpus")).unwrap();
+    let dir = xaif_testkit::Scratch::new("xaifb-adjoint", "no-lists");
+    let mut failures = Vec::new();
+    let mut runs = 0;
+    for ex in examples
+        .iter()
+        .filter(|e| checked(e) && e.input(true).is_file())
+    {
+        let text = std::fs::read_to_string(ex.input(true)).unwrap();
+        let input = dir.join(format!("{}.pre.xaif", ex.name));
+        std::fs::write(&input, strip_side_effect_lists(&text)).unwrap();
+        let file = match transform_input(&shared, ex, &input, &AdjointOptions::default(), &dir) {
+            Ok(f) => f,
+            Err(e) => {
+                failures.push(format!("{}: transformation failed: {e}", ex.name));
+                continue;
+            }
+        };
+        for mode in [Mode::Split, Mode::Joint] {
+            runs += 1;
+            let report = run_file(ex, &file, mode, CompileOptions::default(), 50_000_000);
+            match (&report.outcome, &report.comparison) {
+                (Err(e), _) => failures.push(format!("{} {mode:?}: {e}", ex.name)),
+                (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
+                    "{} {mode:?}: worst relative {:.3e}, first mismatch {:?}",
+                    ex.name, c.max_rel, c.mismatches[0]
+                )),
+                (Ok(_), None) => failures.push(format!("{} {mode:?}: nothing to compare", ex.name)),
+                _ => {}
+            }
+        }
+    }
+    assert!(runs > 200, "only {runs} split and joint runs");
+    assert!(
+        failures.is_empty(),
+        "{} failures without side-effect lists:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
