@@ -378,56 +378,12 @@ fn tbr_shrinks_argument_checkpoints() {
     );
 }
 
-/// `text` without its side-effect list elements (`ModLocal`, `Mod`,
-/// `ReadLocal`, `Read`, `OnEntry`, empty or not).
-fn strip_side_effect_lists(text: &str) -> String {
-    const TAGS: [&str; 5] = ["ModLocal", "Mod", "ReadLocal", "Read", "OnEntry"];
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    loop {
-        let next = TAGS
-            .iter()
-            .filter_map(|tag| {
-                let open = format!("<xaif:{tag}");
-                let at = rest.find(&open)?;
-                // `<xaif:Mod` also starts `<xaif:ModLocal`: the name ends here.
-                let after = rest[at + open.len()..].chars().next()?;
-                (after == '>' || after == '/' || after.is_whitespace()).then_some((at, *tag))
-            })
-            .min();
-        let Some((at, tag)) = next else {
-            out.push_str(rest);
-            return out;
-        };
-        let tail = &rest[at..];
-        let gt = tail.find('>').expect("a closed tag");
-        let end = if tail[..gt].ends_with('/') {
-            at + gt + 1
-        } else {
-            let close = format!("</xaif:{tag}>");
-            at + tail.find(&close).expect("a closed list") + close.len()
-        };
-        out.push_str(&rest[..at]);
-        rest = &rest[end..];
-    }
-}
-
-#[test]
-fn stripping_removes_every_side_effect_list() {
-    let text = "<a><xaif:Mod>\n<x/></xaif:Mod><xaif:ModLocal/><b/><xaif:Read ><z/></xaif:Read><xaif:OnEntry/></a>";
-    assert_eq!(strip_side_effect_lists(text), "<a><b/></a>");
-}
-
-/// The side-effect lists are optional in XAIF: a front end that writes none
-/// must get the same derivatives. With every list removed, each checked
-/// example's split and joint adjoints still reproduce `ad.out` (the joint
-/// reversal's argument checkpoints then come from the `Read` lists the
-/// engine infers, loop and branch conditions included).
-#[test]
-fn split_and_joint_reproduce_ad_out_without_side_effect_lists() {
+/// Runs every checked example in split and joint mode on its adjoint input
+/// rewritten by `strip`, and requires `ad.out`.
+fn reproduce_ad_out_from(name: &str, strip: fn(&str) -> String) {
     let Some(shared) = shared_dir() else { return };
     let examples = read_index(&shared.join("corpus")).unwrap();
-    let dir = xaif_testkit::Scratch::new("xaifb-adjoint", "no-lists");
+    let dir = xaif_testkit::Scratch::new("xaifb-adjoint", name);
     let mut failures = Vec::new();
     let mut runs = 0;
     for ex in examples
@@ -436,7 +392,7 @@ fn split_and_joint_reproduce_ad_out_without_side_effect_lists() {
     {
         let text = std::fs::read_to_string(ex.input(true)).unwrap();
         let input = dir.join(format!("{}.pre.xaif", ex.name));
-        std::fs::write(&input, strip_side_effect_lists(&text)).unwrap();
+        std::fs::write(&input, strip(&text)).unwrap();
         let file = match transform_input(&shared, ex, &input, &AdjointOptions::default(), &dir) {
             Ok(f) => f,
             Err(e) => {
@@ -461,8 +417,26 @@ fn split_and_joint_reproduce_ad_out_without_side_effect_lists() {
     assert!(runs > 200, "only {runs} split and joint runs");
     assert!(
         failures.is_empty(),
-        "{} failures without side-effect lists:\n{}",
+        "{name}: {} failures:\n{}",
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// The side-effect lists are optional in XAIF: a front end that writes none
+/// must get the same derivatives. With every list removed, each checked
+/// example's split and joint adjoints still reproduce `ad.out` (the joint
+/// reversal's argument checkpoints then come from the `Read` lists the
+/// engine infers, loop and branch conditions included).
+#[test]
+fn split_and_joint_reproduce_ad_out_without_side_effect_lists() {
+    reproduce_ad_out_from("no-lists", xaif_testkit::strip::side_effect_lists);
+}
+
+/// Nor do the alias, DU-UD and DO keys and maps change the derivatives:
+/// without any of the front end's analyses the adjoints still reproduce
+/// `ad.out`.
+#[test]
+fn split_and_joint_reproduce_ad_out_without_front_end_analyses() {
+    reproduce_ad_out_from("no-analyses", xaif_testkit::strip::front_end_analyses);
 }

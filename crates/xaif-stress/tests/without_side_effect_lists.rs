@@ -11,29 +11,6 @@
 
 use xaif_stress::Checker;
 
-/// `text` without any side-effect list element.
-fn strip_side_effect_lists(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    loop {
-        let next = ["ModLocal", "Mod", "ReadLocal", "Read", "OnEntry"]
-            .iter()
-            .filter_map(|tag| {
-                let open = format!("<xaif:{tag}>");
-                rest.find(&open).map(|at| (at, *tag))
-            })
-            .min();
-        let Some((at, tag)) = next else {
-            out.push_str(rest);
-            return out;
-        };
-        let close = format!("</xaif:{tag}>");
-        let end = rest[at..].find(&close).expect("a closed list") + at + close.len();
-        out.push_str(&rest[..at]);
-        rest = &rest[end..];
-    }
-}
-
 /// `n` and `m` from a fixture's header (the listing the generator writes).
 fn sizes(text: &str) -> (usize, usize) {
     let line = text
@@ -53,12 +30,6 @@ fn sizes(text: &str) -> (usize, usize) {
 }
 
 #[test]
-fn stripping_removes_every_list_and_nothing_else() {
-    let text = "<a><xaif:Mod>\n<x/></xaif:Mod><xaif:ModLocal><y/></xaif:ModLocal><b/><xaif:Read><z/></xaif:Read></a>";
-    assert_eq!(strip_side_effect_lists(text), "<a><b/></a>");
-}
-
-#[test]
 fn fixtures_with_calls_are_right_without_side_effect_lists() {
     let checker = Checker::builtin();
     let dir = xaif_testkit::repo_root().join("fixtures/stress");
@@ -68,7 +39,7 @@ fn fixtures_with_calls_are_right_without_side_effect_lists() {
         if !text.contains("<xaif:SubroutineCall") {
             continue;
         }
-        let stripped = strip_side_effect_lists(&text);
+        let stripped = xaif_testkit::strip::side_effect_lists(&text);
         assert!(!stripped.contains("<xaif:Read>"));
         let (n, m) = sizes(&text);
         let outcome = checker.check(&stripped, n, m, &[], 1);

@@ -11,6 +11,7 @@ pub mod deep;
 pub mod gen;
 pub mod scale;
 pub mod scratch;
+pub mod strip;
 
 pub use scratch::Scratch;
 
