@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use xaif_cfrev::{adjoint, AdjointOptions};
-use xaif_interp::corpus::{read_index, run_file, Example};
+use xaif_interp::corpus::{read_index, run_file, Example, RunReport};
 use xaif_interp::{CompileOptions, Mode};
 use xaif_linearize::catalogue::read_catalogues;
 use xaif_testkit::{have_xmllint, shared_dir, xmllint_valid};
@@ -66,6 +66,23 @@ fn transform_input(
     let path = out_dir.join(format!("{}.xaif", ex.name));
     std::fs::write(&path, xaif_model::write_program(&program)).map_err(|e| e.to_string())?;
     Ok(path)
+}
+
+/// Records why `report` does not reproduce `ad.out` with every tape empty
+/// at the end, if it does not.
+fn check_report(name: &str, report: &RunReport, failures: &mut Vec<String>) {
+    match (&report.outcome, &report.comparison) {
+        (Err(e), _) => failures.push(format!("{name}: {e}")),
+        (Ok(o), _) if !o.tapes_empty => {
+            failures.push(format!("{name}: tapes not empty at the end"))
+        }
+        (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
+            "{name}: worst relative {:.3e}, first mismatch {:?}",
+            c.max_rel, c.mismatches[0]
+        )),
+        (Ok(_), None) => failures.push(format!("{name}: nothing to compare")),
+        _ => {}
+    }
 }
 
 /// Values pushed at run time (doubles, integers, logicals), the peak
@@ -155,18 +172,7 @@ fn run_variant_with(name: &str, base: AdjointOptions, compare_reference: bool) {
                     }
                 }
             }
-            match (&report.outcome, &report.comparison) {
-                (Err(e), _) => failures.push(format!("{} {mode:?}: {e}", ex.name)),
-                (Ok(o), _) if !o.tapes_empty => {
-                    failures.push(format!("{} {mode:?}: tapes not empty at the end", ex.name))
-                }
-                (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
-                    "{} {mode:?}: worst relative {:.3e}, first mismatch {:?}",
-                    ex.name, c.max_rel, c.mismatches[0]
-                )),
-                (Ok(_), None) => failures.push(format!("{} {mode:?}: nothing to compare", ex.name)),
-                _ => {}
-            }
+            check_report(&format!("{} {mode:?}", ex.name), &report, &mut failures);
         }
     }
     assert!(runs > 200, "only {runs} split and joint runs");
@@ -403,15 +409,7 @@ fn reproduce_ad_out_from(name: &str, strip: fn(&str) -> String) {
         for mode in [Mode::Split, Mode::Joint] {
             runs += 1;
             let report = run_file(ex, &file, mode, CompileOptions::default(), 50_000_000);
-            match (&report.outcome, &report.comparison) {
-                (Err(e), _) => failures.push(format!("{} {mode:?}: {e}", ex.name)),
-                (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
-                    "{} {mode:?}: worst relative {:.3e}, first mismatch {:?}",
-                    ex.name, c.max_rel, c.mismatches[0]
-                )),
-                (Ok(_), None) => failures.push(format!("{} {mode:?}: nothing to compare", ex.name)),
-                _ => {}
-            }
+            check_report(&format!("{} {mode:?}", ex.name), &report, &mut failures);
         }
     }
     assert!(runs > 200, "only {runs} split and joint runs");

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use xaif_interp::corpus::{read_index, run_file, Example};
+use xaif_interp::corpus::{read_index, run_file, Example, RunReport};
 use xaif_interp::{CompileOptions, Mode};
 use xaif_linearize::{tangent, Catalogue, TangentOptions};
 use xaif_model::NonInlinableCatalogue;
@@ -50,6 +50,19 @@ fn transform(
     let path = out_dir.join(format!("{}.xaif", ex.name));
     std::fs::write(&path, xaif_model::write_program(&program)).unwrap();
     Ok(path)
+}
+
+/// Records why `report` does not reproduce `ad.out`, if it does not.
+fn check_report(name: &str, report: &RunReport, failures: &mut Vec<String>) {
+    match (&report.outcome, &report.comparison) {
+        (Err(e), _) => failures.push(format!("{name}: {e}")),
+        (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
+            "{name}: worst relative {:.3e}, first mismatch {:?}",
+            c.max_rel, c.mismatches[0]
+        )),
+        (Ok(_), None) => failures.push(format!("{name}: nothing to compare")),
+        _ => {}
+    }
 }
 
 fn run_variant(name: &str, base: TangentOptions, check_schema: bool) {
@@ -116,15 +129,7 @@ fn run_variant_with(
                 }
             }
         }
-        match (&report.outcome, &report.comparison) {
-            (Err(e), _) => failures.push(format!("{}: {e}", ex.name)),
-            (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
-                "{}: worst relative {:.3e}, first mismatch {:?}",
-                ex.name, c.max_rel, c.mismatches[0]
-            )),
-            (Ok(_), None) => failures.push(format!("{}: nothing to compare", ex.name)),
-            _ => {}
-        }
+        check_report(&ex.name, &report, &mut failures);
     }
     assert!(checked > 120, "only {checked} executable examples");
     if compare_operations {
@@ -270,15 +275,7 @@ fn tangent_reproduces_ad_out_without_front_end_analyses() {
             CompileOptions::default(),
             50_000_000,
         );
-        match (&report.outcome, &report.comparison) {
-            (Err(e), _) => failures.push(format!("{}: {e}", ex.name)),
-            (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
-                "{}: worst relative {:.3e}, first mismatch {:?}",
-                ex.name, c.max_rel, c.mismatches[0]
-            )),
-            (Ok(_), None) => failures.push(format!("{}: nothing to compare", ex.name)),
-            _ => {}
-        }
+        check_report(&ex.name, &report, &mut failures);
     }
     assert!(checked > 120, "only {checked} executable examples");
     assert!(

@@ -131,3 +131,36 @@ fn a_branch_taken_at_the_point_alone_claims_nothing() {
     // see the neighbours' (0), and the tangent beside the point is 0 too.
     check("branch_at_the_point_alone.xaif");
 }
+
+/// The side-effect lists are optional in XAIF (OpenAD's front end writes
+/// them; hand-written and generated XAIF often does not). Joint-mode
+/// reversal re-runs every routine from its argument checkpoint, which
+/// stores the `Read` list: without one the list must be inferred, or the
+/// re-run starts from the values the forward run left behind. Every
+/// fixture with calls is checked again with its lists removed.
+#[test]
+fn fixtures_with_calls_are_right_without_side_effect_lists() {
+    let checker = Checker::builtin();
+    let dir = xaif_testkit::repo_root().join("fixtures/stress");
+    let mut checked = 0;
+    for path in xaif_testkit::xaif_files(&dir) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        if !text.contains("<xaif:SubroutineCall") {
+            continue;
+        }
+        let stripped = xaif_testkit::strip::side_effect_lists(&text);
+        assert!(!stripped.contains("<xaif:Read>"));
+        let (n, m, dead) = header(&text);
+        let outcome = checker.check(&stripped, n, m, &dead, 1);
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        assert!(outcome.skipped.is_none(), "{name}: {:?}", outcome.skipped);
+        let findings: Vec<String> = outcome
+            .findings
+            .iter()
+            .map(|f| format!("{} [{}]\n{}", f.check, f.variant, f.detail))
+            .collect();
+        assert!(findings.is_empty(), "{name}:\n{}", findings.join("\n\n"));
+        checked += 1;
+    }
+    assert!(checked > 0, "no fixture with calls");
+}
