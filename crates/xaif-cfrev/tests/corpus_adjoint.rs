@@ -68,6 +68,16 @@ fn transform_input(
     Ok(path)
 }
 
+/// Fails the test with every failure of the variant `name`.
+fn assert_no_failures(name: &str, failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{name}: {} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// Records why `report` does not reproduce `ad.out` with every tape empty
 /// at the end, if it does not.
 fn check_report(name: &str, report: &RunReport, failures: &mut Vec<String>) {
@@ -219,12 +229,7 @@ fn run_variant_with(name: &str, base: AdjointOptions, compare_reference: bool) {
         }
     }
     std::fs::remove_dir_all(&out).ok();
-    assert!(
-        failures.is_empty(),
-        "{name}: {} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_no_failures(name, &failures);
 }
 
 #[test]
@@ -413,12 +418,7 @@ fn reproduce_ad_out_from(name: &str, strip: fn(&str) -> String) {
         }
     }
     assert!(runs > 200, "only {runs} split and joint runs");
-    assert!(
-        failures.is_empty(),
-        "{name}: {} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_no_failures(name, &failures);
 }
 
 /// The side-effect lists are optional in XAIF: a front end that writes none
