@@ -180,10 +180,11 @@ fn adjoint_with(
     }
     // Before the output copy exists: the analysis is the largest thing a
     // run holds besides the input, and only its answers are kept.
+    let inferred = inferred_reads(p, options.pessimistic_black_boxes);
     let changes = if options.full_checkpoints {
         None
     } else {
-        Changes::new(p, options.pessimistic_black_boxes)
+        Changes::new(p, options.pessimistic_black_boxes, &inferred)
     };
     let Start {
         ctx,
@@ -407,19 +408,30 @@ fn adjoint_with(
                 })
                 .map(|(_, s)| s)
                 .collect();
-            let list_refs = |kind: SideEffectKind| -> Vec<VarRef> {
-                routine
-                    .side_effect(kind)
-                    .map(|l| l.refs.clone())
-                    .unwrap_or_default()
-                    .into_iter()
+            let skip_formals = |refs: &[VarRef]| -> Vec<VarRef> {
+                refs.iter()
                     .filter(|r| {
                         ctx.symbol_of(&r.graph)
                             .is_some_and(|s| !formals.contains(&s))
                     })
+                    .cloned()
                     .collect()
             };
-            let mut read = list_refs(SideEffectKind::Read);
+            let list_refs = |kind: SideEffectKind| -> Vec<VarRef> {
+                routine
+                    .side_effect(kind)
+                    .map(|l| skip_formals(&l.refs))
+                    .unwrap_or_default()
+            };
+            // A routine without a `Read` list gets the one the analysis
+            // infers (see `inferred_reads`).
+            let mut read = match routine.side_effect(SideEffectKind::Read) {
+                Some(list) => skip_formals(&list.refs),
+                None => inferred
+                    .get(&rid)
+                    .map(|refs| skip_formals(refs))
+                    .unwrap_or_default(),
+            };
             if let Some(changes) = &changes {
                 read.retain(|r| {
                     ctx.symbol_of(&r.graph)
@@ -589,7 +601,11 @@ struct Changes {
 impl Changes {
     /// `None` when the analysis cannot answer for the whole program: it
     /// fails, or a marker may stand for a store the XAIF does not carry.
-    fn new(p: &Program, pessimistic_black_boxes: bool) -> Option<Self> {
+    fn new(
+        p: &Program,
+        pessimistic_black_boxes: bool,
+        inferred: &FxHashMap<RoutineId, Vec<VarRef>>,
+    ) -> Option<Self> {
         let opaque = p.stmts.iter().any(|(_, s)| {
             matches!(s.kind, StmtKind::Marker)
                 && crate::explicit::marker_may_store(s.attrs.get("annotation").unwrap_or(""))
@@ -606,10 +622,14 @@ impl Changes {
         let symbols = xaif_model::SymbolIndex::new(p);
         let mut unchanged = FxHashSet::default();
         for (r, routine) in p.routines.iter() {
-            let Some(read) = routine.side_effect(SideEffectKind::Read) else {
-                continue;
+            let read = match routine.side_effect(SideEffectKind::Read) {
+                Some(list) => &list.refs,
+                None => match inferred.get(&r) {
+                    Some(refs) => refs,
+                    None => continue,
+                },
             };
-            for v in &read.refs {
+            for v in read {
                 let s = v.graph.symbol_ref().and_then(|a| symbols.resolve(a));
                 if let Some(s) = s {
                     if !may_change(&facts, &overwrites, r, s) {
@@ -649,6 +669,116 @@ fn may_change(
     }
     let slots = rf.slots_of(storage);
     slots.intersects(&rt.may_write) || slots.intersects(&rt.overwritten_after)
+}
+
+/// The `Read` side-effect list of every routine with a body whose input
+/// has none (the lists are optional in XAIF; OpenAD's front end always
+/// writes them, hand-written and generated XAIF often does not): the
+/// formals and the variables shared with other routines (globals, module
+/// and host variables) that the routine or its callees may read, from the
+/// data-flow analysis, in the order of the analysis's storages. A joint
+/// reversal re-runs each routine from its argument checkpoint; with no
+/// list at all nothing would be checkpointed and the re-run would start
+/// from the values the forward run left behind. When the analysis cannot
+/// answer, every formal and every variable of scope 1 is listed (more
+/// checkpointing, never a re-run from wrong values). Routines that have
+/// a list keep it (the reference engine's behaviour).
+fn inferred_reads(p: &Program, pessimistic: bool) -> FxHashMap<RoutineId, Vec<VarRef>> {
+    let missing: Vec<RoutineId> = p
+        .routines
+        .iter()
+        .filter(|(_, r)| {
+            matches!(r.body, RoutineBody::Graph(_))
+                && r.has_body(p)
+                && r.side_effect(SideEffectKind::Read).is_none()
+        })
+        .map(|(id, _)| id)
+        .collect();
+    let mut out = FxHashMap::default();
+    if missing.is_empty() {
+        return out;
+    }
+    let reference = |s: SymbolId| whole_variable(p, s);
+    match xaif_dataflow::analyze_reads(p, xaif_dataflow::Solver::default(), pessimistic) {
+        Ok((facts, reads)) => {
+            for &r in &missing {
+                let (Some(rf), Some(set)) = (facts.routines.get(&r), reads.get(r)) else {
+                    continue;
+                };
+                let mut seen = FxHashSet::default();
+                let mut refs = Vec::new();
+                for slot in set.iter() {
+                    let storage = rf.universe.slot(slot).storage;
+                    if !seen.insert(storage) {
+                        continue;
+                    }
+                    let st = &facts.storages[storage.index()];
+                    let symbol = match &st.key {
+                        xaif_dataflow::loc::StorageKey::Local { routine, symbol } => {
+                            if *routine == r && rf.formal_position(storage).is_none() {
+                                continue;
+                            }
+                            *symbol
+                        }
+                        xaif_dataflow::loc::StorageKey::Shared(_) => match st.symbols.first() {
+                            Some(s) => *s,
+                            None => continue,
+                        },
+                    };
+                    refs.extend(reference(symbol));
+                }
+                out.insert(r, refs);
+            }
+        }
+        Err(_) => out = all_formals_and_globals(p, &missing),
+    }
+    out
+}
+
+/// A reference to the whole variable `s` (as side-effect lists hold them).
+fn whole_variable(p: &Program, s: SymbolId) -> Option<VarRef> {
+    let sym = &p.symbols[s];
+    let scope = p.scopes[sym.scope].attrs.get("vertex_id")?;
+    let name = sym.attrs.get("symbol_id")?;
+    Some(VarRef::symbol(
+        Attrs::new().with("vertex_id", "1"),
+        scope,
+        name,
+    ))
+}
+
+/// The fallback of [`inferred_reads`]: for each routine of `missing`,
+/// its formals and every variable of scope 1 (transformation
+/// temporaries aside).
+fn all_formals_and_globals(
+    p: &Program,
+    missing: &[RoutineId],
+) -> FxHashMap<RoutineId, Vec<VarRef>> {
+    let symbols = xaif_model::SymbolIndex::new(p);
+    let reference = |s: SymbolId| whole_variable(p, s);
+    let globals: Vec<SymbolId> = p
+        .symbols
+        .iter()
+        .filter(|(_, sym)| {
+            p.scopes[sym.scope].attrs.get("vertex_id") == Some("1")
+                && sym.attrs.get("kind") == Some("variable")
+                && sym.attrs.get("temp") != Some("1")
+        })
+        .map(|(id, _)| id)
+        .collect();
+    let mut out = FxHashMap::default();
+    for &r in missing {
+        let formals = p.routines[r]
+            .arguments
+            .iter()
+            .flat_map(|l| l.args.iter().filter_map(|a| symbols.resolve(a)));
+        let refs = formals
+            .chain(globals.iter().copied())
+            .filter_map(reference)
+            .collect();
+        out.insert(r, refs);
+    }
+    out
 }
 
 /// (callee symbol id, position) of every argument some call passes as a
@@ -1054,5 +1184,102 @@ fn zero_active_locals(
             out.cfgs[adjoint].items.push(CfgItem::Vertex(v));
             out.cfgs[adjoint].items.push(CfgItem::Edge(e));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A routine `f(a, b)` without side-effect lists and a global `g`.
+    fn program() -> Program {
+        let text = r#"<?xml version="1.0" encoding="UTF-8"?>
+<xaif:CallGraph xmlns:xaif="http://www.mcs.anl.gov/XAIF" program_name="p" prefix="OpenAD_">
+  <xaif:ScopeHierarchy>
+    <xaif:Scope vertex_id="1">
+      <xaif:SymbolTable>
+        <xaif:Symbol symbol_id="g" kind="variable" type="real" shape="scalar" active="1"/>
+        <xaif:Symbol symbol_id="t" kind="variable" type="real" shape="scalar" active="1" temp="1"/>
+        <xaif:Symbol symbol_id="f" kind="subroutine" type="void" active="0"/>
+      </xaif:SymbolTable>
+    </xaif:Scope>
+    <xaif:Scope vertex_id="2">
+      <xaif:SymbolTable>
+        <xaif:Symbol symbol_id="a" kind="variable" type="real" shape="scalar" active="1"/>
+        <xaif:Symbol symbol_id="b" kind="variable" type="real" shape="scalar" active="1"/>
+      </xaif:SymbolTable>
+    </xaif:Scope>
+    <xaif:ScopeEdge edge_id="1" source="2" target="1"/>
+  </xaif:ScopeHierarchy>
+  <xaif:ControlFlowGraph vertex_id="1" scope_id="1" symbol_id="f" controlflowgraph_scope_id="2">
+    <xaif:ArgumentList>
+      <xaif:ArgumentSymbolReference position="1" scope_id="2" symbol_id="a" intent="inout"/>
+      <xaif:ArgumentSymbolReference position="2" scope_id="2" symbol_id="b" intent="inout"/>
+    </xaif:ArgumentList>
+    <xaif:Entry vertex_id="1"/>
+    <xaif:BasicBlock vertex_id="2" scope_id="2">
+      <xaif:Assignment statement_id="1">
+        <xaif:AssignmentLHS><xaif:SymbolReference vertex_id="1" scope_id="2" symbol_id="b"/></xaif:AssignmentLHS>
+        <xaif:AssignmentRHS>
+          <xaif:VariableReference vertex_id="1"><xaif:SymbolReference vertex_id="1" scope_id="2" symbol_id="a"/></xaif:VariableReference>
+          <xaif:VariableReference vertex_id="2"><xaif:SymbolReference vertex_id="1" scope_id="1" symbol_id="g"/></xaif:VariableReference>
+          <xaif:Intrinsic vertex_id="3" name="mul_scal_scal"/>
+          <xaif:ExpressionEdge edge_id="1" source="1" target="3" position="1"/>
+          <xaif:ExpressionEdge edge_id="2" source="2" target="3" position="2"/>
+        </xaif:AssignmentRHS>
+      </xaif:Assignment>
+    </xaif:BasicBlock>
+    <xaif:Exit vertex_id="3"/>
+    <xaif:ControlFlowEdge edge_id="1" source="1" target="2"/>
+    <xaif:ControlFlowEdge edge_id="2" source="2" target="3"/>
+  </xaif:ControlFlowGraph>
+</xaif:CallGraph>
+"#;
+        let parsed = xaif_model::read_bytes(text.as_bytes(), None).unwrap();
+        match parsed.document {
+            xaif_model::Document::Program(p) => *p,
+            _ => panic!("a program"),
+        }
+    }
+
+    fn names(refs: &[VarRef]) -> Vec<(String, String)> {
+        refs.iter()
+            .map(|r| {
+                let (scope, symbol) = r.graph.symbol_ids().unwrap();
+                (scope.to_string(), symbol.to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_routine_without_a_read_list_gets_the_formals_and_globals_it_reads() {
+        let p = program();
+        let inferred = inferred_reads(&p, false);
+        let (rid, _) = p.routines.iter().next().unwrap();
+        // `b` is only written; `a` and `g` are read.
+        let mut got = names(&inferred[&rid]);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                ("1".to_string(), "g".to_string()),
+                ("2".to_string(), "a".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn without_the_analysis_every_formal_and_global_is_listed() {
+        let p = program();
+        let (rid, _) = p.routines.iter().next().unwrap();
+        let all = all_formals_and_globals(&p, &[rid]);
+        assert_eq!(
+            names(&all[&rid]),
+            vec![
+                ("2".to_string(), "a".to_string()),
+                ("2".to_string(), "b".to_string()),
+                ("1".to_string(), "g".to_string()),
+            ]
+        );
     }
 }

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use xaif_cfrev::{adjoint, AdjointOptions};
-use xaif_interp::corpus::{read_index, run_file, Example};
+use xaif_interp::corpus::{read_index, run_file, Example, RunReport};
 use xaif_interp::{CompileOptions, Mode};
 use xaif_linearize::catalogue::read_catalogues;
 use xaif_testkit::{have_xmllint, shared_dir, xmllint_valid};
@@ -66,6 +66,33 @@ fn transform_input(
     let path = out_dir.join(format!("{}.xaif", ex.name));
     std::fs::write(&path, xaif_model::write_program(&program)).map_err(|e| e.to_string())?;
     Ok(path)
+}
+
+/// Fails the test with every failure of the variant `name`.
+fn assert_no_failures(name: &str, failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{name}: {} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Records why `report` does not reproduce `ad.out` with every tape empty
+/// at the end, if it does not.
+fn check_report(name: &str, report: &RunReport, failures: &mut Vec<String>) {
+    match (&report.outcome, &report.comparison) {
+        (Err(e), _) => failures.push(format!("{name}: {e}")),
+        (Ok(o), _) if !o.tapes_empty => {
+            failures.push(format!("{name}: tapes not empty at the end"))
+        }
+        (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
+            "{name}: worst relative {:.3e}, first mismatch {:?}",
+            c.max_rel, c.mismatches[0]
+        )),
+        (Ok(_), None) => failures.push(format!("{name}: nothing to compare")),
+        _ => {}
+    }
 }
 
 /// Values pushed at run time (doubles, integers, logicals), the peak
@@ -155,18 +182,7 @@ fn run_variant_with(name: &str, base: AdjointOptions, compare_reference: bool) {
                     }
                 }
             }
-            match (&report.outcome, &report.comparison) {
-                (Err(e), _) => failures.push(format!("{} {mode:?}: {e}", ex.name)),
-                (Ok(o), _) if !o.tapes_empty => {
-                    failures.push(format!("{} {mode:?}: tapes not empty at the end", ex.name))
-                }
-                (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
-                    "{} {mode:?}: worst relative {:.3e}, first mismatch {:?}",
-                    ex.name, c.max_rel, c.mismatches[0]
-                )),
-                (Ok(_), None) => failures.push(format!("{} {mode:?}: nothing to compare", ex.name)),
-                _ => {}
-            }
+            check_report(&format!("{} {mode:?}", ex.name), &report, &mut failures);
         }
     }
     assert!(runs > 200, "only {runs} split and joint runs");
@@ -213,12 +229,7 @@ fn run_variant_with(name: &str, base: AdjointOptions, compare_reference: bool) {
         }
     }
     std::fs::remove_dir_all(&out).ok();
-    assert!(
-        failures.is_empty(),
-        "{name}: {} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_no_failures(name, &failures);
 }
 
 #[test]
@@ -376,4 +387,54 @@ fn tbr_shrinks_argument_checkpoints() {
         tbr.1,
         full.1
     );
+}
+
+/// Runs every checked example in split and joint mode on its adjoint input
+/// rewritten by `strip`, and requires `ad.out`.
+fn reproduce_ad_out_from(name: &str, strip: fn(&str) -> String) {
+    let Some(shared) = shared_dir() else { return };
+    let examples = read_index(&shared.join("corpus")).unwrap();
+    let dir = xaif_testkit::Scratch::new("xaifb-adjoint", name);
+    let mut failures = Vec::new();
+    let mut runs = 0;
+    for ex in examples
+        .iter()
+        .filter(|e| checked(e) && e.input(true).is_file())
+    {
+        let text = std::fs::read_to_string(ex.input(true)).unwrap();
+        let input = dir.join(format!("{}.pre.xaif", ex.name));
+        std::fs::write(&input, strip(&text)).unwrap();
+        let file = match transform_input(&shared, ex, &input, &AdjointOptions::default(), &dir) {
+            Ok(f) => f,
+            Err(e) => {
+                failures.push(format!("{}: transformation failed: {e}", ex.name));
+                continue;
+            }
+        };
+        for mode in [Mode::Split, Mode::Joint] {
+            runs += 1;
+            let report = run_file(ex, &file, mode, CompileOptions::default(), 50_000_000);
+            check_report(&format!("{} {mode:?}", ex.name), &report, &mut failures);
+        }
+    }
+    assert!(runs > 200, "only {runs} split and joint runs");
+    assert_no_failures(name, &failures);
+}
+
+/// The side-effect lists are optional in XAIF: a front end that writes none
+/// must get the same derivatives. With every list removed, each checked
+/// example's split and joint adjoints still reproduce `ad.out` (the joint
+/// reversal's argument checkpoints then come from the `Read` lists the
+/// engine infers, loop and branch conditions included).
+#[test]
+fn split_and_joint_reproduce_ad_out_without_side_effect_lists() {
+    reproduce_ad_out_from("no-lists", xaif_testkit::strip::side_effect_lists);
+}
+
+/// Nor do the alias, DU-UD and DO keys and maps change the derivatives:
+/// without any of the front end's analyses the adjoints still reproduce
+/// `ad.out`.
+#[test]
+fn split_and_joint_reproduce_ad_out_without_front_end_analyses() {
+    reproduce_ad_out_from("no-analyses", xaif_testkit::strip::front_end_analyses);
 }

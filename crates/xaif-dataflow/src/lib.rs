@@ -52,8 +52,8 @@ pub use flow::{FlowGraph, Region};
 pub use framework::Solver;
 pub use loc::{fortran_routine_name, Location, Part, StorageId, Universe};
 pub use tbr::{
-    analyze_tbr, BlockTbr, CallSiteTbr, Overwrites, Reason, ReqKill, Requirement, RoutineTbr,
-    StmtTbr, Tbr,
+    analyze_may_read, analyze_tbr, BlockTbr, CallSiteTbr, Overwrites, Reason, ReqKill, Requirement,
+    RoutineTbr, StmtTbr, Tbr,
 };
 
 use xaif_model::{Program, Routine, SecondaryMap};
@@ -168,6 +168,21 @@ fn within_budget(p: &Program, facts: &ProgramFacts, budget: u64) -> Result<(), D
         }
     }
     Ok(())
+}
+
+/// Builds the facts of `p` and what each routine and its callees may read
+/// ([`tbr::analyze_may_read`]), under the same budget as [`analyze`]:
+/// the `Read` lists adjoint code checkpoints from, for routines whose
+/// input has none. `pessimistic` is [`ProgramFacts::with_black_boxes`]'s.
+pub fn analyze_reads<'p>(
+    p: &'p Program,
+    solver: Solver,
+    pessimistic: bool,
+) -> Result<(ProgramFacts<'p>, SecondaryMap<Routine, LocSet>), DataflowError> {
+    let facts = ProgramFacts::with_black_boxes(p, pessimistic);
+    within_budget(p, &facts, DEFAULT_BUDGET)?;
+    let reads = tbr::analyze_may_read(&facts, solver);
+    Ok((facts, reads))
 }
 
 /// What deciding argument checkpoints needs of a whole program

@@ -762,6 +762,65 @@ fn written_later(
     )
 }
 
+/// What every analysed routine and its callees may read, as slots of the
+/// routine's universe (callees' reads of formals mapped to the actual
+/// arguments): the `Read` side-effect list a front end's analysis gives,
+/// for programs that come without one.
+///
+/// Reads of branch and loop conditions count too (the flow graphs carry
+/// conditions on their vertices, not as statements): a loop bound a
+/// routine re-run from its checkpoint reads must be restored like any
+/// other input.
+pub fn analyze_may_read(facts: &ProgramFacts, solver: Solver) -> SecondaryMap<Routine, LocSet> {
+    let reads = bottom_up(&facts.callgraph, |r, table| {
+        let prob = UnionProblem {
+            facts,
+            routine: r,
+            table,
+            collect: Collect::Reads,
+        };
+        let mut s = summarize(&prob, &facts.flows[&r], solver);
+        if let Some(summary) = s.summary.as_mut() {
+            summary.union_with(&condition_reads(facts, r));
+        }
+        s
+    });
+    let mut out = SecondaryMap::default();
+    for &r in &facts.callgraph.routines {
+        let set = reads
+            .get(&r)
+            .and_then(|x| x.summary.clone())
+            .unwrap_or_else(|| facts.routines[&r].empty());
+        out.insert(r, set);
+    }
+    out
+}
+
+/// The slots the conditions of routine `r`'s branches and loops read.
+fn condition_reads(facts: &ProgramFacts, r: RoutineId) -> LocSet {
+    let p = facts.program;
+    let u = &facts.routines[&r].universe;
+    let mut out = LocSet::with_capacity(u.len());
+    for node in &facts.flows[&r].nodes {
+        if node.role != crate::flow::NodeRole::Vertex {
+            continue;
+        }
+        let Some(c) = p.vertices[node.vertex].kind.condition() else {
+            continue;
+        };
+        let mut refs = Vec::new();
+        for_each_ref_in_expr(c, &mut |g| refs.push(g));
+        for g in refs {
+            if let Some(acc) = facts.res.lookup(r, g) {
+                for slot in read_slots(u, &acc) {
+                    out.insert(slot);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The two sets of [`RoutineTbr`] a routine's argument checkpoint depends
 /// on, alone.
 #[derive(Clone, Debug, PartialEq, Eq)]

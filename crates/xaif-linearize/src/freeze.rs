@@ -12,6 +12,8 @@
 //! temporary. Passive statements that write subscript variables end a
 //! sequence instead (see `flatten`).
 
+use std::collections::HashMap;
+
 use xaif_model::{Expr, ExprVertexKind, StmtId, VarRef};
 
 use crate::context::{Ctx, Storage};
@@ -71,8 +73,42 @@ fn freeze_ref(
     changed.then_some(out)
 }
 
+/// Whether a subscript of `r` that is not a constant reads one of the
+/// storages `written` holds (what [`freeze_ref`] would replace), without
+/// copying `r`; `scratch` is reused for the reads.
+fn touches(
+    ctx: &Ctx<'_>,
+    r: &VarRef,
+    written: &HashMap<Storage, usize>,
+    scratch: &mut Vec<Storage>,
+) -> bool {
+    r.graph.vertices.iter().any(|v| {
+        let xaif_model::RefVertexKind::ArrayElement { triplets } = &v.kind else {
+            return false;
+        };
+        triplets.iter().any(|t| {
+            [&t.index, &t.bound, &t.stride]
+                .into_iter()
+                .flatten()
+                .filter(|e| {
+                    !(e.vertices.len() == 1
+                        && matches!(e.vertices[0].kind, ExprVertexKind::Constant))
+                })
+                .any(|e| {
+                    scratch.clear();
+                    reads(ctx, e, scratch);
+                    scratch.iter().any(|s| written.contains_key(s))
+                })
+        })
+    })
+}
+
 /// The sequence with its self-modified subscripts frozen, or `None` when
 /// it has none.
+///
+/// Most sequences have none: they are checked first, and the sequence is
+/// copied only when an item needs a temporary (the items are then
+/// rewritten in order, so the temporaries are made in the same order).
 pub fn freeze(ctx: &Ctx<'_>, t: &mut Target<'_>, seq: &Sequence) -> Option<Frozen> {
     let lhs_storage = |item: &Item| match item {
         Item::Active { lhs, .. } | Item::Zero { lhs, .. } => {
@@ -80,25 +116,58 @@ pub fn freeze(ctx: &Ctx<'_>, t: &mut Target<'_>, seq: &Sequence) -> Option<Froze
         }
         Item::Plain(_) => None,
     };
-    let mut out = seq.clone();
-    let mut before = vec![Vec::new(); seq.items.len()];
-    let mut any = false;
+    // How many items from the current one on write each storage.
+    let mut written: HashMap<Storage, usize> = HashMap::new();
+    for item in &seq.items {
+        if let Some(s) = lhs_storage(item) {
+            *written.entry(s).or_default() += 1;
+        }
+    }
+    let mut frozen: Option<Frozen> = None;
+    let mut scratch = Vec::new();
     for k in 0..seq.items.len() {
-        let written: Vec<Storage> = seq.items[k..].iter().filter_map(lhs_storage).collect();
+        if k > 0 {
+            if let Some(s) = lhs_storage(&seq.items[k - 1]) {
+                if let Some(n) = written.get_mut(&s) {
+                    *n -= 1;
+                    if *n == 0 {
+                        written.remove(&s);
+                    }
+                }
+            }
+        }
         if written.is_empty() {
+            break;
+        }
+        let needed = match &seq.items[k] {
+            Item::Plain(_) => false,
+            Item::Zero { lhs, .. } => touches(ctx, lhs, &written, &mut scratch),
+            Item::Active { lin, lhs, .. } => {
+                touches(ctx, lhs, &written, &mut scratch)
+                    || lin.dag.nodes.iter().any(|n| match n {
+                        Node::Var(r) => touches(ctx, r, &written, &mut scratch),
+                        _ => false,
+                    })
+            }
+        };
+        if !needed {
             continue;
         }
+        let written: Vec<Storage> = written.keys().cloned().collect();
+        let Frozen { seq: out, before } = frozen.get_or_insert_with(|| Frozen {
+            seq: seq.clone(),
+            before: vec![Vec::new(); seq.items.len()],
+        });
         let Sequence {
             items,
             independents,
             ..
-        } = &mut out;
+        } = out;
         match &mut items[k] {
             Item::Plain(_) => {}
             Item::Zero { lhs, .. } => {
                 if let Some(f) = freeze_ref(ctx, t, lhs, &written, &mut before[k]) {
                     *lhs = f;
-                    any = true;
                 }
             }
             Item::Active {
@@ -106,7 +175,6 @@ pub fn freeze(ctx: &Ctx<'_>, t: &mut Target<'_>, seq: &Sequence) -> Option<Froze
             } => {
                 if let Some(f) = freeze_ref(ctx, t, lhs, &written, &mut before[k]) {
                     *lhs = f;
-                    any = true;
                 }
                 for n in 0..lin.dag.nodes.len() {
                     let Node::Var(r) = &lin.dag.nodes[n] else {
@@ -124,10 +192,9 @@ pub fn freeze(ctx: &Ctx<'_>, t: &mut Target<'_>, seq: &Sequence) -> Option<Froze
                         }
                     }
                     lin.dag.nodes[n] = Node::Var(f);
-                    any = true;
                 }
             }
         }
     }
-    any.then_some(Frozen { seq: out, before })
+    frozen
 }

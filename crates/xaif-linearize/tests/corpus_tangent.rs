@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use xaif_interp::corpus::{read_index, run_file, Example};
+use xaif_interp::corpus::{read_index, run_file, Example, RunReport};
 use xaif_interp::{CompileOptions, Mode};
 use xaif_linearize::{tangent, Catalogue, TangentOptions};
 use xaif_model::NonInlinableCatalogue;
@@ -50,6 +50,19 @@ fn transform(
     let path = out_dir.join(format!("{}.xaif", ex.name));
     std::fs::write(&path, xaif_model::write_program(&program)).unwrap();
     Ok(path)
+}
+
+/// Records why `report` does not reproduce `ad.out`, if it does not.
+fn check_report(name: &str, report: &RunReport, failures: &mut Vec<String>) {
+    match (&report.outcome, &report.comparison) {
+        (Err(e), _) => failures.push(format!("{name}: {e}")),
+        (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
+            "{name}: worst relative {:.3e}, first mismatch {:?}",
+            c.max_rel, c.mismatches[0]
+        )),
+        (Ok(_), None) => failures.push(format!("{name}: nothing to compare")),
+        _ => {}
+    }
 }
 
 fn run_variant(name: &str, base: TangentOptions, check_schema: bool) {
@@ -116,15 +129,7 @@ fn run_variant_with(
                 }
             }
         }
-        match (&report.outcome, &report.comparison) {
-            (Err(e), _) => failures.push(format!("{}: {e}", ex.name)),
-            (Ok(_), Some(c)) if !c.matches() => failures.push(format!(
-                "{}: worst relative {:.3e}, first mismatch {:?}",
-                ex.name, c.max_rel, c.mismatches[0]
-            )),
-            (Ok(_), None) => failures.push(format!("{}: nothing to compare", ex.name)),
-            _ => {}
-        }
+        check_report(&ex.name, &report, &mut failures);
     }
     assert!(checked > 120, "only {checked} executable examples");
     if compare_operations {
@@ -212,4 +217,71 @@ fn seed_chain_and_face_elimination() {
             false,
         );
     }
+}
+
+/// The alias, DU-UD and DO keys and maps and the side-effect lists are
+/// optional in XAIF: without any of the front end's analyses every
+/// executable example's tangent still reproduces `ad.out` (flattening then
+/// assumes what a missing key allows).
+#[test]
+fn tangent_reproduces_ad_out_without_front_end_analyses() {
+    let Some(shared) = shared_dir() else { return };
+    let examples = read_index(&shared.join("corpus")).unwrap();
+    let dir = xaif_testkit::Scratch::new("xaifb-tangent", "no-analyses");
+    let (catalogue, non) = catalogues(&shared);
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for ex in examples.iter().filter(|e| {
+        e.input(false).is_file()
+            && matches!(
+                e.verdict.as_str(),
+                "executable-generic-harness" | "executable-custom-harness"
+            )
+    }) {
+        let text = std::fs::read_to_string(ex.input(false)).unwrap();
+        let stripped = xaif_testkit::strip::front_end_analyses(&text);
+        let parsed = match xaif_model::read_bytes(stripped.as_bytes(), None) {
+            Ok(p) => p,
+            Err(e) => {
+                failures.push(format!("{}: {e}", ex.name));
+                continue;
+            }
+        };
+        let xaif_model::Document::Program(p) = parsed.document else {
+            failures.push(format!("{}: not a program", ex.name));
+            continue;
+        };
+        if let Err(e) = xaif_model::validate_program(&p, &parsed.source) {
+            failures.push(format!("{}: {e}", ex.name));
+            continue;
+        }
+        let (options, with_non) = example_options(ex, &TangentOptions::default());
+        let result = match tangent(&p, &catalogue, with_non.then_some(&non), &options) {
+            Ok(r) => r,
+            Err(e) => {
+                failures.push(format!("{}: transformation failed: {e}", ex.name));
+                continue;
+            }
+        };
+        let mut program = result.program;
+        program.mark_as_output("");
+        let file = dir.join(format!("{}.xaif", ex.name));
+        std::fs::write(&file, xaif_model::write_program(&program)).unwrap();
+        checked += 1;
+        let report = run_file(
+            ex,
+            &file,
+            Mode::Tangent,
+            CompileOptions::default(),
+            50_000_000,
+        );
+        check_report(&ex.name, &report, &mut failures);
+    }
+    assert!(checked > 120, "only {checked} executable examples");
+    assert!(
+        failures.is_empty(),
+        "{} failures without the front end's analyses:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -31,7 +31,7 @@ impl RefGraph {
         }
     }
 
-    /// The `symbol_id` and `scope_id` of the referenced symbol.
+    /// The `scope_id` and `symbol_id` of the referenced symbol.
     pub fn symbol_ids(&self) -> Option<(&str, &str)> {
         let a = self.symbol_ref()?;
         Some((a.get("scope_id")?, a.get("symbol_id")?))

@@ -3,7 +3,7 @@
 //! every check of the campaigns, with every variant, comes out clean on
 //! each.
 
-use xaif_stress::Checker;
+use xaif_stress::{Checker, Outcome};
 
 /// `n`, `m` and the never-read active names from a fixture's header (the
 /// listing the generator writes).
@@ -36,12 +36,8 @@ fn checker() -> Option<Checker> {
     Some(Checker::builtin())
 }
 
-fn check(name: &str) {
-    let Some(checker) = checker() else { return };
-    let path = xaif_testkit::repo_root().join("fixtures/stress").join(name);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let (n, m, dead) = header(&text);
-    let outcome = checker.check(&text, n, m, &dead, 1);
+/// Fails the test when the checks skipped the program or found anything.
+fn assert_clean(name: &str, outcome: &Outcome) {
     assert!(outcome.skipped.is_none(), "{name}: {:?}", outcome.skipped);
     let findings: Vec<String> = outcome
         .findings
@@ -49,6 +45,15 @@ fn check(name: &str) {
         .map(|f| format!("{} [{}]\n{}", f.check, f.variant, f.detail))
         .collect();
     assert!(findings.is_empty(), "{name}:\n{}", findings.join("\n\n"));
+}
+
+fn check(name: &str) {
+    let Some(checker) = checker() else { return };
+    let path = xaif_testkit::repo_root().join("fixtures/stress").join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (n, m, dead) = header(&text);
+    let outcome = checker.check(&text, n, m, &dead, 1);
+    assert_clean(name, &outcome);
     assert!(
         outcome.counts.nonzero_entries > 0,
         "{name}: the Jacobian is zero"
@@ -160,4 +165,30 @@ fn a_branch_taken_at_the_point_alone_claims_nothing() {
     // either side; the tangent is that branch's (-0.75), the differences
     // see the neighbours' (0), and the tangent beside the point is 0 too.
     check("branch_at_the_point_alone.xaif");
+}
+
+/// The side-effect lists are optional in XAIF (OpenAD's front end writes
+/// them; hand-written and generated XAIF often does not). Joint-mode
+/// reversal re-runs every routine from its argument checkpoint, which
+/// stores the `Read` list: without one the list must be inferred, or the
+/// re-run starts from the values the forward run left behind. Every
+/// fixture with calls is checked again with its lists removed.
+#[test]
+fn fixtures_with_calls_are_right_without_side_effect_lists() {
+    let checker = Checker::builtin();
+    let dir = xaif_testkit::repo_root().join("fixtures/stress");
+    let mut checked = 0;
+    for path in xaif_testkit::xaif_files(&dir) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        if !text.contains("<xaif:SubroutineCall") {
+            continue;
+        }
+        let stripped = xaif_testkit::strip::side_effect_lists(&text);
+        assert!(!stripped.contains("<xaif:Read>"));
+        let (n, m, dead) = header(&text);
+        let outcome = checker.check(&stripped, n, m, &dead, 1);
+        assert_clean(&path.file_name().unwrap().to_string_lossy(), &outcome);
+        checked += 1;
+    }
+    assert!(checked > 0, "no fixture with calls");
 }

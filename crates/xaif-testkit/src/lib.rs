@@ -10,6 +10,10 @@
 pub mod deep;
 pub mod gen;
 pub mod scale;
+pub mod scratch;
+pub mod strip;
+
+pub use scratch::Scratch;
 
 use std::path::{Path, PathBuf};
 

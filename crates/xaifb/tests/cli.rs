@@ -10,11 +10,8 @@ fn xaifb() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xaifb"))
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xaifb-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> xaif_testkit::Scratch {
+    xaif_testkit::Scratch::new("xaifb-cli", name)
 }
 
 fn fixture(name: &str) -> PathBuf {

@@ -7,11 +7,8 @@ use std::process::Command;
 
 use xaif_testkit::gen;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xaifb-generated-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> xaif_testkit::Scratch {
+    xaif_testkit::Scratch::new("xaifb-generated", name)
 }
 
 fn batch(mode: &str, noninlinable: &Path, input: &Path, out: &Path, jobs: &str) {

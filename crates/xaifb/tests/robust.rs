@@ -22,11 +22,8 @@ fn xaifb() -> Command {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xaifb-robust-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> xaif_testkit::Scratch {
+    xaif_testkit::Scratch::new("xaifb-robust", name)
 }
 
 /// A small front-end program and a schema-free way to a catalogue.

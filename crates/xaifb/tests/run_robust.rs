@@ -12,11 +12,8 @@ use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------- the binary
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xaifb-run-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> xaif_testkit::Scratch {
+    xaif_testkit::Scratch::new("xaifb-run", name)
 }
 
 /// What a run of the binary did.

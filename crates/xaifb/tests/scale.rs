@@ -5,17 +5,14 @@
 //! result is written to a file or to standard output, or on whether it is
 //! written routine by routine (one input) or as a whole (a batch).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use xaif_testkit::scale::{program, Shape};
 use xaif_testkit::{have_xmllint, shared_dir, xmllint_valid};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xaifb-scale-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> xaif_testkit::Scratch {
+    xaif_testkit::Scratch::new("xaifb-scale", name)
 }
 
 fn transform(schema: &Path, mode: &str, input: &Path, extra: &[&str]) -> Vec<u8> {
@@ -103,4 +100,89 @@ fn generated_programs_transform_into_valid_outputs_with_the_same_bytes_every_way
         assert_eq!(valid.len(), outputs.len(), "outputs not schema-valid");
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Runs `xaifb run --mode MODE FILE` with the harness and parameters in
+/// `dir` and returns the Jacobian it prints.
+fn run_jacobian(dir: &Path, mode: &str, file: &Path) -> Vec<u8> {
+    let out = Command::new(env!("CARGO_BIN_EXE_xaifb"))
+        .args(["run", "--mode", mode])
+        .arg("--harness")
+        .arg(dir.join("harness.json"))
+        .arg("--params")
+        .arg(dir.join("params.conf"))
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "run --mode {mode} {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The generated programs that measure speed are programs whose
+/// derivatives must be right too: tangent, split and joint adjoint give
+/// one Jacobian. The generator writes no side-effect lists, so the joint
+/// reversal's argument checkpoints come from the lists the engine infers
+/// (without them the re-run callees start from the values their forward
+/// run left: `r0` calls `r2` twice with the same arrays).
+#[test]
+fn generated_programs_have_one_jacobian_in_every_mode() {
+    let Some(shared) = shared_dir() else { return };
+    let schema = shared.join("xaif/schema");
+    for (routines, statements, seed) in [(3, 150, 7), (5, 300, 7)] {
+        let dir = scratch(&format!("jacobian-{routines}-{statements}-{seed}"));
+        let input = dir.join("generated.xaif");
+        let text = program(&Shape {
+            routines,
+            statements,
+            seed,
+        });
+        assert!(
+            !text.contains("<xaif:Read>"),
+            "the generator writes no lists"
+        );
+        std::fs::write(&input, text).unwrap();
+        // Every routine is r_k(x(10), y(10), n); small start values keep
+        // the products of the generated expressions finite.
+        let x0: Vec<String> = (1..=10).map(|i| format!("{}", i as f64 * 1e-3)).collect();
+        std::fs::write(
+            dir.join("harness.json"),
+            format!(
+                r#"{{"example": "generated", "n": 10, "m": 10, "top": "r0", "args": [{{"kind": "x", "first": 1, "size": 10}}, {{"kind": "y", "first": 1, "size": 10}}, {{"kind": "int", "value": 10}}], "x0": [{}]}}"#,
+                x0.join(", ")
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.join("params.conf"), "10\n10\n1e-6\n1e-4\n").unwrap();
+        let tangent = dir.join("tangent.xaif");
+        let adjoint = dir.join("adjoint.xaif");
+        std::fs::write(&tangent, transform(&schema, "tangent", &input, &[])).unwrap();
+        std::fs::write(&adjoint, transform(&schema, "adjoint", &input, &["-I"])).unwrap();
+        let jacobians = [
+            ("tangent", run_jacobian(&dir, "tangent", &tangent)),
+            ("split", run_jacobian(&dir, "split", &adjoint)),
+            ("joint", run_jacobian(&dir, "joint", &adjoint)),
+        ];
+        for (name, j) in &jacobians {
+            std::fs::write(dir.join(format!("{name}.out")), j).unwrap();
+        }
+        for other in ["split", "joint"] {
+            let o = Command::new(env!("CARGO_BIN_EXE_xaifb"))
+                .arg("compare")
+                .arg(dir.join("tangent.out"))
+                .arg(dir.join(format!("{other}.out")))
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{routines} routines, {statements} statements, seed {seed}: tangent and {other} adjoint differ:\n{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
 }
