@@ -126,6 +126,11 @@ fn absent_optional_arguments_pass_on_absent() {
 }
 
 #[test]
+fn checkpoints_of_optional_formals_passed_on_run_when_they_are_present() {
+    check("optional_passed_on_checkpoint.xaif");
+}
+
+#[test]
 fn every_fixture_has_a_test() {
     let dir = xaif_testkit::repo_root().join("fixtures/stress");
     let this = include_str!("fixtures.rs");
