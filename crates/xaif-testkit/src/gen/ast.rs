@@ -334,15 +334,20 @@ pub struct Routine {
     /// Whether the XAIF marks the CFG `structured="0"` (only done when it
     /// has jumps; otherwise the engine has to find out itself).
     pub mark_unstructured: bool,
-    /// Whether the XAIF carries the routine's side-effect lists. Without
-    /// them (hand-written XAIF, other front ends) nothing is
-    /// checkpointed: joint mode runs the routine again at its reversal from
-    /// its arguments as they are then. The builder leaves them out only of
-    /// routines for which that is the same run: they touch no global, read
-    /// no formal they write (every formal is read-only or `intent(out)`),
-    /// and every caller passes, where they read, constants or variables it
-    /// never changes after its prologue, with constant subscripts.
+    /// Whether the XAIF carries the routine's side-effect lists (optional
+    /// in XAIF: hand-written XAIF and other front ends leave them out).
+    /// Without them the reference engine checkpoints nothing, and joint
+    /// mode runs the routine again at its reversal from its arguments as
+    /// they are then; xaifb infers the `Read` list instead. The builder
+    /// leaves them out of kernels (see `kernel`), and of some other
+    /// routines, which only an engine that infers the list gets right.
     pub side_effect_lists: bool,
+    /// A routine whose run again from its arguments at its reversal is the
+    /// same run, lists or not: it touches no global, reads no formal it
+    /// writes (every formal is read-only or `intent(out)`), and every
+    /// caller passes, where it reads, constants or variables the caller
+    /// never changes after its prologue, with constant subscripts.
+    pub kernel: bool,
     /// Number of leading statements of `body` that give the locals (and in
     /// `head` the globals and `y`) their first values.
     pub prologue: usize,

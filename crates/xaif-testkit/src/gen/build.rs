@@ -270,6 +270,7 @@ pub fn build(recipe: &Recipe) -> Program {
             body: Vec::new(),
             mark_unstructured: false,
             side_effect_lists: true,
+            kernel: false,
             prologue: 0,
         });
     }
@@ -438,7 +439,10 @@ pub fn build(recipe: &Recipe) -> Program {
         routine.body = stmts;
         routine.prologue = prologue;
         routine.optional = optional;
-        routine.side_effect_lists = !sum.stable;
+        // Other routines without lists too (the engine infers them).
+        let unlisted = r > 0 && !sum.stable && Ch::new(&[rr.style >> 4]).flag(15);
+        routine.side_effect_lists = !(sum.stable || unlisted);
+        routine.kernel = sum.stable;
         routine.written = sum.written.clone();
         routine.out = sum.out.clone();
         routine.mark_unstructured = jumps && Ch::new(&rr.knobs[rr.knobs.len().min(1)..]).flag(60);

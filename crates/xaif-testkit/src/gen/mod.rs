@@ -185,6 +185,9 @@ pub fn features(p: &Program) -> BTreeSet<String> {
         }
         if r > 0 && !routine.side_effect_lists {
             add("no_side_effect_lists");
+            if !routine.kernel {
+                add("no_side_effect_lists_not_a_kernel");
+            }
         }
         let unstructured = has_jumps(&routine.body);
         if unstructured && routine.mark_unstructured {
@@ -640,6 +643,7 @@ pub const CONSTRUCTS: &[&str] = &[
     "optional_formal",
     "optional_argument_absent",
     "optional_argument_passed_on",
+    "no_side_effect_lists_not_a_kernel",
 ];
 
 #[cfg(test)]
@@ -711,16 +715,16 @@ mod tests {
         found
     }
 
-    /// A routine without side-effect lists is run again at its reversal
-    /// from its arguments as they are then: the builder keeps that the
-    /// same run (see `Routine::side_effect_lists`).
+    /// A kernel is run again at its reversal from its arguments as they
+    /// are then: the builder keeps that the same run (see
+    /// `Routine::kernel`).
     #[test]
     fn routines_without_side_effect_lists_run_again_the_same() {
         let mut unchecked = 0;
         for k in 0..400u64 {
             let p = program(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), 1 + (k % 8) as usize);
             for (c, callee) in p.routines.iter().enumerate() {
-                if callee.side_effect_lists {
+                if !callee.kernel {
                     continue;
                 }
                 unchecked += 1;
@@ -736,7 +740,7 @@ mod tests {
                         return;
                     };
                     let c = &p.routines[*callee];
-                    if c.side_effect_lists {
+                    if !c.kernel {
                         return;
                     }
                     for (a, w) in args.iter().zip(&c.written) {
