@@ -343,14 +343,14 @@ pub fn build(recipe: &Recipe) -> Program {
                 .map(|f| Ch::new(&f.0[2..]).flag(50))
                 .collect()
         };
-        // Optional formals: read-only real scalars, read only under
-        // `if (present(f))` at the end.
+        // Optional formals: read-only real scalars and vectors, read only
+        // under `if (present(f))` at the end.
         let optional: Vec<bool> = (0..nformals)
             .map(|k| {
                 let var = b.var(VarId::Formal(k));
                 r > 0
                     && b.read_only[k]
-                    && var.rank() == 0
+                    && var.rank() <= 1
                     && matches!(var.role, Role::Active | Role::Clean)
                     && Ch::new(&[formal_recipes[r][k].0[1] >> 20]).flag(45)
             })
@@ -2486,7 +2486,8 @@ impl Rb<'_> {
         for f in hidden {
             // Passed on to an optional formal of a callee (absent there
             // when it is absent here).
-            let role = self.var(f).role;
+            let fvar = self.var(f).clone();
+            let role = fvar.role;
             let onward: Vec<(usize, usize)> = (self.r + 1..self.p.routines.len())
                 .filter(|&c| self.may_call(c))
                 .flat_map(|c| {
@@ -2497,7 +2498,10 @@ impl Rb<'_> {
                             // (Of the same activity: a passive one at an
                             // active formal would be converted, which the
                             // engine cannot do for an absent argument.)
-                            sum.optional.get(k).copied().unwrap_or(false) && formals[k].role == role
+                            sum.optional.get(k).copied().unwrap_or(false)
+                                && formals[k].role == role
+                                && formals[k].dims == fvar.dims
+                                && formals[k].extents == fvar.extents
                         })
                         .map(move |k| (c, k))
                         .collect::<Vec<_>>()
@@ -2518,7 +2522,17 @@ impl Rb<'_> {
             };
             self.note_read(f);
             self.note_write(w);
-            let term = Expr::Op("mul_scal_scal", vec![Expr::var(f), real_const(ch)]);
+            let read = if fvar.rank() == 0 {
+                Expr::var(f)
+            } else {
+                Expr::r(Ref {
+                    var: f,
+                    subs: vec![Sub::Elem(Expr::Int(
+                        1 + ch.pick(fvar.extents[0] as usize) as i64,
+                    ))],
+                })
+            };
+            let term = Expr::Op("mul_scal_scal", vec![read, real_const(ch)]);
             let then = vec![Stmt::Assign(
                 Ref::whole(w),
                 Expr::Op("add_scal_scal", vec![Expr::var(w), term]),

@@ -180,6 +180,9 @@ pub fn features(p: &Program) -> BTreeSet<String> {
                 }
                 if routine.optional.get(k).copied().unwrap_or(false) {
                     add("optional_formal");
+                    if fm.rank() > 0 {
+                        add("optional_array_formal");
+                    }
                 }
             }
         }
@@ -644,6 +647,7 @@ pub const CONSTRUCTS: &[&str] = &[
     "optional_argument_absent",
     "optional_argument_passed_on",
     "no_side_effect_lists_not_a_kernel",
+    "optional_array_formal",
 ];
 
 #[cfg(test)]
