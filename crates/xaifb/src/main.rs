@@ -132,9 +132,13 @@ struct BatchArgs {
 
 #[derive(Args)]
 struct RoundtripArgs {
-    /// Input files or directories (searched for *.xaif).
-    #[arg(required = true)]
+    /// Input files or directories (searched for *.xaif), the same as -i.
+    #[arg(value_name = "INPUT", required_unless_present = "input")]
     inputs: Vec<PathBuf>,
+    /// Input file or directory, as for the transformations (repeat it for
+    /// several).
+    #[arg(short = 'i', long = "input", action = clap::ArgAction::Append)]
+    input: Vec<PathBuf>,
     /// Output file (one input file) or directory (several inputs or a
     /// directory; relative paths are kept).
     #[arg(short = 'o', long = "output", required = true)]
@@ -145,9 +149,13 @@ struct RoundtripArgs {
 
 #[derive(Args)]
 struct ValidateArgs {
-    /// Input files or directories (searched for *.xaif).
-    #[arg(required = true)]
+    /// Input files or directories (searched for *.xaif), the same as -i.
+    #[arg(value_name = "INPUT", required_unless_present = "input")]
     inputs: Vec<PathBuf>,
+    /// Input file or directory, as for the transformations (repeat it for
+    /// several).
+    #[arg(short = 'i', long = "input", action = clap::ArgAction::Append)]
+    input: Vec<PathBuf>,
     /// Directory of the XAIF schemas (xaif.xsd, xaif_output.xsd, …); also
     /// taken from XAIF_SCHEMA_DIR. Enables XSD validation with xmllint.
     #[arg(long)]
@@ -304,11 +312,12 @@ fn load(input: &Path) -> std::result::Result<xaif_model::Parsed, String> {
 }
 
 fn roundtrip(args: RoundtripArgs) -> Result<ExitCode> {
-    let inputs = batch::collect_inputs(&args.inputs)?;
+    let named: Vec<PathBuf> = args.inputs.iter().chain(&args.input).cloned().collect();
+    let inputs = batch::collect_inputs(&named)?;
     if inputs.is_empty() {
         bail!("no .xaif files found");
     }
-    let single = inputs.len() == 1 && args.inputs.len() == 1 && args.inputs[0].is_file();
+    let single = inputs.len() == 1 && named.len() == 1 && named[0].is_file();
     let to_dir = !single || args.output.is_dir();
     let dest = |rel: &Path| {
         if to_dir {
@@ -331,7 +340,8 @@ fn roundtrip(args: RoundtripArgs) -> Result<ExitCode> {
 }
 
 fn validate(args: ValidateArgs) -> Result<ExitCode> {
-    let inputs = batch::collect_inputs(&args.inputs)?;
+    let named: Vec<PathBuf> = args.inputs.iter().chain(&args.input).cloned().collect();
+    let inputs = batch::collect_inputs(&named)?;
     if inputs.is_empty() {
         bail!("no .xaif files found");
     }

@@ -55,6 +55,40 @@ fn roundtrip_one_file() {
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&again).unwrap());
 }
 
+/// `roundtrip` and `validate` take their inputs with -i too, as the
+/// transformations do (positional and -i inputs together).
+#[test]
+fn roundtrip_and_validate_take_inputs_with_i() {
+    let dir = scratch("dash-i");
+    let out = dir.join("out.xaif");
+    let st = xaifb()
+        .args(["roundtrip", "-i"])
+        .arg(fixture("all_kinds.xaif"))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    same_infoset(&fixture("all_kinds.xaif"), &out);
+    let both = dir.join("both");
+    let o = xaifb()
+        .args(["roundtrip"])
+        .arg(fixture("all_kinds.xaif"))
+        .arg("-i")
+        .arg(&out)
+        .arg("-o")
+        .arg(&both)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read_dir(&both).unwrap().count(), 2);
+    let o = xaifb().args(["validate", "-i"]).arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Neither form: refused, as before.
+    let o = xaifb().args(["validate"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
 #[test]
 fn batch_reports_failures_and_processes_the_rest() {
     let dir = scratch("batch");
