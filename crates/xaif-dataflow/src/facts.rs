@@ -383,6 +383,40 @@ impl<'p> ProgramFacts<'p> {
     }
 }
 
+impl ProgramFacts<'_> {
+    /// For each storage routine `r` names itself, the first of its symbols
+    /// the routine's statements and conditions name it by: a list written
+    /// for the routine refers to a shared variable through its own
+    /// declaration of it, as a front end does.
+    pub fn own_symbols(&self, r: RoutineId) -> FxHashMap<StorageId, SymbolId> {
+        let p = self.program;
+        let mut out = FxHashMap::default();
+        let Some(fg) = self.flows.get(&r) else {
+            return out;
+        };
+        let mut refs = Vec::new();
+        for node in &fg.nodes {
+            for &s in &node.stmts {
+                stmt_refs(p, s, &mut |g| refs.push(g));
+            }
+            if node.role == crate::flow::NodeRole::Vertex {
+                if let Some(c) = p.vertices[node.vertex].kind.condition() {
+                    for_each_ref_in_expr(c, &mut |g| refs.push(g));
+                }
+            }
+        }
+        for g in refs {
+            let Some(sym) = g.symbol_ref().and_then(|a| self.res.symbols.resolve(a)) else {
+                continue;
+            };
+            if let Some(st) = self.storage_of_symbol(sym) {
+                out.entry(st).or_insert(sym);
+            }
+        }
+        out
+    }
+}
+
 /// Calls `f` on every variable reference of statement `s`.
 pub(crate) fn stmt_refs<'e>(
     p: &'e Program,
