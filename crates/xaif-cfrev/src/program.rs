@@ -966,19 +966,7 @@ fn checkpoint_cfg_guarded(
             stmts.into_iter().map(|(s, _)| s).collect(),
         );
     }
-    let mut b = CfgBuilder::new(out, rid, "_cp_");
-    b.vertex_with_id(
-        out,
-        "1",
-        Attrs::new().with("annotation", "cp_entry"),
-        VertexKind::Entry,
-    );
-    b.vertex_with_id(
-        out,
-        "2",
-        Attrs::new().with("annotation", "cp_exit"),
-        VertexKind::Exit,
-    );
+    let mut b = checkpoint_frame(out, rid);
     let block_attrs = || {
         Attrs::new()
             .with("annotation", "cp_basicblock")
@@ -1022,9 +1010,9 @@ fn checkpoint_cfg_guarded(
     b.cfg
 }
 
-/// A checkpoint CFG: Entry, Exit and one block (annotated as the reference
-/// engine does).
-fn checkpoint_cfg(out: &mut Program, rid: RoutineId, scope_id: &str, stmts: Vec<StmtId>) -> CfgId {
+/// A checkpoint CFG's builder with its Entry (vertex 1) and Exit (vertex
+/// 2), annotated as the reference engine does.
+fn checkpoint_frame(out: &mut Program, rid: RoutineId) -> CfgBuilder {
     let mut b = CfgBuilder::new(out, rid, "_cp_");
     b.vertex_with_id(
         out,
@@ -1038,6 +1026,13 @@ fn checkpoint_cfg(out: &mut Program, rid: RoutineId, scope_id: &str, stmts: Vec<
         Attrs::new().with("annotation", "cp_exit"),
         VertexKind::Exit,
     );
+    b
+}
+
+/// A checkpoint CFG: Entry, Exit and one block (annotated as the reference
+/// engine does).
+fn checkpoint_cfg(out: &mut Program, rid: RoutineId, scope_id: &str, stmts: Vec<StmtId>) -> CfgId {
+    let mut b = checkpoint_frame(out, rid);
     b.vertex_with_id(
         out,
         "3",

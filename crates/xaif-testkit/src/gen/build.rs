@@ -1790,7 +1790,13 @@ impl Rb<'_> {
             Ref::whole(b),
             Expr::Op("transpose_arr", vec![Expr::var(a)]),
         ));
-        // Use the result.
+        self.use_element(ch, b, out);
+    }
+
+    /// `t = t + b(…)` for an active scalar `t` (one that exists, or a new
+    /// local), which becomes a result: what a direct action computed feeds
+    /// `head`'s results.
+    fn use_element(&mut self, ch: &mut Ch<'_>, b: VarId, out: &mut Vec<Stmt>) {
         let targets: Vec<VarId> = self
             .all_vars()
             .into_iter()
@@ -1805,6 +1811,7 @@ impl Rb<'_> {
             targets[ch.pick(targets.len())]
         };
         let el = self.element(ch, b);
+        self.note_ref_subs(&el);
         self.note_write(t);
         if !self.results.contains(&t) {
             self.results.push(t);
@@ -1872,30 +1879,7 @@ impl Rb<'_> {
             Ref::whole(b),
             Expr::Op("reshape_arr", vec![Expr::var(a), Expr::var(sv)]),
         ));
-        // Use the result.
-        let targets: Vec<VarId> = self
-            .all_vars()
-            .into_iter()
-            .filter(|&v| {
-                let var = self.var(v);
-                var.role == Role::Active && var.rank() == 0 && self.writable(v)
-            })
-            .collect();
-        let t = if targets.is_empty() {
-            self.fresh_local(Role::Active, Dims::Scalar, Vec::new())
-        } else {
-            targets[ch.pick(targets.len())]
-        };
-        let el = self.element(ch, b);
-        self.note_ref_subs(&el);
-        self.note_write(t);
-        if !self.results.contains(&t) {
-            self.results.push(t);
-        }
-        out.push(Stmt::Assign(
-            Ref::whole(t),
-            Expr::Op("add_scal_scal", vec![Expr::var(t), Expr::r(el)]),
-        ));
+        self.use_element(ch, b, out);
     }
 
     fn do_loop(&mut self, ch: &mut Ch<'_>, s: &StmtRecipe, nesting: usize, out: &mut Vec<Stmt>) {
