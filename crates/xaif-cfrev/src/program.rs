@@ -394,20 +394,23 @@ fn adjoint_with(
                 }
             }
             // Checkpoints.
-            let formals: Vec<SymbolId> = routine
-                .arguments
-                .iter()
-                .flat_map(|l| {
-                    l.args
-                        .iter()
-                        .filter_map(|a| ctx.symbols.resolve(a).map(|s| (a, s)))
-                })
-                .filter(|(a, _)| {
-                    let pos = a.int("position").unwrap_or(0);
-                    !options.checkpoint_all_formals && !passed.contains(&(name.clone(), pos))
-                })
-                .map(|(_, s)| s)
-                .collect();
+            // The formals at the positions `keep` accepts.
+            let formals_at = |keep: &dyn Fn(i64) -> bool| -> Vec<SymbolId> {
+                routine
+                    .arguments
+                    .iter()
+                    .flat_map(|l| {
+                        l.args
+                            .iter()
+                            .filter_map(|a| ctx.symbols.resolve(a).map(|s| (a, s)))
+                    })
+                    .filter(|(a, _)| keep(a.int("position").unwrap_or(0)))
+                    .map(|(_, s)| s)
+                    .collect()
+            };
+            let formals = formals_at(&|pos| {
+                !options.checkpoint_all_formals && !passed.contains(&(name.clone(), pos))
+            });
             let skip_formals = |refs: &[VarRef]| -> Vec<VarRef> {
                 refs.iter()
                     .filter(|r| {
@@ -443,20 +446,7 @@ fn adjoint_with(
             tape.checkpoint_variables = read.len();
             // Optional formals some call leaves out: their checkpoints
             // run only when they are present.
-            let optional: Vec<SymbolId> = routine
-                .arguments
-                .iter()
-                .flat_map(|l| {
-                    l.args
-                        .iter()
-                        .filter_map(|a| ctx.symbols.resolve(a).map(|s| (a, s)))
-                })
-                .filter(|(a, _)| {
-                    let pos = a.int("position").unwrap_or(0);
-                    left_out.contains(&(name.clone(), pos))
-                })
-                .map(|(_, s)| s)
-                .collect();
+            let optional = formals_at(&|pos| left_out.contains(&(name.clone(), pos)));
             let cp = |out: &mut Program,
                       names: &mut Names,
                       refs: &[VarRef],
