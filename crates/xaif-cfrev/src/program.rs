@@ -180,12 +180,7 @@ fn adjoint_with(
     }
     // Before the output copy exists: the analysis is the largest thing a
     // run holds besides the input, and only its answers are kept.
-    let inferred = inferred_reads(p, options.pessimistic_black_boxes);
-    let changes = if options.full_checkpoints {
-        None
-    } else {
-        Changes::new(p, options.pessimistic_black_boxes, &inferred)
-    };
+    let (inferred, changes) = checkpoint_analysis(p, options);
     let Start {
         ctx,
         mut out,
@@ -589,26 +584,14 @@ struct Changes {
 }
 
 impl Changes {
-    /// `None` when the analysis cannot answer for the whole program: it
-    /// fails, or a marker may stand for a store the XAIF does not carry.
+    /// The answers for the `Read` lists of `p` (the front end's, or the
+    /// `inferred` ones) from the analysis's `facts` and `overwrites`.
     fn new(
         p: &Program,
-        pessimistic_black_boxes: bool,
+        facts: &xaif_dataflow::ProgramFacts<'_>,
+        overwrites: &xaif_model::SecondaryMap<xaif_model::Routine, xaif_dataflow::Overwrites>,
         inferred: &FxHashMap<RoutineId, Vec<VarRef>>,
-    ) -> Option<Self> {
-        let opaque = p.stmts.iter().any(|(_, s)| {
-            matches!(s.kind, StmtKind::Marker)
-                && crate::explicit::marker_may_store(s.attrs.get("annotation").unwrap_or(""))
-        });
-        if opaque {
-            return None;
-        }
-        let (facts, overwrites) = xaif_dataflow::analyze_overwrites(
-            p,
-            xaif_dataflow::Solver::default(),
-            pessimistic_black_boxes,
-        )
-        .ok()?;
+    ) -> Self {
         let symbols = xaif_model::SymbolIndex::new(p);
         let mut unchanged = FxHashSet::default();
         for (r, routine) in p.routines.iter() {
@@ -622,13 +605,13 @@ impl Changes {
             for v in read {
                 let s = v.graph.symbol_ref().and_then(|a| symbols.resolve(a));
                 if let Some(s) = s {
-                    if !may_change(&facts, &overwrites, r, s) {
+                    if !may_change(facts, overwrites, r, s) {
                         unchanged.insert((r, s));
                     }
                 }
             }
         }
-        Some(Changes { unchanged })
+        Changes { unchanged }
     }
 
     /// Whether `s`, read by routine `r`, may differ when `r` is re-run at
@@ -661,6 +644,56 @@ fn may_change(
     slots.intersects(&rt.may_write) || slots.intersects(&rt.overwritten_after)
 }
 
+/// The data-flow answers argument checkpoints need, from one analysis of
+/// `p` made before the output copy exists (it is the largest thing a run
+/// holds besides the input, and only its answers are kept): the `Read`
+/// lists inferred for routines without one ([`inferred_reads`]), and what
+/// the re-runs may find changed ([`Changes`]; `None` with
+/// `--full-checkpoints`, when the analysis fails, or when a marker may
+/// stand for a store the XAIF does not carry).
+fn checkpoint_analysis(
+    p: &Program,
+    options: &AdjointOptions,
+) -> (FxHashMap<RoutineId, Vec<VarRef>>, Option<Changes>) {
+    let missing: Vec<RoutineId> = p
+        .routines
+        .iter()
+        .filter(|(_, r)| {
+            matches!(r.body, RoutineBody::Graph(_))
+                && r.has_body(p)
+                && r.side_effect(SideEffectKind::Read).is_none()
+        })
+        .map(|(id, _)| id)
+        .collect();
+    let opaque = p.stmts.iter().any(|(_, s)| {
+        matches!(s.kind, StmtKind::Marker)
+            && crate::explicit::marker_may_store(s.attrs.get("annotation").unwrap_or(""))
+    });
+    let want_changes = !options.full_checkpoints && !opaque;
+    if !want_changes && missing.is_empty() {
+        return (FxHashMap::default(), None);
+    }
+    let analysis = xaif_dataflow::analyze_checkpoints(
+        p,
+        xaif_dataflow::Solver::default(),
+        options.pessimistic_black_boxes,
+        want_changes,
+        !missing.is_empty(),
+    )
+    .ok();
+    let inferred = inferred_reads(
+        p,
+        &missing,
+        analysis
+            .as_ref()
+            .and_then(|(facts, sets)| Some((facts, sets.may_read.as_ref()?))),
+    );
+    let changes = analysis.as_ref().and_then(|(facts, sets)| {
+        Some(Changes::new(p, facts, sets.overwrites.as_ref()?, &inferred))
+    });
+    (inferred, changes)
+}
+
 /// The `Read` side-effect list of every routine with a body whose input
 /// has none (the lists are optional in XAIF; OpenAD's front end always
 /// writes them, hand-written and generated XAIF often does not): the
@@ -673,25 +706,22 @@ fn may_change(
 /// answer, every formal and every variable of scope 1 is listed (more
 /// checkpointing, never a re-run from wrong values). Routines that have
 /// a list keep it (the reference engine's behaviour).
-fn inferred_reads(p: &Program, pessimistic: bool) -> FxHashMap<RoutineId, Vec<VarRef>> {
-    let missing: Vec<RoutineId> = p
-        .routines
-        .iter()
-        .filter(|(_, r)| {
-            matches!(r.body, RoutineBody::Graph(_))
-                && r.has_body(p)
-                && r.side_effect(SideEffectKind::Read).is_none()
-        })
-        .map(|(id, _)| id)
-        .collect();
+fn inferred_reads(
+    p: &Program,
+    missing: &[RoutineId],
+    analysis: Option<(
+        &xaif_dataflow::ProgramFacts<'_>,
+        &xaif_model::SecondaryMap<xaif_model::Routine, xaif_dataflow::LocSet>,
+    )>,
+) -> FxHashMap<RoutineId, Vec<VarRef>> {
     let mut out = FxHashMap::default();
     if missing.is_empty() {
         return out;
     }
     let reference = |s: SymbolId| whole_variable(p, s);
-    match xaif_dataflow::analyze_reads(p, xaif_dataflow::Solver::default(), pessimistic) {
-        Ok((facts, reads)) => {
-            for &r in &missing {
+    match analysis {
+        Some((facts, reads)) => {
+            for &r in missing {
                 let (Some(rf), Some(set)) = (facts.routines.get(&r), reads.get(r)) else {
                     continue;
                 };
@@ -723,7 +753,7 @@ fn inferred_reads(p: &Program, pessimistic: bool) -> FxHashMap<RoutineId, Vec<Va
                 out.insert(r, refs);
             }
         }
-        Err(_) => out = all_formals_and_globals(p, &missing),
+        None => out = all_formals_and_globals(p, missing),
     }
     out
 }
@@ -1285,11 +1315,7 @@ mod tests {
   </xaif:ControlFlowGraph>
 </xaif:CallGraph>
 "#;
-        let parsed = xaif_model::read_bytes(text.as_bytes(), None).unwrap();
-        match parsed.document {
-            xaif_model::Document::Program(p) => *p,
-            _ => panic!("a program"),
-        }
+        xaif_model::read_program_str(&text, None).unwrap().0
     }
 
     fn names(refs: &[VarRef]) -> Vec<(String, String)> {
@@ -1304,7 +1330,7 @@ mod tests {
     #[test]
     fn a_routine_without_a_read_list_gets_the_formals_and_globals_it_reads() {
         let p = program();
-        let inferred = inferred_reads(&p, false);
+        let (inferred, _) = checkpoint_analysis(&p, &AdjointOptions::default());
         let (rid, _) = p.routines.iter().next().unwrap();
         // `b` is only written; `a` and `g` are read.
         let mut got = names(&inferred[&rid]);
@@ -1378,17 +1404,13 @@ mod tests {
             assign(("2", "a"), ("1", "g_1")),
             assign(("3", "b"), ("1", "g_2")),
         );
-        let parsed = xaif_model::read_bytes(text.as_bytes(), None).unwrap();
-        match parsed.document {
-            xaif_model::Document::Program(p) => *p,
-            _ => panic!("a program"),
-        }
+        xaif_model::read_program_str(&text, None).unwrap().0
     }
 
     #[test]
     fn an_inferred_list_names_a_shared_variable_by_the_routines_own_declaration() {
         let p = two_declarations();
-        let inferred = inferred_reads(&p, false);
+        let (inferred, _) = checkpoint_analysis(&p, &AdjointOptions::default());
         let by_name = |name: &str| {
             let (rid, _) = p
                 .routines

@@ -170,21 +170,6 @@ fn within_budget(p: &Program, facts: &ProgramFacts, budget: u64) -> Result<(), D
     Ok(())
 }
 
-/// Builds the facts of `p` and what each routine and its callees may read
-/// ([`tbr::analyze_may_read`]), under the same budget as [`analyze`]:
-/// the `Read` lists adjoint code checkpoints from, for routines whose
-/// input has none. `pessimistic` is [`ProgramFacts::with_black_boxes`]'s.
-pub fn analyze_reads<'p>(
-    p: &'p Program,
-    solver: Solver,
-    pessimistic: bool,
-) -> Result<(ProgramFacts<'p>, SecondaryMap<Routine, LocSet>), DataflowError> {
-    let facts = ProgramFacts::with_black_boxes(p, pessimistic);
-    within_budget(p, &facts, DEFAULT_BUDGET)?;
-    let reads = tbr::analyze_may_read(&facts, solver);
-    Ok((facts, reads))
-}
-
 /// What deciding argument checkpoints needs of a whole program
 /// ([`tbr::analyze_overwrites`]), within [`DEFAULT_BUDGET`] and under the
 /// same conditions as [`analyze_with_black_boxes`] with TBR: it fails
@@ -195,8 +180,36 @@ pub fn analyze_overwrites<'p>(
     solver: Solver,
     pessimistic: bool,
 ) -> Result<(ProgramFacts<'p>, SecondaryMap<Routine, Overwrites>), DataflowError> {
+    let (facts, sets) = analyze_checkpoints(p, solver, pessimistic, true, false)?;
+    Ok((facts, sets.overwrites.unwrap_or_default()))
+}
+
+/// The routine-level sets argument checkpoints are decided from, each
+/// only when asked for.
+#[derive(Default)]
+pub struct CheckpointSets {
+    /// [`tbr::analyze_overwrites`].
+    pub overwrites: Option<SecondaryMap<Routine, Overwrites>>,
+    /// [`tbr::analyze_may_read`]: the `Read` lists of routines whose input
+    /// has none.
+    pub may_read: Option<SecondaryMap<Routine, LocSet>>,
+}
+
+/// Builds the facts of `p` once (within [`DEFAULT_BUDGET`], as
+/// [`analyze_overwrites`]) and the [`CheckpointSets`] asked for.
+/// `pessimistic` is [`ProgramFacts::with_black_boxes`]'s.
+pub fn analyze_checkpoints<'p>(
+    p: &'p Program,
+    solver: Solver,
+    pessimistic: bool,
+    overwrites: bool,
+    may_read: bool,
+) -> Result<(ProgramFacts<'p>, CheckpointSets), DataflowError> {
     let facts = ProgramFacts::with_black_boxes(p, pessimistic);
     within_budget(p, &facts, DEFAULT_BUDGET)?;
-    let overwrites = tbr::analyze_overwrites(&facts, solver);
-    Ok((facts, overwrites))
+    let sets = CheckpointSets {
+        overwrites: overwrites.then(|| tbr::analyze_overwrites(&facts, solver)),
+        may_read: may_read.then(|| tbr::analyze_may_read(&facts, solver)),
+    };
+    Ok((facts, sets))
 }
