@@ -1315,7 +1315,7 @@ mod tests {
   </xaif:ControlFlowGraph>
 </xaif:CallGraph>
 "#;
-        xaif_model::read_program_str(&text, None).unwrap().0
+        xaif_model::read_program_str(text, None).unwrap().0
     }
 
     fn names(refs: &[VarRef]) -> Vec<(String, String)> {
