@@ -15,7 +15,9 @@ use crate::compat::{inert_flags, Mode};
 use crate::transform::TransformArgs;
 
 /// The inlinable catalogue of `-c`, or the built-in one, and the
-/// non-inlinable one of `-N`.
+/// non-inlinable one of `-N`. `-c` naming the distributed catalogue file
+/// (recognised by its bytes) takes the built-in table too: the same
+/// meaning, without parsing the file on every run.
 pub fn catalogues(
     inlinable: Option<&Path>,
     noninlinable: Option<&Path>,
@@ -23,31 +25,32 @@ pub fn catalogues(
     for path in inlinable.iter().chain(noninlinable.iter()) {
         crate::input::check(path).map_err(|e| e.to_string())?;
     }
-    match inlinable {
-        Some(path) => xaif_linearize::catalogue::read_catalogues(path, noninlinable)
-            .map(|(c, n)| (Cow::Owned(c), n))
-            .map_err(|e| e.to_string()),
-        None => {
-            let non = match noninlinable {
-                None => None,
-                Some(path) => {
-                    let parsed = crate::input::read_document(path)?;
-                    xaif_model::validate_document(&parsed.document, &parsed.source)
-                        .map_err(|e| e.to_string())?;
-                    match parsed.document {
-                        xaif_model::Document::NonInlinable(n) => Some(n),
-                        _ => {
-                            return Err(format!(
-                                "{}: not a non-inlinable intrinsics catalogue",
-                                path.display()
-                            ))
-                        }
-                    }
-                }
-            };
-            Ok((Cow::Borrowed(xaif_linearize::builtin()), non))
+    if let Some(path) = inlinable {
+        let bytes = crate::input::read(path).map_err(|e| e.to_string())?;
+        if !xaif_linearize::builtin::is_distributed_catalogue(&bytes) {
+            return xaif_linearize::catalogue::read_catalogues(path, noninlinable)
+                .map(|(c, n)| (Cow::Owned(c), n))
+                .map_err(|e| e.to_string());
         }
     }
+    let non = match noninlinable {
+        None => None,
+        Some(path) => {
+            let parsed = crate::input::read_document(path)?;
+            xaif_model::validate_document(&parsed.document, &parsed.source)
+                .map_err(|e| e.to_string())?;
+            match parsed.document {
+                xaif_model::Document::NonInlinable(n) => Some(n),
+                _ => {
+                    return Err(format!(
+                        "{}: not a non-inlinable intrinsics catalogue",
+                        path.display()
+                    ))
+                }
+            }
+        }
+    };
+    Ok((Cow::Borrowed(xaif_linearize::builtin()), non))
 }
 
 /// Reads and gates an input (`-`: standard input); with `-v` validates it
