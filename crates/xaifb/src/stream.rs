@@ -208,7 +208,7 @@ impl Spill {
         match file {
             Some(file) => {
                 w.flush()?;
-                copy_at(&spill, file)?;
+                copy_at(&spill, file, true)?;
             }
             None => {
                 spill.rewind()?;
@@ -239,20 +239,24 @@ const PARALLEL_COPY: u64 = 2 * COPY_CHUNK as u64;
 /// Appends the whole spill to `dest` at its cursor, and moves the cursor
 /// past it. Copying into the page cache is most of the time of writing a
 /// large output; two threads each copy half of the chunks, at their final
-/// offsets.
-fn copy_at(spill: &File, mut dest: &File) -> std::io::Result<()> {
+/// offsets, inside the kernel where it can (`in_kernel`), through a buffer
+/// otherwise.
+fn copy_at(spill: &File, mut dest: &File, in_kernel: bool) -> std::io::Result<()> {
     use std::io::SeekFrom;
     let base = dest.stream_position()?;
     let len = spill.metadata()?.len();
     let chunks = len.div_ceil(COPY_CHUNK as u64);
     let copy_chunks = |first: u64, step: u64| -> std::io::Result<()> {
-        let mut buffer = vec![0u8; COPY_CHUNK];
+        let mut buffer = Vec::new();
         let mut k = first;
         while k < chunks {
             let at = k * COPY_CHUNK as u64;
             let n = (len - at).min(COPY_CHUNK as u64) as usize;
-            read_exact_at(spill, &mut buffer[..n], at)?;
-            write_all_at(dest, &buffer[..n], base + at)?;
+            if !(in_kernel && copy_range(spill, dest, at, base + at, n)?) {
+                buffer.resize(COPY_CHUNK, 0);
+                read_exact_at(spill, &mut buffer[..n], at)?;
+                write_all_at(dest, &buffer[..n], base + at)?;
+            }
             release_range(spill, at, n as u64);
             k += step;
         }
@@ -280,6 +284,67 @@ fn copy_at(spill: &File, mut dest: &File) -> std::io::Result<()> {
     }
     dest.seek(SeekFrom::Start(base + len))?;
     Ok(())
+}
+
+/// Copies `len` bytes of `from` at `from_at` to `to` at `to_at` inside the
+/// kernel (`copy_file_range`: one copy from page cache to page cache, no
+/// buffer in between). `false` when the system or the file systems cannot
+/// (nothing copied then); the caller copies through a buffer instead.
+fn copy_range(
+    from: &File,
+    to: &File,
+    from_at: u64,
+    to_at: u64,
+    len: usize,
+) -> std::io::Result<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(mut off_in), Ok(mut off_out)) = (
+            libc::loff_t::try_from(from_at),
+            libc::loff_t::try_from(to_at),
+        ) else {
+            return Ok(false);
+        };
+        let mut left = len;
+        while left > 0 {
+            // SAFETY: both descriptors belong to files that outlive the
+            // call; the offsets are locals the call updates.
+            let n = unsafe {
+                libc::copy_file_range(
+                    from.as_raw_fd(),
+                    &mut off_in,
+                    to.as_raw_fd(),
+                    &mut off_out,
+                    left,
+                    0,
+                )
+            };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // Nothing copied yet: whatever the cause (no system call,
+                // file systems that cannot, an output opened for appending),
+                // the buffer copy either works or reports its own error.
+                if left == len {
+                    return Ok(false);
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            left -= n as usize;
+        }
+        Ok(true)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (from, to, from_at, to_at, len);
+        Ok(false)
+    }
 }
 
 /// Fills `buffer` from `file` at `offset`.
@@ -367,4 +432,36 @@ fn release_range(file: &File, offset: u64, len: u64) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (file, offset, len);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Seek, Write};
+
+    /// The spill lands after what the output already holds, whole and in
+    /// order, inside the kernel and through the buffer, for a spill of one
+    /// chunk and one of several chunks copied by two threads.
+    #[test]
+    fn copy_at_appends_the_spill_at_the_cursor() {
+        let dir = std::env::temp_dir();
+        for len in [1000usize, 2 * COPY_CHUNK + 12345] {
+            for in_kernel in [true, false] {
+                let mut spill = tempfile::tempfile_in(&dir).unwrap();
+                let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + i / 4093) as u8).collect();
+                spill.write_all(&bytes).unwrap();
+                let mut out = tempfile::tempfile_in(&dir).unwrap();
+                out.write_all(b"header").unwrap();
+                copy_at(&spill, &out, in_kernel).unwrap();
+                out.write_all(b"footer").unwrap();
+                out.rewind().unwrap();
+                let mut got = Vec::new();
+                out.read_to_end(&mut got).unwrap();
+                assert_eq!(got.len(), len + 12, "{len} {in_kernel}");
+                assert_eq!(&got[..6], b"header");
+                assert!(got[6..6 + len] == bytes[..], "{len} {in_kernel}");
+                assert_eq!(&got[6 + len..], b"footer");
+            }
+        }
+    }
 }
