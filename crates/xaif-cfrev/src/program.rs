@@ -178,6 +178,15 @@ fn adjoint_with(
         // the analysis below.
         Start::make(p, noninlinable, &[], options.decoration, &[], true)?;
     }
+    // Calls that would convert an absent optional argument are made under
+    // `if (present(f))` first (see `absent`).
+    let guarded = xaif_linearize::absent::guard_absent_conversions(
+        p,
+        &options.passive,
+        options.decoration,
+        &options.wrappers,
+    )?;
+    let p = guarded.as_ref().unwrap_or(p);
     // Before the output copy exists: the analysis is the largest thing a
     // run holds besides the input, and only its answers are kept.
     let (inferred, changes) = checkpoint_analysis(p, options);
@@ -205,7 +214,7 @@ fn adjoint_with(
         elimination: &memo,
     };
     let passed = variables_passed(p);
-    let left_out = positions_left_out(p);
+    let left_out = xaif_model::formals_maybe_absent(p);
     let policy = crate::explicit::LoopPolicy {
         trust_hints: options.ignore_simple_loop_violations,
         ask: options.ask_simple_loop_violations,
@@ -860,113 +869,6 @@ fn checkpoint_call(
         &id,
         vec![ArgValue::Variable(value_ref(r))],
     )))
-}
-
-/// (callee symbol id, position) of every formal that may be absent: some
-/// call leaves it out (an optional argument that is not present;
-/// `formalArgCount` or the callee's argument list says how many there
-/// are, the `Argument`s which are there), or passes on, whole, a formal of
-/// its own routine that may be absent (Fortran lets an absent optional
-/// argument reach an optional formal).
-fn positions_left_out(p: &Program) -> FxHashSet<(String, i64)> {
-    // Per routine: its name, its formals ((scope, symbol) -> position) and
-    // its calls (callee, positions given, whole references passed).
-    struct Call<'a> {
-        callee: &'a str,
-        given: Vec<i64>,
-        whole: Vec<(i64, (&'a str, &'a str))>,
-        count: Option<i64>,
-    }
-    let mut formals: FxHashMap<&str, Vec<i64>> = FxHashMap::default();
-    let mut routines = Vec::new();
-    for (_, r) in p.routines.iter() {
-        let own: FxHashMap<(&str, &str), i64> = r
-            .arguments
-            .iter()
-            .flat_map(|l| l.args.iter())
-            .filter_map(|a| {
-                Some((
-                    (a.get("scope_id")?, a.get("symbol_id")?),
-                    a.int("position")?,
-                ))
-            })
-            .collect();
-        formals.insert(r.symbol_name(), own.values().copied().collect());
-        let mut calls = Vec::new();
-        if let RoutineBody::Graph(cfg) = &r.body {
-            for item in &p.cfgs[*cfg].items {
-                let CfgItem::Vertex(v) = item else { continue };
-                let VertexKind::BasicBlock(stmts) = &p.vertices[*v].kind else {
-                    continue;
-                };
-                for s in stmts {
-                    let s = &p.stmts[*s];
-                    let StmtKind::SubroutineCall(args) = &s.kind else {
-                        continue;
-                    };
-                    let mut given = Vec::new();
-                    let mut whole = Vec::new();
-                    for (i, a) in args.iter().enumerate() {
-                        let pos = a.attrs.int("position").unwrap_or(i as i64 + 1);
-                        given.push(pos);
-                        if let ArgValue::Variable(v) = &a.value {
-                            if v.graph.subscripts().is_empty() {
-                                if let Some(ids) = v.graph.symbol_ids() {
-                                    whole.push((pos, ids));
-                                }
-                            }
-                        }
-                    }
-                    calls.push(Call {
-                        callee: s.attrs.get("symbol_id").unwrap_or(""),
-                        given,
-                        whole,
-                        count: s.attrs.int("formalArgCount"),
-                    });
-                }
-            }
-        }
-        routines.push((r.symbol_name(), own, calls));
-    }
-    let mut out = FxHashSet::default();
-    for (_, _, calls) in &routines {
-        for c in calls {
-            let mut expected: Vec<i64> = formals.get(c.callee).cloned().unwrap_or_default();
-            if let Some(n) = c.count {
-                for k in 1..=n {
-                    if !expected.contains(&k) {
-                        expected.push(k);
-                    }
-                }
-            }
-            for pos in expected {
-                if !c.given.contains(&pos) {
-                    out.insert((c.callee.to_string(), pos));
-                }
-            }
-        }
-    }
-    // Absent formals passed on: to a fixed point (each round adds a
-    // position or stops).
-    loop {
-        let mut added = false;
-        for (name, own, calls) in &routines {
-            for c in calls {
-                for (pos, ids) in &c.whole {
-                    let Some(at) = own.get(ids) else { continue };
-                    if out.contains(&(name.to_string(), *at))
-                        && out.insert((c.callee.to_string(), *pos))
-                    {
-                        added = true;
-                    }
-                }
-            }
-        }
-        if !added {
-            break;
-        }
-    }
-    out
 }
 
 /// A checkpoint CFG whose statements with a guard run only when that

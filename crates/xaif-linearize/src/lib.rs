@@ -13,6 +13,7 @@
 //! The crate reads and writes XAIF only through `xaif-model`; it never
 //! depends on the interpreter (tests use it to check derivatives).
 
+pub mod absent;
 pub mod adjoint;
 pub mod builtin;
 pub mod catalogue;

@@ -354,6 +354,15 @@ fn tangent_with(
     options: &TangentOptions,
     sink: Option<RoutineSink<'_>>,
 ) -> Result<Transformed, TransformError> {
+    // Calls that would convert an absent optional argument are made under
+    // `if (present(f))` first (see `absent`).
+    let guarded = crate::absent::guard_absent_conversions(
+        p,
+        &options.passive,
+        options.decoration,
+        &options.wrappers,
+    )?;
+    let p = guarded.as_ref().unwrap_or(p);
     let lazy = sink.is_some();
     let Start {
         ctx,
@@ -901,16 +910,9 @@ pub fn convert_call(
             new_args.push(a.clone());
             continue;
         };
-        // The formal's activity and rank; a routine without a body
-        // (external) takes passive values of the actual's shape.
-        let formal = match formals.get(pos.wrapping_sub(1)).copied().flatten() {
-            Some(f) if real(f) => Some((ctx.symbol_active(f), ctx.p.symbols[f].rank())),
-            Some(_) => None,
-            None if external => Some((false, ctx.ref_shape(&actual.graph).rank)),
-            None => None,
-        };
-        let aa = ctx.symbol_active(actual_sym);
-        let Some((fa, formal_rank)) = formal.filter(|(fa, _)| *fa != aa && real(actual_sym)) else {
+        let Some((fa, formal_rank)) =
+            converted_to(ctx, &formals, external, pos, actual_sym, &actual.graph)
+        else {
             new_args.push(a.clone());
             continue;
         };
@@ -1000,6 +1002,29 @@ pub fn convert_call(
         after,
         converted,
     }
+}
+
+/// The activity and rank of the formal at `pos` when a variable actual
+/// (`actual_sym`, referenced by `actual`) must be converted to it: both
+/// real, of different activity. A routine without a body (external)
+/// takes passive values of the actual's shape.
+pub(crate) fn converted_to(
+    ctx: &Ctx<'_>,
+    formals: &[Option<SymbolId>],
+    external: bool,
+    pos: usize,
+    actual_sym: SymbolId,
+    actual: &xaif_model::RefGraph,
+) -> Option<(bool, usize)> {
+    let real = |s: SymbolId| ctx.p.symbols[s].ty() == xaif_model::SymbolType::Real;
+    let formal = match formals.get(pos.wrapping_sub(1)).copied().flatten() {
+        Some(f) if real(f) => Some((ctx.symbol_active(f), ctx.p.symbols[f].rank())),
+        Some(_) => None,
+        None if external => Some((false, ctx.ref_shape(actual).rank)),
+        None => None,
+    };
+    let aa = ctx.symbol_active(actual_sym);
+    formal.filter(|(fa, _)| *fa != aa && real(actual_sym))
 }
 
 /// Whether a constant argument is a real number (what an active formal

@@ -98,6 +98,15 @@ pub fn typechange(
     noninlinable: Option<&NonInlinableCatalogue>,
     options: &TypeChangeOptions,
 ) -> Result<Transformed, TransformError> {
+    // Calls that would convert an absent optional argument are made under
+    // `if (present(f))` first (see `absent`).
+    let guarded = crate::absent::guard_absent_conversions(
+        p,
+        &options.passive,
+        options.decoration,
+        &options.wrappers,
+    )?;
+    let p = guarded.as_ref().unwrap_or(p);
     let Start {
         ctx,
         mut out,

@@ -30,8 +30,8 @@ pub use build::ExprBuilder;
 pub use catalogue::{InlinableCatalogue, InlinableIntrinsic, NonInlinable, NonInlinableCatalogue};
 pub use error::{ErrorKind, IdKind, ModelError, ModelErrors, RefKind};
 pub use index::{
-    base_name, fortran_routine_name, shape_rank, CfgGraph, Decoration, ExprGraph, RoutineIndex,
-    SymbolIndex, SymbolKind, SymbolType,
+    base_name, formals_maybe_absent, fortran_routine_name, shape_rank, CfgGraph, Decoration,
+    ExprGraph, RoutineIndex, SymbolIndex, SymbolKind, SymbolType,
 };
 pub use model::*;
 pub use reader::{

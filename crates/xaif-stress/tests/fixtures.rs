@@ -131,6 +131,11 @@ fn checkpoints_of_optional_formals_passed_on_run_when_they_are_present() {
 }
 
 #[test]
+fn absent_optional_arguments_are_not_converted() {
+    check("optional_passed_on_converted.xaif");
+}
+
+#[test]
 fn every_fixture_has_a_test() {
     let dir = xaif_testkit::repo_root().join("fixtures/stress");
     let this = include_str!("fixtures.rs");

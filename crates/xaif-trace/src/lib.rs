@@ -78,6 +78,15 @@ pub fn trace(
     noninlinable: Option<&NonInlinableCatalogue>,
     options: &TraceOptions,
 ) -> Result<Program, TransformError> {
+    // Calls that would convert an absent optional argument are made under
+    // `if (present(f))` first (see `xaif_linearize::absent`).
+    let guarded = xaif_linearize::absent::guard_absent_conversions(
+        p,
+        &options.passive,
+        options.decoration,
+        &options.wrappers,
+    )?;
+    let p = guarded.as_ref().unwrap_or(p);
     let Start {
         ctx,
         mut out,

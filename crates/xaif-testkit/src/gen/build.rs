@@ -2479,11 +2479,19 @@ impl Rb<'_> {
                     let formals = &self.p.routines[c].formals;
                     (0..formals.len())
                         .filter(|&k| {
-                            // (Of the same activity: a passive one at an
-                            // active formal would be converted, which the
-                            // engine cannot do for an absent argument.)
+                            // Of the same role, or of the other activity
+                            // where an actual of this role may go (the
+                            // engine converts it when it is present).
+                            let read_only = !sum.written.get(k).copied().unwrap_or(true);
+                            let compatible = formals[k].role == role
+                                || (read_only
+                                    && matches!(
+                                        (formals[k].role, role),
+                                        (Role::Active, Role::Clean)
+                                            | (Role::Sink, Role::Active | Role::Clean)
+                                    ));
                             sum.optional.get(k).copied().unwrap_or(false)
-                                && formals[k].role == role
+                                && compatible
                                 && formals[k].dims == fvar.dims
                                 && formals[k].extents == fvar.extents
                         })

@@ -417,6 +417,9 @@ fn stmt_features(p: &Program, r: usize, s: &Stmt, add: &mut dyn FnMut(&str)) {
                         let actual = p.var(r, x.var);
                         if matches!(x.var, VarId::Formal(f) if p.routines[r].optional[f]) {
                             add("optional_argument_passed_on");
+                            if (actual.role == Role::Active) != (fm.role == Role::Active) {
+                                add("optional_argument_passed_on_converted");
+                            }
                         }
                         if rerun && fm.role == Role::Active && actual.role == Role::Clean {
                             add("conversion_passive_to_active_without_checkpoint");
@@ -646,6 +649,7 @@ pub const CONSTRUCTS: &[&str] = &[
     "optional_formal",
     "optional_argument_absent",
     "optional_argument_passed_on",
+    "optional_argument_passed_on_converted",
     "no_side_effect_lists_not_a_kernel",
     "optional_array_formal",
 ];
