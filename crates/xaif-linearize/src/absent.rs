@@ -424,6 +424,62 @@ mod tests {
         );
     }
 
+    /// Two guarded arguments in one call: four calls, one for each
+    /// combination present and absent, under three branches (the fixture
+    /// changed so that `head` also leaves out `sa`'s active `FA`, which
+    /// `sa` passes to `sb`'s second formal, made passive here).
+    #[test]
+    fn two_guarded_arguments_give_four_calls() {
+        let mut p = fixture("optional_passed_on_converted.xaif");
+        let symbols = xaif_model::SymbolIndex::new(&p);
+        let sb = p
+            .routines
+            .iter()
+            .find(|(_, r)| r.symbol_name() == "sb")
+            .unwrap()
+            .1;
+        let second = sb
+            .arguments
+            .iter()
+            .flat_map(|l| l.args.iter())
+            .find(|a| a.int("position") == Some(2))
+            .and_then(|a| symbols.resolve(a))
+            .unwrap();
+        p.symbols[second].attrs.set("active", "0");
+        for stmt in p.stmts.values_mut() {
+            if stmt.attrs.get("symbol_id") != Some("sa") {
+                continue;
+            }
+            if let StmtKind::SubroutineCall(args) = &mut stmt.kind {
+                args.retain(|a| a.attrs.int("position") != Some(1));
+            }
+        }
+        let q = guard_absent_conversions(&p, &[], Decoration::Open64, &[])
+            .unwrap()
+            .expect("a call to guard");
+        let positions: Vec<Vec<i64>> = calls_of(&q, "sa", "sb")
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::SubroutineCall(args) => args
+                    .iter()
+                    .map(|a| a.attrs.int("position").unwrap())
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        assert_eq!(positions, [vec![1, 2, 3], vec![1, 3], vec![2, 3], vec![3]]);
+        let ids: Vec<&str> = calls_of(&q, "sa", "sb")
+            .iter()
+            .map(|s| s.attrs.get("statement_id").unwrap())
+            .collect();
+        let mut unique = ids.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), 4, "{ids:?}");
+        let source = xaif_model::SourceMap::new(None, b"");
+        xaif_model::validate_program(&q, &source).unwrap();
+    }
+
     /// A program whose calls leave nothing out is not copied.
     #[test]
     fn programs_without_absent_arguments_are_left_alone() {
