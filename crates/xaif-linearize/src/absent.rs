@@ -232,12 +232,24 @@ impl Split {
                     format!("{id}_absent_{}", self.count + 1).as_str(),
                 );
                 if let StmtKind::SubroutineCall(args) = &mut variant.kind {
-                    let mut k = 0;
-                    args.retain(|a| {
-                        k += 1;
-                        let at = a.attrs.int("position").unwrap_or(k);
-                        usize::try_from(at).map_or(true, |at| !absent.contains(&at))
-                    });
+                    // The arguments left keep their positions (written out
+                    // where the input left them implicit).
+                    let kept = args
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(k, a)| {
+                            let at = a.attrs.int("position").unwrap_or(k as i64 + 1);
+                            if usize::try_from(at).is_ok_and(|at| absent.contains(&at)) {
+                                return None;
+                            }
+                            let mut a = a.clone();
+                            if !a.attrs.has("position") {
+                                a.attrs.set("position", at.to_string());
+                            }
+                            Some(a)
+                        })
+                        .collect();
+                    *args = kept;
                 }
                 q.stmts.alloc(variant)
             };
@@ -253,8 +265,11 @@ impl Split {
                 }
             }),
             _ => None,
-        }
-        .expect("a guarded position holds a variable");
+        };
+        // (A guarded position always holds a variable: it was found so.)
+        let Some(actual) = actual else {
+            return self.choose(q, call, rest, absent);
+        };
         let mut cond = ExprBuilder::new();
         let arg = cond.reference(&actual);
         cond.intrinsic("present", &[arg]);
