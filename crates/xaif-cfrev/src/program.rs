@@ -19,6 +19,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
+use xaif_linearize::absent::guard_absent;
 use xaif_linearize::{
     adjoint::{adjoint_block, BlockEnv},
     context::{Ctx, Shape, ValueType},
@@ -180,12 +181,7 @@ fn adjoint_with(
     }
     // Calls that would convert an absent optional argument are made under
     // `if (present(f))` first (see `absent`).
-    let guarded = xaif_linearize::absent::guard_absent_conversions(
-        p,
-        &options.passive,
-        options.decoration,
-        &options.wrappers,
-    )?;
+    let guarded = guard_absent(p, &options.passive, options.decoration, &options.wrappers)?;
     let p = guarded.as_ref().unwrap_or(p);
     // Before the output copy exists: the analysis is the largest thing a
     // run holds besides the input, and only its answers are kept.

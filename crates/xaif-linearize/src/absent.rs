@@ -16,7 +16,6 @@
 //! some call leaves its position out, or passes on a formal that may be
 //! absent. A program without such a call is not copied.
 
-use rustc_hash::FxHashMap;
 use xaif_model::{
     ArgValue, Attrs, CfgEdge, CfgId, CfgItem, CfgVertex, Decoration, ExprBuilder, Program,
     RoutineBody, RoutineIndex, StmtId, StmtKind, VertexId, VertexKind,
@@ -41,7 +40,7 @@ type Guarded = (usize, Vec<usize>);
 /// the transformations refuse). `passive`, `decoration` and `wrappers` are
 /// the transformation's `-p`, `-F` and `-w`, which decide activity and
 /// conversions.
-pub fn guard_absent_conversions(
+pub fn guard_absent(
     p: &Program,
     passive: &[String],
     decoration: Decoration,
@@ -50,7 +49,7 @@ pub fn guard_absent_conversions(
     guard(p, passive, decoration, wrappers, MAX_GUARDED_ARGUMENTS)
 }
 
-/// [`guard_absent_conversions`] with at most `limit` guarded arguments per
+/// [`guard_absent`] with at most `limit` guarded arguments per
 /// call.
 fn guard(
     p: &Program,
@@ -73,17 +72,7 @@ fn guard(
         let RoutineBody::Graph(cfg) = &r.body else {
             continue;
         };
-        let own: FxHashMap<(&str, &str), i64> = r
-            .arguments
-            .iter()
-            .flat_map(|l| l.args.iter())
-            .filter_map(|a| {
-                Some((
-                    (a.get("scope_id")?, a.get("symbol_id")?),
-                    a.int("position")?,
-                ))
-            })
-            .collect();
+        let own = r.formal_positions();
         if own.is_empty() {
             continue;
         }
@@ -389,7 +378,7 @@ mod tests {
     fn a_converted_absent_argument_gets_a_call_of_its_own() {
         let p = fixture("optional_passed_on_converted.xaif");
         assert_eq!(calls_of(&p, "sa", "sb").len(), 1);
-        let q = guard_absent_conversions(&p, &[], Decoration::Open64, &[])
+        let q = guard_absent(&p, &[], Decoration::Open64, &[])
             .unwrap()
             .expect("a call to guard");
         let calls = calls_of(&q, "sa", "sb");
@@ -432,11 +421,9 @@ mod tests {
             }
             q
         };
-        assert!(
-            guard_absent_conversions(&same, &[], Decoration::Open64, &[])
-                .unwrap()
-                .is_none()
-        );
+        assert!(guard_absent(&same, &[], Decoration::Open64, &[])
+            .unwrap()
+            .is_none());
     }
 
     /// Two guarded arguments in one call: four calls, one for each
@@ -469,7 +456,7 @@ mod tests {
                 args.retain(|a| a.attrs.int("position") != Some(1));
             }
         }
-        let q = guard_absent_conversions(&p, &[], Decoration::Open64, &[])
+        let q = guard_absent(&p, &[], Decoration::Open64, &[])
             .unwrap()
             .expect("a call to guard");
         let positions: Vec<Vec<i64>> = calls_of(&q, "sa", "sb")
@@ -500,7 +487,7 @@ mod tests {
     fn programs_without_absent_arguments_are_left_alone() {
         let p = fixture("broadcast_adjoint.xaif");
         assert!(xaif_model::formals_maybe_absent(&p).is_empty());
-        assert!(guard_absent_conversions(&p, &[], Decoration::Open64, &[])
+        assert!(guard_absent(&p, &[], Decoration::Open64, &[])
             .unwrap()
             .is_none());
     }

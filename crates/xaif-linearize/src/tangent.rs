@@ -10,6 +10,7 @@
 //! `decderiv`, `zeroderiv(x)`, `sax(a, x, y)`, `saxpy(a, x, y)`), and
 //! `oad_convert` around calls whose actual and formal activity differ.
 
+use crate::absent::guard_absent;
 use serde::Serialize;
 use xaif_model::{
     build::inlinable_call, ArgValue, Attrs, AxTerm, CallArg, CfgId, Expr, NonInlinable,
@@ -356,12 +357,7 @@ fn tangent_with(
 ) -> Result<Transformed, TransformError> {
     // Calls that would convert an absent optional argument are made under
     // `if (present(f))` first (see `absent`).
-    let guarded = crate::absent::guard_absent_conversions(
-        p,
-        &options.passive,
-        options.decoration,
-        &options.wrappers,
-    )?;
+    let guarded = guard_absent(p, &options.passive, options.decoration, &options.wrappers)?;
     let p = guarded.as_ref().unwrap_or(p);
     let lazy = sink.is_some();
     let Start {

@@ -11,6 +11,7 @@
 //! exactly what the tangent and adjoint modes do around calls
 //! ([`crate::tangent::convert_call`]); `-r` and `-I` apply as there.
 
+use crate::absent::guard_absent;
 use rustc_hash::FxHashMap;
 use xaif_model::{
     NonInlinableCatalogue, Program, RoutineBody, StmtId, StmtKind, VertexId, VertexKind,
@@ -100,12 +101,7 @@ pub fn typechange(
 ) -> Result<Transformed, TransformError> {
     // Calls that would convert an absent optional argument are made under
     // `if (present(f))` first (see `absent`).
-    let guarded = crate::absent::guard_absent_conversions(
-        p,
-        &options.passive,
-        options.decoration,
-        &options.wrappers,
-    )?;
+    let guarded = guard_absent(p, &options.passive, options.decoration, &options.wrappers)?;
     let p = guarded.as_ref().unwrap_or(p);
     let Start {
         ctx,

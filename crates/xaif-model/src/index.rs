@@ -235,6 +235,21 @@ impl Routine {
         self.attrs.get("symbol_id").unwrap_or("")
     }
 
+    /// Each formal's position by its (`scope_id`, `symbol_id`): what a call
+    /// passing one of the routine's own formals on is matched against.
+    pub fn formal_positions(&self) -> FxHashMap<(&str, &str), i64> {
+        self.arguments
+            .iter()
+            .flat_map(|l| l.args.iter())
+            .filter_map(|a| {
+                Some((
+                    (a.get("scope_id")?, a.get("symbol_id")?),
+                    a.int("position")?,
+                ))
+            })
+            .collect()
+    }
+
     /// The side-effect list of `kind`, if present.
     pub fn side_effect(&self, kind: SideEffectKind) -> Option<&SideEffectList> {
         self.side_effects.iter().find(|l| l.kind == kind)
@@ -759,17 +774,7 @@ pub fn formals_maybe_absent(p: &Program) -> FxHashSet<(String, i64)> {
     let mut formals: FxHashMap<&str, Vec<i64>> = FxHashMap::default();
     let mut routines = Vec::new();
     for (_, r) in p.routines.iter() {
-        let own: FxHashMap<(&str, &str), i64> = r
-            .arguments
-            .iter()
-            .flat_map(|l| l.args.iter())
-            .filter_map(|a| {
-                Some((
-                    (a.get("scope_id")?, a.get("symbol_id")?),
-                    a.int("position")?,
-                ))
-            })
-            .collect();
+        let own = r.formal_positions();
         formals.insert(r.symbol_name(), own.values().copied().collect());
         let mut calls = Vec::new();
         if let RoutineBody::Graph(cfg) = &r.body {

@@ -39,6 +39,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use xaif_cfrev::region::{parse, Region};
+use xaif_linearize::absent::guard_absent;
 use xaif_linearize::catalogue::Catalogue;
 use xaif_linearize::context::{Ctx, Shape, ValueType};
 use xaif_linearize::tangent::{Start, TransformError};
@@ -80,12 +81,7 @@ pub fn trace(
 ) -> Result<Program, TransformError> {
     // Calls that would convert an absent optional argument are made under
     // `if (present(f))` first (see `xaif_linearize::absent`).
-    let guarded = xaif_linearize::absent::guard_absent_conversions(
-        p,
-        &options.passive,
-        options.decoration,
-        &options.wrappers,
-    )?;
+    let guarded = guard_absent(p, &options.passive, options.decoration, &options.wrappers)?;
     let p = guarded.as_ref().unwrap_or(p);
     let Start {
         ctx,
