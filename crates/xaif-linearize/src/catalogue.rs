@@ -265,11 +265,7 @@ pub fn read_catalogues(
         Ok::<_, CatalogueFileError>(parsed.document)
     };
     let name = |path: &std::path::Path| path.display().to_string();
-    let xaif_model::Document::Inlinable(c) = read(inlinable)? else {
-        return Err(CatalogueFileError::NotInlinable(name(inlinable)));
-    };
-    let catalogue =
-        Catalogue::new(&c).map_err(|e| CatalogueFileError::Entry(name(inlinable), e))?;
+    let catalogue = inlinable_from_document(read(inlinable)?, &name(inlinable))?;
     let non = match noninlinable {
         None => None,
         Some(path) => match read(path)? {
@@ -278,6 +274,27 @@ pub fn read_catalogues(
         },
     };
     Ok((catalogue, non))
+}
+
+/// Reads and gates an inlinable catalogue from the bytes of the file
+/// `name` (for its messages), as [`read_catalogues`] does from a path.
+pub fn inlinable_from_bytes(bytes: &[u8], name: &str) -> Result<Catalogue, CatalogueFileError> {
+    let parsed = xaif_model::read_bytes(bytes, Some(name))
+        .map_err(|e| CatalogueFileError::Read(e.to_string()))?;
+    xaif_model::validate_document(&parsed.document, &parsed.source)
+        .map_err(|e| CatalogueFileError::Read(e.to_string()))?;
+    inlinable_from_document(parsed.document, name)
+}
+
+/// The catalogue of a gated document, which must be an inlinable one.
+fn inlinable_from_document(
+    document: xaif_model::Document,
+    name: &str,
+) -> Result<Catalogue, CatalogueFileError> {
+    let xaif_model::Document::Inlinable(c) = document else {
+        return Err(CatalogueFileError::NotInlinable(name.to_string()));
+    };
+    Catalogue::new(&c).map_err(|e| CatalogueFileError::Entry(name.to_string(), e))
 }
 
 impl Catalogue {

@@ -25,14 +25,20 @@ pub fn catalogues(
     for path in inlinable.iter().chain(noninlinable.iter()) {
         crate::input::check(path).map_err(|e| e.to_string())?;
     }
-    if let Some(path) = inlinable {
-        let bytes = crate::input::read(path).map_err(|e| e.to_string())?;
-        if !xaif_linearize::builtin::is_distributed_catalogue(&bytes) {
-            return xaif_linearize::catalogue::read_catalogues(path, noninlinable)
-                .map(|(c, n)| (Cow::Owned(c), n))
-                .map_err(|e| e.to_string());
+    let inlinable = match inlinable {
+        Some(path) => {
+            let bytes = crate::input::read(path).map_err(|e| e.to_string())?;
+            if xaif_linearize::builtin::is_distributed_catalogue(&bytes) {
+                Cow::Borrowed(xaif_linearize::builtin())
+            } else {
+                let name = path.display().to_string();
+                xaif_linearize::catalogue::inlinable_from_bytes(&bytes, &name)
+                    .map(Cow::Owned)
+                    .map_err(|e| e.to_string())?
+            }
         }
-    }
+        None => Cow::Borrowed(xaif_linearize::builtin()),
+    };
     let non = match noninlinable {
         None => None,
         Some(path) => {
@@ -50,7 +56,7 @@ pub fn catalogues(
             }
         }
     };
-    Ok((Cow::Borrowed(xaif_linearize::builtin()), non))
+    Ok((inlinable, non))
 }
 
 /// Reads and gates an input (`-`: standard input); with `-v` validates it
