@@ -12,7 +12,9 @@
 //! standard input, is a regular file of at least [`THRESHOLD`] bytes, every
 //! allocation of the process goes to mimalloc, otherwise to the system's.
 //! The choice never changes afterwards, so every block is freed by the
-//! allocator that made it. `XAIFB_ALLOCATOR=system` or `mimalloc` overrides
+//! allocator that made it. mimalloc's own process initialisation runs
+//! when it is chosen, not at every process start (where the build leaves
+//! its C constructor out; `docs/decisions.md`). `XAIFB_ALLOCATOR=system` or `mimalloc` overrides
 //! the choice (for measurements).
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -49,6 +51,10 @@ const PURGE_DELAY_MS: std::ffi::c_long = 10;
 extern "C" {
     /// mimalloc's option setter (`mimalloc.h`).
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    /// Whether mimalloc's process initialisation has not run yet.
+    fn _mi_preloading() -> bool;
+    /// mimalloc's process initialisation.
+    fn _mi_auto_process_init();
 }
 
 #[inline]
@@ -74,6 +80,9 @@ fn decide() -> u8 {
         // SAFETY: stores the values into mimalloc's static option table
         // before mimalloc's first allocation; no other state.
         unsafe {
+            if _mi_preloading() {
+                _mi_auto_process_init();
+            }
             mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
             mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
         }

@@ -102,6 +102,46 @@ fn generated_programs_transform_into_valid_outputs_with_the_same_bytes_every_way
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// mimalloc (which an input of this size gets, initialised only then) and
+/// the system allocator give the same bytes, with the writer and copy
+/// threads at work.
+#[test]
+fn both_allocators_give_the_same_bytes() {
+    let dir = scratch("allocators");
+    let input = dir.join("generated.xaif");
+    std::fs::write(
+        &input,
+        program(&Shape {
+            routines: 12,
+            statements: 2400,
+            seed: 5,
+        }),
+    )
+    .unwrap();
+    assert!(std::fs::metadata(&input).unwrap().len() > 128 * 1024);
+    for mode in ["tangent", "adjoint"] {
+        let outputs: Vec<Vec<u8>> = ["mimalloc", "system"]
+            .iter()
+            .map(|allocator| {
+                let out = dir.join(format!("{mode}-{allocator}.xaif"));
+                let status = Command::new(env!("CARGO_BIN_EXE_xaifb"))
+                    .env("XAIFB_ALLOCATOR", allocator)
+                    .arg(mode)
+                    .arg("-i")
+                    .arg(&input)
+                    .arg("-o")
+                    .arg(&out)
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "{mode} with {allocator}");
+                std::fs::read(&out).unwrap()
+            })
+            .collect();
+        assert!(outputs[0].len() > 100_000, "{mode}: output too small");
+        assert!(outputs[0] == outputs[1], "{mode}: the allocators differ");
+    }
+}
+
 /// Runs `xaifb run --mode MODE FILE` with the harness and parameters in
 /// `dir` and returns the Jacobian it prints.
 fn run_jacobian(dir: &Path, mode: &str, file: &Path) -> Vec<u8> {
