@@ -16,7 +16,21 @@ fn scratch(name: &str) -> xaif_testkit::Scratch {
 }
 
 fn transform(schema: &Path, mode: &str, input: &Path, extra: &[&str]) -> Vec<u8> {
+    transform_with(None, schema, mode, input, extra)
+}
+
+/// [`transform`] with `XAIFB_ALLOCATOR` set to `allocator`.
+fn transform_with(
+    allocator: Option<&str>,
+    schema: &Path,
+    mode: &str,
+    input: &Path,
+    extra: &[&str],
+) -> Vec<u8> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_xaifb"));
+    if let Some(a) = allocator {
+        cmd.env("XAIFB_ALLOCATOR", a);
+    }
     cmd.arg(mode)
         .arg("-s")
         .arg(schema)
@@ -35,24 +49,27 @@ fn transform(schema: &Path, mode: &str, input: &Path, extra: &[&str]) -> Vec<u8>
     out.stdout
 }
 
+/// A generated program of 2400 statements in `dir`: above the size from
+/// which one file's routines are written as they are finished
+/// (`stream::STREAM_MIN_STATEMENTS`), on a thread of their own (`--jobs
+/// 1` writes them inline).
+fn streamed_program(dir: &Path, seed: u64) -> std::path::PathBuf {
+    let input = dir.join("generated.xaif");
+    let shape = Shape {
+        routines: 12,
+        statements: 2400,
+        seed,
+    };
+    std::fs::write(&input, program(&shape)).unwrap();
+    input
+}
+
 #[test]
 fn generated_programs_transform_into_valid_outputs_with_the_same_bytes_every_way() {
     let Some(shared) = shared_dir() else { return };
     let schema = shared.join("xaif/schema");
     let dir = scratch("modes");
-    let input = dir.join("generated.xaif");
-    std::fs::write(
-        &input,
-        // Above the size from which one file's routines are written as
-        // they are finished (`stream::STREAM_MIN_STATEMENTS`), on a thread
-        // of their own (`--jobs 1` writes them inline).
-        program(&Shape {
-            routines: 12,
-            statements: 2400,
-            seed: 3,
-        }),
-    )
-    .unwrap();
+    let input = streamed_program(&dir, 3);
     let mut outputs = Vec::new();
     for (mode, extra) in [("tangent", &[][..]), ("adjoint", &["-I"][..])] {
         let to_stdout = transform(&schema, mode, &input, extra);
@@ -107,33 +124,20 @@ fn generated_programs_transform_into_valid_outputs_with_the_same_bytes_every_way
 /// threads at work.
 #[test]
 fn both_allocators_give_the_same_bytes() {
+    let Some(shared) = shared_dir() else { return };
+    let schema = shared.join("xaif/schema");
     let dir = scratch("allocators");
-    let input = dir.join("generated.xaif");
-    std::fs::write(
-        &input,
-        program(&Shape {
-            routines: 12,
-            statements: 2400,
-            seed: 5,
-        }),
-    )
-    .unwrap();
+    let input = streamed_program(&dir, 5);
     assert!(std::fs::metadata(&input).unwrap().len() > 128 * 1024);
-    for mode in ["tangent", "adjoint"] {
+    for (mode, extra) in [("tangent", &[][..]), ("adjoint", &["-I"][..])] {
         let outputs: Vec<Vec<u8>> = ["mimalloc", "system"]
             .iter()
-            .map(|allocator| {
-                let out = dir.join(format!("{mode}-{allocator}.xaif"));
-                let status = Command::new(env!("CARGO_BIN_EXE_xaifb"))
-                    .env("XAIFB_ALLOCATOR", allocator)
-                    .arg(mode)
-                    .arg("-i")
-                    .arg(&input)
-                    .arg("-o")
-                    .arg(&out)
-                    .status()
-                    .unwrap();
-                assert!(status.success(), "{mode} with {allocator}");
+            .map(|a| {
+                let out = dir.join(format!("{mode}-{a}.xaif"));
+                let mut args = extra.to_vec();
+                let out_arg = out.to_str().unwrap().to_string();
+                args.extend(["-o", &out_arg]);
+                transform_with(Some(a), &schema, mode, &input, &args);
                 std::fs::read(&out).unwrap()
             })
             .collect();
