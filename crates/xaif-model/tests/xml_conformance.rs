@@ -55,6 +55,35 @@ fn every_forbidden_character_is_rejected_raw_and_as_a_reference() {
     }
 }
 
+/// The scan for forbidden characters passes over blocks of bytes without
+/// a suspect one: a forbidden character at any offset, across block
+/// boundaries, and as a three-byte sequence split over two blocks, is
+/// found and located, and the first of two is the one reported.
+#[test]
+fn forbidden_characters_are_found_at_every_offset() {
+    let column = |value: &str| {
+        let text = DOC.replace("VALUE", value);
+        let e = read_bytes(text.as_bytes(), Some("t.xaif")).expect_err("rejected");
+        let first = &e.errors()[0];
+        (first.kind.clone(), first.line, first.column)
+    };
+    let (_, _, base) = column("\u{1}");
+    for n in 0..200usize {
+        for (c, code) in [('\u{1}', 1u32), ('\u{FFFF}', 0xFFFF)] {
+            let value = format!("{}{c}b\u{2}", "a".repeat(n));
+            assert_eq!(
+                column(&value),
+                (ErrorKind::ForbiddenCharacter(code), 2, base + n as u32),
+                "U+{code:04X} after {n} bytes"
+            );
+        }
+        // Allowed characters with the same lead byte, or below 0x20, at
+        // the same offsets still read.
+        let value = format!("{}\u{FFFD}\t\u{EFFF}b", "a".repeat(n));
+        assert!(read_str(&DOC.replace("VALUE", &value), None).is_ok(), "{n}");
+    }
+}
+
 #[test]
 fn doctypes_and_other_versions_are_rejected() {
     for doctype in [
