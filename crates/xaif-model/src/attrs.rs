@@ -140,6 +140,12 @@ fn known(key: &str) -> Option<u8> {
     (code != OTHER && KNOWN[usize::from(code)] == key).then_some(code)
 }
 
+/// An element's encoded attributes. Up to 24 bytes are held inline (a
+/// reference's `vertex_id`, `scope_id` and `symbol_id` take about 20), so
+/// making or copying most elements allocates nothing for them; longer
+/// ones go to the heap as a `Vec` would.
+type Buf = smallvec::SmallVec<[u8; 24]>;
+
 /// The attributes of one element, in document order, plus where it started.
 ///
 /// A model holds millions of them, so they are stored as one small byte
@@ -151,7 +157,7 @@ fn known(key: &str) -> Option<u8> {
 /// Equality ignores the span: two models are equal when their content is.
 #[derive(Clone, Debug, Default)]
 pub struct Attrs {
-    data: Vec<u8>,
+    data: Buf,
     /// Where the element that owns these attributes starts.
     pub span: Span,
 }
@@ -165,7 +171,7 @@ impl PartialEq for Attrs {
 impl Eq for Attrs {}
 
 /// Appends a length (LEB128).
-fn put_len(data: &mut Vec<u8>, mut n: usize) {
+fn put_len(data: &mut Buf, mut n: usize) {
     loop {
         let byte = (n & 0x7f) as u8;
         n >>= 7;
@@ -251,7 +257,7 @@ impl Attrs {
     /// No attributes, no source position: for elements built by a pass.
     pub fn new() -> Self {
         Attrs {
-            data: Vec::new(),
+            data: Buf::new(),
             span: Span::NONE,
         }
     }
@@ -259,7 +265,7 @@ impl Attrs {
     /// No attributes yet, starting at `span`.
     pub fn at(span: Span) -> Self {
         Attrs {
-            data: Vec::new(),
+            data: Buf::new(),
             span,
         }
     }
@@ -305,7 +311,7 @@ impl Attrs {
     /// A copy at `span` with exactly the room the attributes need.
     pub(crate) fn copy_exact(&self, span: Span) -> Attrs {
         Attrs {
-            data: self.data.as_slice().to_vec(),
+            data: Buf::from_slice(self.data.as_slice()),
             span,
         }
     }
@@ -364,7 +370,8 @@ impl Attrs {
             Some((start, end)) => {
                 let mut entry = Attrs::new();
                 entry.push_coded(code, key, value);
-                self.data.splice(start..end, entry.data);
+                self.data.drain(start..end);
+                self.data.insert_from_slice(start, &entry.data);
             }
             None => self.push_coded(code, key, value),
         }
