@@ -155,11 +155,22 @@ type Buf = smallvec::SmallVec<[u8; 24]>;
 /// accessors below are the only way in.
 ///
 /// Equality ignores the span: two models are equal when their content is.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Attrs {
     data: Buf,
     /// Where the element that owns these attributes starts.
     pub span: Span,
+}
+
+impl Clone for Attrs {
+    fn clone(&self) -> Self {
+        // `SmallVec`'s own `clone` collects item by item; bytes are copied
+        // whole.
+        Attrs {
+            data: Buf::from_slice(&self.data),
+            span: self.span,
+        }
+    }
 }
 
 impl PartialEq for Attrs {
