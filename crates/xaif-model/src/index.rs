@@ -716,18 +716,19 @@ impl ExprGraph {
 
 impl RefGraph {
     /// The vertices along the reference path: the symbol reference first,
-    /// then each array element reference applied to it.
-    pub fn chain(&self) -> Vec<&RefVertex> {
+    /// then each array element reference applied to it. (A reference has
+    /// one vertex per subscript and a few at most: the path is kept
+    /// inline, and no vertex id is copied.)
+    pub fn chain(&self) -> smallvec::SmallVec<[&RefVertex; 4]> {
         if self.edges.is_empty() {
             return self.vertices.iter().collect();
         }
-        let id = |v: &RefVertex| v.attrs.get("vertex_id").unwrap_or("1").to_string();
-        let targets: Vec<&str> = self.edges.iter().filter_map(|e| e.get("target")).collect();
-        let mut current = self
-            .vertices
-            .iter()
-            .find(|v| !targets.contains(&id(v).as_str()));
-        let mut out = Vec::new();
+        fn id(v: &RefVertex) -> &str {
+            v.attrs.get("vertex_id").unwrap_or("1")
+        }
+        let is_target = |vid: &str| self.edges.iter().any(|e| e.get("target") == Some(vid));
+        let mut current = self.vertices.iter().find(|v| !is_target(id(v)));
+        let mut out = smallvec::SmallVec::new();
         while let Some(v) = current {
             if out.len() > self.vertices.len() {
                 break;
@@ -737,7 +738,7 @@ impl RefGraph {
             current = self
                 .edges
                 .iter()
-                .find(|e| e.get("source") == Some(vid.as_str()))
+                .find(|e| e.get("source") == Some(vid))
                 .and_then(|e| e.get("target"))
                 .and_then(|t| self.vertices.iter().find(|w| id(w) == t));
         }
