@@ -230,7 +230,7 @@ pub fn embed_at(
             unreachable!("the top exists")
         };
         let mut attrs = e.vertices[v].attrs.clone();
-        attrs.remove("vertex_id");
+        attrs.discard("vertex_id");
         let copy = b.vertex(attrs, e.vertices[v].kind.clone());
         for (i, a) in args.iter().enumerate() {
             b.edge(*a, copy, i + 1);
@@ -251,7 +251,7 @@ fn set_int(out: &mut Program, temps: &mut dyn Temps, var: &VarRef, value: i64) -
     let mut e = ExprBuilder::new();
     int_const(&mut e, value);
     let mut lhs = var.clone();
-    lhs.attrs.remove("vertex_id");
+    lhs.attrs.discard("vertex_id");
     out.stmts
         .alloc(assignment(&temps.statement("cfr_init"), lhs, e.finish()))
 }
@@ -262,7 +262,7 @@ fn increment(out: &mut Program, temps: &mut dyn Temps, var: &VarRef) -> StmtId {
     let one = int_const(&mut e, 1);
     e.intrinsic("add_scal_scal", &[x, one]);
     let mut lhs = var.clone();
-    lhs.attrs.remove("vertex_id");
+    lhs.attrs.discard("vertex_id");
     out.stmts.alloc(assignment(
         &temps.statement("cfr_increment"),
         lhs,
@@ -618,7 +618,7 @@ fn backwards(
         }
     };
     let mut lhs = h.var.clone();
-    lhs.attrs.remove("vertex_id");
+    lhs.attrs.discard("vertex_id");
     // Initialization.
     let mut b = ExprBuilder::new();
     let e1 = embed(&mut b, &h.bound);

@@ -290,7 +290,7 @@ fn split_block(q: &mut Program, cfg: CfgId, v: VertexId, here: &[Guarded]) {
         .unwrap_or("")
         .to_string();
     let mut block_attrs = q.vertices[v].attrs.clone();
-    block_attrs.remove("vertex_id");
+    block_attrs.discard("vertex_id");
     let mut split = Split {
         cfg,
         base: base.clone(),

@@ -416,7 +416,7 @@ fn reduction(t: &mut Target<'_>, f: &Factor, target: &VarRef, s: &VarRef) -> Stm
         let mut attrs = value_ref(r).attrs;
         attrs.set("deriv", "1");
         if !vertex {
-            attrs.remove("vertex_id");
+            attrs.discard("vertex_id");
         }
         r.with_attrs(attrs)
     };
@@ -816,7 +816,7 @@ fn single(
                     .to_string();
                 let mut b = ExprBuilder::new();
                 let mut yd = a.lhs.clone();
-                yd.attrs.remove("vertex_id");
+                yd.attrs.discard("vertex_id");
                 yd.attrs.set("deriv", "1");
                 let y = b.reference(&yd);
                 let like = b.reference(&value_ref(&tmp.var));
@@ -825,7 +825,7 @@ fn single(
                 applied.rhs = b.finish();
             }
             let mut lhs = tmp.var.clone();
-            lhs.attrs.remove("vertex_id");
+            lhs.attrs.discard("vertex_id");
             lhs.attrs.set("deriv", "1");
             applied.lhs = lhs;
             let id = t.names.statement("reverse_assignment");

@@ -114,14 +114,15 @@ pub fn declare(
         ValueType::Bool => "L4",
         _ => "F8",
     };
-    let attrs = Attrs::new()
-        .with("symbol_id", &name)
-        .with("kind", "variable")
-        .with("type", type_name)
-        .with("feType", fe)
-        .with("shape", xaif_model::index::SHAPES[shape.rank.min(7)])
-        .with("active", if active { "1" } else { "0" })
-        .with("temp", "1");
+    let attrs = Attrs::from_pairs([
+        ("symbol_id", name.as_str()),
+        ("kind", "variable"),
+        ("type", type_name),
+        ("feType", fe),
+        ("shape", xaif_model::index::SHAPES[shape.rank.min(7)]),
+        ("active", if active { "1" } else { "0" }),
+        ("temp", "1"),
+    ]);
     let (bounds, allocatable) = match (&shape.extents, shape.rank) {
         (_, 0) => (Vec::new(), false),
         (Some(ext), _) => (
@@ -135,10 +136,11 @@ pub fn declare(
     };
     out.add_symbol(scope, attrs, bounds);
     let var = VarRef::symbol(
-        Attrs::new()
-            .with("vertex_id", "1")
-            .with("active", if active { "true" } else { "false" })
-            .with("deriv", "0"),
+        Attrs::from_pairs([
+            ("vertex_id", "1"),
+            ("active", if active { "true" } else { "false" }),
+            ("deriv", "0"),
+        ]),
         &scope_id,
         &name,
     );
@@ -206,7 +208,7 @@ pub fn set_temp(
 ) -> StmtId {
     let id = names.statement(stem);
     let mut lhs = temp.clone();
-    lhs.attrs.remove("vertex_id");
+    lhs.attrs.discard("vertex_id");
     add(out, assignment(&id, lhs, rhs))
 }
 
@@ -274,6 +276,6 @@ pub fn assign_temp(
     }
     let id = names.statement(stem);
     let mut lhs = temp.var.clone();
-    lhs.attrs.remove("vertex_id");
+    lhs.attrs.discard("vertex_id");
     stmts.push(add(out, assignment(&id, lhs, rhs)));
 }

@@ -402,6 +402,18 @@ impl Attrs {
         Some(value)
     }
 
+    /// Removes `key` without copying its value out; whether it was there.
+    /// (The short output form drops attributes from every reference.)
+    pub fn discard(&mut self, key: &str) -> bool {
+        match self.find(key) {
+            Some((_, start, end)) => {
+                self.data.drain(start..end);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// All attributes in order.
     pub fn iter(&self) -> AttrIter<'_> {
         AttrIter {

@@ -172,9 +172,7 @@ pub fn assignment(statement_id: &str, lhs: VarRef, rhs: Expr) -> Stmt {
 /// An `InlinableSubroutineCall` with variable or constant arguments.
 pub fn inlinable_call(name: &str, statement_id: &str, args: Vec<ArgValue>) -> Stmt {
     Stmt {
-        attrs: Attrs::new()
-            .with("subroutine_name", name)
-            .with("statement_id", statement_id),
+        attrs: Attrs::from_pairs([("subroutine_name", name), ("statement_id", statement_id)]),
         kind: StmtKind::InlinableCall(
             args.into_iter()
                 .enumerate()

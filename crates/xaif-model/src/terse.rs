@@ -90,7 +90,7 @@ fn vertex(v: &mut CfgVertex) {
 
 /// A statement without `do_chain` and without keys in its references.
 fn stmt(s: &mut Stmt) {
-    s.attrs.remove("do_chain");
+    s.attrs.discard("do_chain");
     match &mut s.kind {
         StmtKind::Assignment(a) => {
             var_ref(&mut a.lhs);
@@ -141,8 +141,8 @@ fn stmt(s: &mut Stmt) {
 }
 
 fn keys(a: &mut Attrs) {
-    a.remove("alias");
-    a.remove("du_ud");
+    a.discard("alias");
+    a.discard("du_ud");
 }
 
 fn var_ref(v: &mut VarRef) {
