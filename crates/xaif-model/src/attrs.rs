@@ -511,6 +511,16 @@ mod tests {
     }
 
     #[test]
+    fn discard_removes_one_attribute_and_keeps_the_others_in_order() {
+        let mut a = Attrs::from_pairs([("vertex_id", "1"), ("alias", "3"), ("my_key", "x")]);
+        assert!(a.discard("alias"));
+        assert!(!a.discard("alias"));
+        assert!(a.discard("my_key"));
+        assert!(!a.discard("du_ud"));
+        assert_eq!(a, Attrs::from_pairs([("vertex_id", "1")]));
+    }
+
+    #[test]
     fn set_keeps_position_and_appends_new_keys() {
         let mut a = Attrs::from_pairs([("a", "1"), ("b", "2")]);
         a.set("a", "3");
