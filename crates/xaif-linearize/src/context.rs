@@ -346,6 +346,17 @@ const TREE_TEXT_LIMIT: usize = 1 << 16;
 /// once instead; it never equals a tree text, so such subscripts are only
 /// ever taken to be different, which is the conservative answer.
 pub fn expr_text(e: &Expr) -> String {
+    // One leaf and no edge (a constant or a variable subscript, the usual
+    // case): its label, as the walk below would write it.
+    if let ([vertex], true) = (e.vertices.as_slice(), e.edges.is_empty()) {
+        match &vertex.kind {
+            ExprVertexKind::Constant => {
+                return vertex.attrs.get("value").unwrap_or("?").to_string()
+            }
+            ExprVertexKind::VariableReference(r) => return ref_text(r),
+            _ => {}
+        }
+    }
     let Some(g) = ExprGraph::new(e) else {
         return "?".into();
     };
@@ -429,20 +440,25 @@ fn triplet_text(t: &IndexTriplet) -> String {
 
 /// A canonical text of a variable reference (`scope:symbol(sub,…)`).
 pub fn ref_text(g: &RefGraph) -> String {
-    let mut s = match g.symbol_ids() {
-        Some((scope, sym)) => format!("{scope}:{sym}"),
-        None => "?".into(),
-    };
+    let mut s = String::new();
+    match g.symbol_ids() {
+        Some((scope, sym)) => {
+            s.reserve(scope.len() + 1 + sym.len());
+            s.push_str(scope);
+            s.push(':');
+            s.push_str(sym);
+        }
+        None => s.push('?'),
+    }
     for v in g.chain() {
         if let RefVertexKind::ArrayElement { triplets } = &v.kind {
             s.push('(');
-            s.push_str(
-                &triplets
-                    .iter()
-                    .map(triplet_text)
-                    .collect::<Vec<_>>()
-                    .join(","),
-            );
+            for (i, t) in triplets.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                s.push_str(&triplet_text(t));
+            }
             s.push(')');
         }
     }
@@ -522,5 +538,27 @@ pub fn overlap(ctx: &Ctx<'_>, a: &VarRef, b: &VarRef) -> Overlap {
             Overlap::May
         }
         _ => Overlap::May,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xaif_model::{Attrs, ExprBuilder};
+
+    /// A single leaf is written as the general walk writes it: its label.
+    #[test]
+    fn texts_of_leaves_and_operations() {
+        let mut b = ExprBuilder::new();
+        b.constant("integer", "2");
+        assert_eq!(expr_text(&b.finish()), "2");
+        let mut b = ExprBuilder::new();
+        b.variable(Attrs::new(), "3", "X");
+        assert_eq!(expr_text(&b.finish()), "3:X");
+        let mut b = ExprBuilder::new();
+        let x = b.variable(Attrs::new(), "3", "X");
+        let c = b.constant("integer", "2");
+        b.intrinsic("add_scal_scal", &[x, c]);
+        assert_eq!(expr_text(&b.finish()), "add_scal_scal(3:X,2)");
     }
 }
