@@ -69,13 +69,42 @@ impl Names {
     pub fn next(&mut self, kind: TempKind) -> String {
         let n = self.counters[kind.index()];
         self.counters[kind.index()] += 1;
-        format!("{}{}_{n}", self.prefix, kind.stem())
+        let stem = kind.stem();
+        let mut name = String::with_capacity(self.prefix.len() + stem.len() + 12);
+        name.push_str(&self.prefix);
+        name.push_str(stem);
+        name.push('_');
+        push_decimal(&mut name, n as u64);
+        name
     }
 
     /// A fresh statement id `_<stem>_N`.
     pub fn statement(&mut self, stem: &str) -> String {
         self.statements += 1;
-        format!("_{stem}_{}", self.statements)
+        let mut id = String::with_capacity(stem.len() + 12);
+        id.push('_');
+        id.push_str(stem);
+        id.push('_');
+        push_decimal(&mut id, self.statements as u64);
+        id
+    }
+}
+
+/// Appends `n` in decimal (names are made by the thousand; `format!`
+/// cost a few percent of a transformation).
+fn push_decimal(s: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        s.push(char::from(d));
     }
 }
 
@@ -278,4 +307,42 @@ pub fn assign_temp(
     let mut lhs = temp.var.clone();
     lhs.attrs.discard("vertex_id");
     stmts.push(add(out, assignment(&id, lhs, rhs)));
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    /// Names and statement ids are what `format!` wrote, numbers of any
+    /// width included.
+    #[test]
+    fn names_and_statement_ids_count_in_decimal() {
+        for n in [
+            0u64,
+            7,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            let mut s = String::from("x");
+            push_decimal(&mut s, n);
+            assert_eq!(s, format!("x{n}"));
+        }
+        let mut names = Names::new("OpenAD_");
+        let first = names.next(TempKind::Lin);
+        let second = names.next(TempKind::Lin);
+        assert_eq!(
+            (first, second),
+            (
+                format!("OpenAD_{}_0", TempKind::Lin.stem()),
+                format!("OpenAD_{}_1", TempKind::Lin.stem())
+            )
+        );
+        assert_eq!(names.statement("convert"), "_convert_1");
+        assert_eq!(names.statement("convert"), "_convert_2");
+    }
 }
