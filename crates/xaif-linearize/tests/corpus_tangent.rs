@@ -39,8 +39,20 @@ fn transform(
     base: &TangentOptions,
     out_dir: &Path,
 ) -> Result<PathBuf, String> {
+    let program = xaif_model::read_program_file(&ex.input(false)).map_err(|e| e.to_string())?;
+    transform_program(shared, ex, program, base, out_dir)
+}
+
+/// Gates and transforms a program read from (or made from) the example's
+/// tangent input; returns the output file.
+fn transform_program(
+    shared: &Path,
+    ex: &Example,
+    (p, source): (xaif_model::Program, xaif_model::SourceMap),
+    base: &TangentOptions,
+    out_dir: &Path,
+) -> Result<PathBuf, String> {
     let (catalogue, non) = catalogues(shared);
-    let (p, source) = xaif_model::read_program_file(&ex.input(false)).map_err(|e| e.to_string())?;
     xaif_model::validate_program(&p, &source).map_err(|e| e.to_string())?;
     let (options, with_non) = example_options(ex, base);
     let result =
@@ -50,6 +62,17 @@ fn transform(
     let path = out_dir.join(format!("{}.xaif", ex.name));
     std::fs::write(&path, xaif_model::write_program(&program)).unwrap();
     Ok(path)
+}
+
+/// Runs a tangent output with the example's harness, against `ad.out`.
+fn run_tangent(ex: &Example, file: &Path) -> RunReport {
+    run_file(
+        ex,
+        file,
+        Mode::Tangent,
+        CompileOptions::default(),
+        50_000_000,
+    )
 }
 
 /// Records why `report` does not reproduce `ad.out`, if it does not.
@@ -103,13 +126,7 @@ fn run_variant_with(
             continue;
         }
         checked += 1;
-        let report = run_file(
-            ex,
-            &file,
-            Mode::Tangent,
-            CompileOptions::default(),
-            50_000_000,
-        );
+        let report = run_tangent(ex, &file);
         if compare_operations {
             let reference = run_file(
                 ex,
@@ -228,7 +245,6 @@ fn tangent_reproduces_ad_out_without_front_end_analyses() {
     let Some(shared) = shared_dir() else { return };
     let examples = read_index(&shared.join("corpus")).unwrap();
     let dir = xaif_testkit::Scratch::new("xaifb-tangent", "no-analyses");
-    let (catalogue, non) = catalogues(&shared);
     let mut failures = Vec::new();
     let mut checked = 0;
     for ex in examples.iter().filter(|e| {
@@ -240,37 +256,20 @@ fn tangent_reproduces_ad_out_without_front_end_analyses() {
     }) {
         let text = std::fs::read_to_string(ex.input(false)).unwrap();
         let stripped = xaif_testkit::strip::front_end_analyses(&text);
-        let (p, source) = match xaif_model::read_program_str(&stripped, None) {
-            Ok(p) => p,
+        let file = xaif_model::read_program_str(&stripped, None)
+            .map_err(|e| e.to_string())
+            .and_then(|program| {
+                transform_program(&shared, ex, program, &TangentOptions::default(), &dir)
+            });
+        let file = match file {
+            Ok(f) => f,
             Err(e) => {
                 failures.push(format!("{}: {e}", ex.name));
                 continue;
             }
         };
-        if let Err(e) = xaif_model::validate_program(&p, &source) {
-            failures.push(format!("{}: {e}", ex.name));
-            continue;
-        }
-        let (options, with_non) = example_options(ex, &TangentOptions::default());
-        let result = match tangent(&p, &catalogue, with_non.then_some(&non), &options) {
-            Ok(r) => r,
-            Err(e) => {
-                failures.push(format!("{}: transformation failed: {e}", ex.name));
-                continue;
-            }
-        };
-        let mut program = result.program;
-        program.mark_as_output("");
-        let file = dir.join(format!("{}.xaif", ex.name));
-        std::fs::write(&file, xaif_model::write_program(&program)).unwrap();
         checked += 1;
-        let report = run_file(
-            ex,
-            &file,
-            Mode::Tangent,
-            CompileOptions::default(),
-            50_000_000,
-        );
+        let report = run_tangent(ex, &file);
         check_report(&ex.name, &report, &mut failures);
     }
     assert!(checked > 120, "only {checked} executable examples");
