@@ -30,28 +30,28 @@ fn same_infoset(a: &Path, b: &Path) {
     );
 }
 
+/// `xaifb roundtrip ARGS… -o OUT`, which must succeed.
+fn roundtrip_ok(args: &[&std::ffi::OsStr], out: &Path) {
+    let o = xaifb()
+        .arg("roundtrip")
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 #[test]
 fn roundtrip_one_file() {
     let dir = scratch("one");
     let out = dir.join("out.xaif");
-    let st = xaifb()
-        .args(["roundtrip"])
-        .arg(fixture("all_kinds.xaif"))
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    same_infoset(&fixture("all_kinds.xaif"), &out);
+    let input = fixture("all_kinds.xaif");
+    roundtrip_ok(&[input.as_os_str()], &out);
+    same_infoset(&input, &out);
     // Deterministic: a second run gives the same bytes.
     let again = dir.join("again.xaif");
-    xaifb()
-        .args(["roundtrip"])
-        .arg(fixture("all_kinds.xaif"))
-        .arg("-o")
-        .arg(&again)
-        .status()
-        .unwrap();
+    roundtrip_ok(&[input.as_os_str()], &again);
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&again).unwrap());
 }
 
@@ -61,26 +61,11 @@ fn roundtrip_one_file() {
 fn roundtrip_and_validate_take_inputs_with_i() {
     let dir = scratch("dash-i");
     let out = dir.join("out.xaif");
-    let st = xaifb()
-        .args(["roundtrip", "-i"])
-        .arg(fixture("all_kinds.xaif"))
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    same_infoset(&fixture("all_kinds.xaif"), &out);
+    let input = fixture("all_kinds.xaif");
+    roundtrip_ok(&["-i".as_ref(), input.as_os_str()], &out);
+    same_infoset(&input, &out);
     let both = dir.join("both");
-    let o = xaifb()
-        .args(["roundtrip"])
-        .arg(fixture("all_kinds.xaif"))
-        .arg("-i")
-        .arg(&out)
-        .arg("-o")
-        .arg(&both)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    roundtrip_ok(&[input.as_os_str(), "-i".as_ref(), out.as_os_str()], &both);
     assert_eq!(std::fs::read_dir(&both).unwrap().count(), 2);
     let o = xaifb().args(["validate", "-i"]).arg(&out).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
