@@ -629,13 +629,7 @@ fn assignment_requirements(
                 let mut slots = LocSet::new();
                 let mut refs = Vec::new();
                 for_each_subscript_ref(rg, &mut |x| refs.push(x));
-                for x in refs {
-                    if let Some(acc) = facts.res.lookup(r, x) {
-                        for s in read_slots(u, &acc) {
-                            slots.insert(s);
-                        }
-                    }
-                }
+                insert_read_slots(facts, r, u, refs, &mut slots);
                 if !slots.is_empty() {
                     gather.pending.push(Pending::Slots(
                         slots,
@@ -810,15 +804,26 @@ fn condition_reads(facts: &ProgramFacts, r: RoutineId) -> LocSet {
         };
         let mut refs = Vec::new();
         for_each_ref_in_expr(c, &mut |g| refs.push(g));
-        for g in refs {
-            if let Some(acc) = facts.res.lookup(r, g) {
-                for slot in read_slots(u, &acc) {
-                    out.insert(slot);
-                }
+        insert_read_slots(facts, r, u, refs, &mut out);
+    }
+    out
+}
+
+/// Adds to `out` the slots that the references `refs` of routine `r` read.
+fn insert_read_slots(
+    facts: &ProgramFacts,
+    r: RoutineId,
+    u: &Universe,
+    refs: Vec<&xaif_model::RefGraph>,
+    out: &mut LocSet,
+) {
+    for g in refs {
+        if let Some(acc) = facts.res.lookup(r, g) {
+            for slot in read_slots(u, &acc) {
+                out.insert(slot);
             }
         }
     }
-    out
 }
 
 /// The two sets of [`RoutineTbr`] a routine's argument checkpoint depends

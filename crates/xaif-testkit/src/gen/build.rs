@@ -388,15 +388,8 @@ pub fn build(recipe: &Recipe) -> Program {
             let g = VarId::Global(index_globals[chain.pick(index_globals.len())]);
             b.note_read(g);
             b.note_write(g);
-            let step = Stmt::Assign(
-                Ref::whole(g),
-                shifted(
-                    Expr::Op("mod_scal_scal", vec![Expr::var(g), Expr::Int(K)]),
-                    1,
-                ),
-            );
             let at = chain.pick(body.len() + 1);
-            body.insert(at, step);
+            body.insert(at, advance_index(g));
         }
         // Chains of calls: most routines call the next one.
         if r + 1 < count && chain.flag(65) && b.may_call(r + 1) {
@@ -1965,15 +1958,8 @@ impl Rb<'_> {
                 let v = bound_vars[ch.pick(bound_vars.len())];
                 self.note_read(v);
                 self.note_write(v);
-                let step = Stmt::Assign(
-                    Ref::whole(v),
-                    shifted(
-                        Expr::Op("mod_scal_scal", vec![Expr::var(v), Expr::Int(K)]),
-                        1,
-                    ),
-                );
                 let at = ch.pick(body.len() + 1);
-                body.insert(at, step);
+                body.insert(at, advance_index(v));
             }
         }
         let explicit = ch.flag(30);
@@ -2629,6 +2615,19 @@ fn real_cmp(ch: &mut Ch<'_>) -> &'static str {
         "less_or_equal",
         "greater_or_equal",
     ][ch.pick(4)]
+}
+
+/// `v = mod(v, K) + 1`: an index variable moved to the next value of
+/// `1..=K` (a routine changing a global index, a loop body changing its
+/// own bound).
+fn advance_index(v: VarId) -> Stmt {
+    Stmt::Assign(
+        Ref::whole(v),
+        shifted(
+            Expr::Op("mod_scal_scal", vec![Expr::var(v), Expr::Int(K)]),
+            1,
+        ),
+    )
 }
 
 /// `e + c` (just `e` for 0).
