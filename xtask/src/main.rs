@@ -23,6 +23,9 @@
 //!   per effort level) as `docs/elimination.md`.
 //! - `cargo xtask versus --reference PATH`: xaifb and the reference engine
 //!   side by side, whole process, alternating runs (`docs/performance.md`).
+//! - `cargo xtask differential --reference PATH`: generated programs
+//!   through both engines, every derivative output executed and held
+//!   against divided differences (`docs/testing.md`).
 //! - `cargo xtask same-bytes --baseline BIN`: outputs byte for byte those of
 //!   an earlier build, and the same with `--jobs 1` and `--jobs N`.
 //! - `cargo xtask stress --programs N --seed S [--jobs J]`: generated
@@ -38,6 +41,7 @@
 
 mod corpus;
 mod deep;
+mod differential;
 mod elim;
 mod engine;
 mod same_bytes;
@@ -98,6 +102,10 @@ enum Task {
     /// alternating runs) on the corpus, its largest inputs and generated
     /// programs; prints markdown.
     Versus(versus::Args),
+    /// Generated programs through xaifb and the reference engine, every
+    /// derivative output executed and compared with divided differences;
+    /// exits non-zero where the reference engine is right and xaifb not.
+    Differential(differential::Args),
     /// Check that outputs are byte for byte those of a baseline xaifb, and
     /// the same with --jobs 1 and --jobs N.
     SameBytes(same_bytes::Args),
@@ -310,6 +318,7 @@ fn main() -> Result<()> {
                 .with_context(|| format!("writing {}", args.out.display()))
         }
         Task::Versus(args) => versus::run(args),
+        Task::Differential(args) => differential::run(args),
         Task::SameBytes(args) => same_bytes::run(args),
         Task::Robust(args) => robust(args),
         Task::PeakRss { command } => {

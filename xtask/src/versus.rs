@@ -224,7 +224,7 @@ impl Engines {
 
 /// The reference engine's drivers: from its `oad` runner (run once so that
 /// it unpacks them) or from a directory.
-fn drivers(reference: &Path) -> Result<(PathBuf, PathBuf)> {
+pub(crate) fn drivers(reference: &Path) -> Result<(PathBuf, PathBuf)> {
     let find = |dir: &Path| -> Option<(PathBuf, PathBuf)> {
         for d in [dir.join("bin"), dir.to_path_buf()] {
             let (t, a) = (d.join("tangent-driver"), d.join("adjoint-driver"));
