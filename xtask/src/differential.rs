@@ -328,7 +328,8 @@ fn ok(e: &Exec) -> bool {
 /// A short class for a failed command: how it ended and its first error
 /// line with numbers, names and paths left out.
 fn failure(e: &Exec) -> String {
-    let text = e.stderr.to_lowercase();
+    let stdout = String::from_utf8_lossy(&e.stdout);
+    let text = format!("{}\n{stdout}", e.stderr).to_lowercase();
     if text.contains("bad_alloc") || text.contains("out of memory") {
         return "out of memory".into();
     }
@@ -342,7 +343,6 @@ fn failure(e: &Exec) -> String {
     }
     // xaifb reports on standard error, the reference engine's drivers on
     // standard output.
-    let stdout = String::from_utf8_lossy(&e.stdout);
     let error = |text: &str| -> Option<String> {
         text.lines()
             .rev()
