@@ -119,3 +119,61 @@ fn a_sample_of_1000_programs_covers_every_construct_and_intrinsic() {
         missing.join(", ")
     );
 }
+
+/// The false edge of a two-way branch (`Branch` or `If` of an `if`, an
+/// early `exit` or `return`, a `goto`) comes in both of the forms XAIF
+/// allows: without a condition value, as OpenAD's front end writes it, and
+/// with `condition_value="0"`. Programs with a `select case` are left out
+/// (a `case (1)` beside its default looks like the first form).
+#[test]
+fn false_edges_of_branches_come_in_both_forms() {
+    let (mut without, mut zero) = (0, 0);
+    for k in 0..300u64 {
+        let text = gen::generate(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), 1 + (k % 8) as usize);
+        if text.contains("select case") {
+            continue;
+        }
+        let id_of = |line: &str, key: &str| -> Option<String> {
+            let at = line.find(key)? + key.len();
+            Some(line[at..].split('"').next()?.to_string())
+        };
+        // Vertex ids are per control flow graph.
+        for cfg in text.split("<xaif:ControlFlowGraph ").skip(1) {
+            let mut branches = std::collections::BTreeSet::new();
+            for line in cfg.lines() {
+                let line = line.trim_start();
+                if line.starts_with("<xaif:Branch ") || line.starts_with("<xaif:If ") {
+                    branches.extend(id_of(line, "vertex_id=\""));
+                }
+            }
+            // Per branch: its out-edges' condition values ("" for none).
+            let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for line in cfg.lines() {
+                let line = line.trim_start();
+                if !line.starts_with("<xaif:ControlFlowEdge ") {
+                    continue;
+                }
+                let Some(source) = id_of(line, "source=\"") else {
+                    continue;
+                };
+                if branches.contains(&source) {
+                    let value = id_of(line, " condition_value=\"").unwrap_or_default();
+                    out.entry(source).or_default().push(value);
+                }
+            }
+            for values in out.values() {
+                let mut v = values.clone();
+                v.sort();
+                match v.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                    ["", "1"] => without += 1,
+                    ["0", "1"] => zero += 1,
+                    ref other => panic!("a two-way branch with edges {other:?}"),
+                }
+            }
+        }
+    }
+    assert!(
+        without >= 20 && zero >= 20,
+        "false edges without a value: {without}, with value 0: {zero}"
+    );
+}

@@ -534,6 +534,19 @@ struct Cfg<'c, 'p> {
 /// Predecessors waiting for the next vertex: (vertex, condition value).
 type Preds = Vec<(usize, Option<i64>)>;
 
+/// The condition value of the false edge of two-way branch `b`. OpenAD's
+/// front end leaves that edge without one (the other edges' values make
+/// it the default); the schema also allows `0`. Programs show both forms,
+/// by the parity of the branch's vertex, which draws nothing from the
+/// generator's randomness and leaves everything else the same.
+fn otherwise(b: usize) -> Option<i64> {
+    if b % 2 == 1 {
+        None
+    } else {
+        Some(0)
+    }
+}
+
 impl Cfg<'_, '_> {
     fn alloc(&mut self) -> usize {
         self.next += 1;
@@ -681,7 +694,7 @@ impl Cfg<'_, '_> {
                 };
                 let b = self.vertex(kind, preds);
                 let mut ends = self.body(then, vec![(b, Some(1))]);
-                ends.extend(self.body(els, vec![(b, Some(0))]));
+                ends.extend(self.body(els, vec![(b, otherwise(b))]));
                 let e = self.vertex(VKind::EndBranch, ends);
                 vec![(e, None)]
             }
@@ -708,7 +721,7 @@ impl Cfg<'_, '_> {
                     })
                     .expect("exit only inside loops");
                 self.jump(b, Some(1), target);
-                let cont = self.vertex(VKind::Block(Vec::new()), vec![(b, Some(0))]);
+                let cont = self.vertex(VKind::Block(Vec::new()), vec![(b, otherwise(b))]);
                 vec![(cont, None)]
             }
             Stmt::Return(cond) => {
@@ -716,7 +729,7 @@ impl Cfg<'_, '_> {
                 let b = self.vertex(VKind::Branch(cond), preds);
                 let exit = self.exit;
                 self.jump(b, Some(1), exit);
-                let cont = self.vertex(VKind::Block(Vec::new()), vec![(b, Some(0))]);
+                let cont = self.vertex(VKind::Block(Vec::new()), vec![(b, otherwise(b))]);
                 vec![(cont, None)]
             }
             Stmt::GotoLoop { body, cond } => {
@@ -726,7 +739,7 @@ impl Cfg<'_, '_> {
                 let cond = condition(self.c, r, cond);
                 let b = self.vertex(VKind::Branch(cond), end);
                 self.jump(b, Some(1), top);
-                let cont = self.vertex(VKind::Block(Vec::new()), vec![(b, Some(0))]);
+                let cont = self.vertex(VKind::Block(Vec::new()), vec![(b, otherwise(b))]);
                 vec![(cont, None)]
             }
             Stmt::GotoSkip { cond, body } => {
@@ -734,7 +747,7 @@ impl Cfg<'_, '_> {
                 let b = self.vertex(VKind::Branch(cond), preds);
                 let target = self.alloc();
                 self.jump(b, Some(1), target);
-                let end = self.body(body, vec![(b, Some(0))]);
+                let end = self.body(body, vec![(b, otherwise(b))]);
                 self.join(target, end)
             }
             Stmt::Assign(..) | Stmt::Call { .. } | Stmt::Marker => {
