@@ -159,6 +159,8 @@ pub enum Expr {
     Int(i64),
     /// A character constant.
     Str(String),
+    /// A logical constant (`.true.`, `.false.`).
+    Bool(bool),
     /// A variable, element or section.
     Ref(Box<Ref>),
     /// An intrinsic of the inlinable catalogue, an inquiry (`size`,

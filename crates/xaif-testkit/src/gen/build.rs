@@ -2298,10 +2298,11 @@ impl Rb<'_> {
                 Role::Loop => continue,
                 Role::Flag => out.push(Stmt::Assign(
                     Ref::whole(v),
-                    Expr::Op(
-                        ["less_than", "greater_than"][ch.pick(2)],
-                        vec![Expr::Int(1), Expr::Int(2)],
-                    ),
+                    match ch.pick(4) {
+                        0 => Expr::Op("less_than", vec![Expr::Int(1), Expr::Int(2)]),
+                        1 => Expr::Op("greater_than", vec![Expr::Int(1), Expr::Int(2)]),
+                        k => Expr::Bool(k == 2),
+                    },
                 )),
                 Role::Index if var.rank() == 1 => {
                     for i in 1..=var.extents[0] {

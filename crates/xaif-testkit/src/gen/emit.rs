@@ -860,6 +860,10 @@ fn constant(e: &Expr, id: usize, indent: &str) -> String {
             "{indent}<xaif:Constant vertex_id=\"{id}\" type=\"string\" value=\"{}\"/>\n",
             esc(s)
         ),
+        // As OpenAD's front end writes them.
+        Expr::Bool(b) => format!(
+            "{indent}<xaif:Constant vertex_id=\"{id}\" type=\"bool\" feType=\"I4\" value=\"{b}\"/>\n"
+        ),
         _ => unreachable!("not a constant"),
     }
 }
@@ -967,7 +971,7 @@ fn expression(c: &mut Ctx<'_>, r: usize, tag: &str, e: &Expr, indent: &str) -> S
         *next += 1;
         let id = *next;
         match e {
-            Expr::Real(_) | Expr::Int(_) | Expr::Str(_) => {
+            Expr::Real(_) | Expr::Int(_) | Expr::Str(_) | Expr::Bool(_) => {
                 vertices.push_str(&constant(e, id, indent))
             }
             Expr::Ref(rf) => vertices.push_str(&var_ref(

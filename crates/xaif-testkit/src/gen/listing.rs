@@ -49,6 +49,7 @@ impl L<'_> {
             Expr::Real(x) => real_text(*x),
             Expr::Int(i) => i.to_string(),
             Expr::Str(s) => format!("'{s}'"),
+            Expr::Bool(b) => format!(".{b}."),
             Expr::Ref(r) => self.r(r),
             Expr::Op(name, args) => {
                 let a: Vec<String> = args.iter().map(|x| self.e(x)).collect();

@@ -332,6 +332,7 @@ fn expr_features(e: &Expr, add: &mut dyn FnMut(&str)) {
             }
         }
         Expr::Ref(r) => ref_features(r, add),
+        Expr::Bool(_) => add("logical_constant"),
         _ => {}
     }
 }
@@ -634,6 +635,7 @@ pub const CONSTRUCTS: &[&str] = &[
     "marker",
     "rank_three_array",
     "logical_variable",
+    "logical_constant",
     "do_variable_after_loop",
     "index_vector",
     "no_side_effect_lists",
