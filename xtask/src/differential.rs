@@ -137,6 +137,9 @@ pub fn run(args: Args) -> Result<()> {
     let mut cfg = Config::new(xaifb, shared.clone(), work.clone(), 0, args.seed);
     cfg.timeout = Duration::from_secs(args.timeout);
     cfg.memory = args.memory_mib << 20;
+    // The robustness campaign's runner (limits, timeout, its own process
+    // group) runs whatever binary its configuration names: one
+    // configuration per engine's program.
     let with = |program: &Path| {
         let mut c = cfg.clone();
         c.xaifb = program.to_path_buf();
@@ -190,7 +193,16 @@ pub fn run(args: Args) -> Result<()> {
     });
     let mut results = results.into_inner().expect("workers finished");
     results.sort_by_key(|r| r.0);
-    let (report, findings) = render(&args, &results);
+    let runs = format!(
+        "Programs {}..{} of differential seed {} (sizes 1..={}), compared at relative {} / absolute {}",
+        args.first,
+        args.first + args.programs,
+        args.seed,
+        args.max_size,
+        args.rel,
+        args.abs,
+    );
+    let (report, findings) = render(&runs, &results);
     print!("{report}");
     if findings > 0 {
         bail!(
@@ -317,10 +329,12 @@ impl Tools {
     }
 }
 
+/// Owned arguments.
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
 }
 
+/// Whether a command exited with 0.
 fn ok(e: &Exec) -> bool {
     e.end == End::Code(0)
 }
@@ -414,8 +428,11 @@ fn normalize(line: &str) -> String {
     out
 }
 
-/// The report, and the number of findings.
-fn render(args: &Args, results: &[(usize, Option<Outcomes>)]) -> (String, usize) {
+/// The report, and the number of findings (programs and modes where the
+/// reference engine agrees with the divided differences and xaifb does
+/// not); `runs` names the programs and the tolerances (the report's first
+/// words).
+fn render(runs: &str, results: &[(usize, Option<Outcomes>)]) -> (String, usize) {
     let mut r = String::new();
     let checked: Vec<(usize, &Outcomes)> = results
         .iter()
@@ -423,15 +440,9 @@ fn render(args: &Args, results: &[(usize, Option<Outcomes>)]) -> (String, usize)
         .collect();
     let _ = writeln!(
         r,
-        "Programs {}..{} of differential seed {} (sizes 1..={}): {} generated, {} with finite divided differences, compared at relative {} / absolute {}.\n",
-        args.first,
-        args.first + args.programs,
-        args.seed,
-        args.max_size,
+        "{runs}: {} generated, {} with finite divided differences.\n",
         results.len(),
         checked.len(),
-        args.rel,
-        args.abs,
     );
     // Class → engine/mode → (count, first programs).
     let mut classes: BTreeMap<&str, Cells> = BTreeMap::new();
@@ -524,7 +535,53 @@ fn render(args: &Args, results: &[(usize, Option<Outcomes>)]) -> (String, usize)
 
 #[cfg(test)]
 mod tests {
-    use super::normalize;
+    use super::{normalize, render, Outcomes, AGREES, ENGINES, MODES};
+
+    /// Outcomes with every engine and mode agreeing but `xaifb`'s `mode`,
+    /// which is `ours`.
+    fn outcomes(mode: &str, ours: &str) -> Option<Outcomes> {
+        let mut o = Outcomes::new();
+        for e in ENGINES {
+            for (m, _) in MODES {
+                let class = if e == "xaifb" && m == mode {
+                    ours
+                } else {
+                    AGREES
+                };
+                o.insert((e, m), class.to_string());
+            }
+        }
+        Some(o)
+    }
+
+    #[test]
+    fn a_program_the_reference_gets_right_and_xaifb_not_is_a_finding() {
+        let results = vec![
+            (0, outcomes("split", AGREES)),
+            (1, outcomes("split", "wrong derivatives")),
+            (2, None),
+        ];
+        let (report, findings) = render("runs", &results);
+        assert_eq!(findings, 1, "{report}");
+        assert!(
+            report.contains("program 1, split: xaifb: wrong derivatives"),
+            "{report}"
+        );
+        assert!(
+            report.contains("3 generated, 2 with finite divided differences"),
+            "{report}"
+        );
+        assert!(
+            report.contains("xaifb 1 of 2, the reference engine 2 of 2"),
+            "{report}"
+        );
+        // The reference wrong too: not a finding.
+        let mut both = outcomes("joint", "output does not run: x").unwrap();
+        both.insert(("reference", "joint"), "timeout".into());
+        let (report, findings) = render("runs", &[(5, Some(both))]);
+        assert_eq!(findings, 0, "{report}");
+        assert!(report.contains("| timeout |"), "{report}");
+    }
 
     #[test]
     fn failures_are_classed_without_positions_names_or_numbers() {
