@@ -115,7 +115,12 @@ fn var_from(r: &VarRecipe, name: String, roles: &[Role], allow: &[u32]) -> Var {
                     vec![3, 4],
                     vec![2, 2],
                     vec![2, 3, 2],
-                ][ch.pick(5)]
+                    // Ranks 4 to 6 (the corpus has five and six), with
+                    // extents of 1 among them to keep them small.
+                    vec![2, 1, 2, 2],
+                    vec![1, 2, 1, 2, 1],
+                    vec![2, 1, 1, 1, 1, 2],
+                ][ch.pick(8)]
                 .clone();
                 (Dims::Fixed(extents.clone()), extents)
             }

@@ -24,7 +24,15 @@ const BOOLEAN_OPS: [&str; 10] = [
 ];
 
 fn shape_name(rank: usize) -> &'static str {
-    ["scalar", "vector", "matrix", "three_tensor"][rank.min(3)]
+    [
+        "scalar",
+        "vector",
+        "matrix",
+        "three_tensor",
+        "four_tensor",
+        "five_tensor",
+        "six_tensor",
+    ][rank.min(6)]
 }
 
 fn real_text(x: f64) -> String {

@@ -160,6 +160,7 @@ pub fn features(p: &Program) -> BTreeSet<String> {
         }
         match v.dims {
             Dims::Fixed(ref e) if e.len() == 2 => add("matrix"),
+            Dims::Fixed(ref e) if e.len() > 3 => add("rank_four_to_six_array"),
             Dims::Fixed(ref e) if e.len() > 2 => add("rank_three_array"),
             Dims::Fixed(_) => add("fixed_shape_array"),
             Dims::Assumed => add("assumed_shape_formal"),
@@ -634,6 +635,7 @@ pub const CONSTRUCTS: &[&str] = &[
     "goto_forward",
     "marker",
     "rank_three_array",
+    "rank_four_to_six_array",
     "logical_variable",
     "logical_constant",
     "do_variable_after_loop",
