@@ -523,7 +523,7 @@ fn adjoint_batch_of_many_inputs() {
 }
 
 /// The README's main job (its first command block) runs as written: each
-/// `cargo run --release -p xaifb -- …` step, with this build of xaifb,
+/// `cargo run -p xaifb -- …` step, with this build of xaifb,
 /// from the repository root, succeeds; the last prints a Jacobian.
 #[test]
 fn readme_main_job_runs() {
@@ -539,7 +539,7 @@ fn readme_main_job_runs() {
     let mut last = Vec::new();
     for step in steps {
         let args = step
-            .strip_prefix("cargo run --release -p xaifb -- ")
+            .strip_prefix("cargo run -p xaifb -- ")
             .unwrap_or_else(|| panic!("unexpected README step: {step}"));
         if args.starts_with("validate") && !have_xmllint() {
             continue;

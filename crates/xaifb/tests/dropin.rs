@@ -782,7 +782,7 @@ fn readme_main_job_runs_without_reference_material() {
     let mut last = Vec::new();
     for step in block.trim().split(" && ") {
         let args = step
-            .strip_prefix("cargo run --release -p xaifb -- ")
+            .strip_prefix("cargo run -p xaifb -- ")
             .unwrap_or_else(|| panic!("unexpected README step: {step}"));
         for word in args.split_whitespace() {
             if word.starts_with("fixtures/") {
