@@ -75,8 +75,10 @@ impl SymbolType {
     }
 }
 
-/// The rank names of XAIF shapes, index = rank.
-pub const SHAPES: [&str; 8] = [
+/// Every shape a symbol may declare: `void` (no value), then the rank
+/// names.
+pub const SYMBOL_SHAPES: [&str; 9] = [
+    "void",
     "scalar",
     "vector",
     "matrix",
@@ -86,6 +88,9 @@ pub const SHAPES: [&str; 8] = [
     "six_tensor",
     "seven_tensor",
 ];
+
+/// The rank names of XAIF shapes, index = rank.
+pub const SHAPES: &[&str] = SYMBOL_SHAPES.split_at(1).1;
 
 /// How the front end decorated the names it wrote (the reference driver's
 /// `-F`): Open64 appends `_<digits>` to every symbol and `__<digits>` to

@@ -596,17 +596,7 @@ impl<'a> Gate<'a> {
             a,
             "Symbol",
             "shape",
-            &[
-                "void",
-                "scalar",
-                "vector",
-                "matrix",
-                "three_tensor",
-                "four_tensor",
-                "five_tensor",
-                "six_tensor",
-                "seven_tensor",
-            ],
+            &crate::index::SYMBOL_SHAPES,
             "a shape (scalar, vector, matrix, three_tensor … seven_tensor)",
         );
         for flag in ["active", "temp", "pointer"] {

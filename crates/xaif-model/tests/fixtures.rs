@@ -347,3 +347,26 @@ fn a_call_position_taken_twice_is_reported() {
     );
     assert!(errs.to_string().contains("twice.xaif:"), "{errs}");
 }
+
+/// A symbol's `shape` is one of the schema's: `void`, `scalar` … up to
+/// `seven_tensor`; anything else is refused at the symbol.
+#[test]
+fn symbol_shapes_are_the_schemas() {
+    let text = std::fs::read_to_string(fixture("all_kinds.xaif")).unwrap();
+    let gate = |shape: &str| {
+        let t = text.replacen("shape=\"scalar\"", &format!("shape=\"{shape}\""), 1);
+        let parsed = xaif_model::read_str(&t, Some("shapes.xaif")).unwrap();
+        validate_document(&parsed.document, &parsed.source)
+    };
+    for shape in ["void", "scalar", "vector", "three_tensor", "seven_tensor"] {
+        assert!(gate(shape).is_ok(), "{shape}");
+    }
+    for shape in ["cube", "eight_tensor", ""] {
+        let errs = gate(shape).unwrap_err();
+        assert!(
+            errs.kinds()
+                .any(|k| matches!(k, ErrorKind::BadAttribute { attr: "shape", .. })),
+            "{shape}: {errs}"
+        );
+    }
+}
