@@ -23,21 +23,16 @@ use xaif_linearize::catalogue::read_catalogues;
 use xaif_linearize::flatten::GraphStats;
 use xaif_linearize::TangentOptions;
 
+/// One graph's statistics, named `example/routine/block`.
+pub(crate) type Named = (String, GraphStats);
+
 /// The per-graph statistics of one transformation, and (tangent) the
-/// graphs themselves.
+/// graphs themselves in text form, named `example/routine_block_k`.
 fn transform(
     shared: &Path,
     ex: &Example,
     adjoint: bool,
-) -> Result<(Vec<GraphStats>, Vec<String>), String> {
-    let schema = shared.join("xaif/schema/examples");
-    let opts = &ex.options;
-    let non_path = schema.join("noninlinable_intrinsics.xaif");
-    let (catalogue, non) = read_catalogues(
-        &schema.join("inlinable_intrinsics.xaif"),
-        opts.contains("-N").then_some(non_path.as_path()),
-    )
-    .map_err(|e| e.to_string())?;
+) -> Result<(Vec<Named>, Vec<(String, String)>), String> {
     let input = if adjoint {
         [ex.input(true), ex.input(false)]
             .into_iter()
@@ -46,7 +41,27 @@ fn transform(
     } else {
         ex.input(false)
     };
-    let (p, source) = xaif_model::read_program_file(&input).map_err(|e| e.to_string())?;
+    transform_file(shared, &input, &ex.options, &ex.name, adjoint)
+}
+
+/// [`transform`] of one input file with the engine options of an
+/// example's `options` file (`-S`, `-D`, `-r`, `-N`); graphs are named
+/// after `name`.
+fn transform_file(
+    shared: &Path,
+    input: &Path,
+    opts: &str,
+    name: &str,
+    adjoint: bool,
+) -> Result<(Vec<Named>, Vec<(String, String)>), String> {
+    let schema = shared.join("xaif/schema/examples");
+    let non_path = schema.join("noninlinable_intrinsics.xaif");
+    let (catalogue, non) = read_catalogues(
+        &schema.join("inlinable_intrinsics.xaif"),
+        opts.contains("-N").then_some(non_path.as_path()),
+    )
+    .map_err(|e| e.to_string())?;
+    let (p, source) = xaif_model::read_program_file(input).map_err(|e| e.to_string())?;
     xaif_model::validate_program(&p, &source).map_err(|e| e.to_string())?;
     let (stats, dots) = if adjoint {
         let mut o = AdjointOptions::default();
@@ -63,15 +78,21 @@ fn transform(
         o.dot = true;
         let r =
             xaif_linearize::tangent(&p, &catalogue, non.as_ref(), &o).map_err(|e| e.to_string())?;
-        (r.stats, r.dots.into_iter().map(|d| d.lcg).collect())
+        let dots = r.dots.into_iter();
+        (
+            r.stats,
+            dots.map(|d| (format!("{name}/{}", d.name), d.lcg))
+                .collect(),
+        )
     };
-    let graphs = stats
-        .routines
-        .into_iter()
-        .flat_map(|r| r.blocks)
-        .flat_map(|b| b.graphs)
-        .filter(|g| g.graphs > 0)
-        .collect();
+    let mut graphs = Vec::new();
+    for r in stats.routines {
+        for b in r.blocks {
+            for g in b.graphs.into_iter().filter(|g| g.graphs > 0) {
+                graphs.push((format!("{name}/{}/{}", r.routine, b.block), g));
+            }
+        }
+    }
     Ok((graphs, dots))
 }
 
@@ -239,7 +260,7 @@ pub fn timing(
         }
         if ex.input(false).is_file() {
             if let Ok((_, dots)) = transform(shared, ex, false) {
-                lcgs.extend(dots);
+                lcgs.extend(dots.into_iter().map(|d| d.1));
             }
         }
     }
@@ -252,26 +273,68 @@ pub fn timing(
     Ok(())
 }
 
+/// `cargo xtask elim-report --dump DIR`: every distinct graph of the
+/// corpus's tangent inputs (or of the tangent transformation of `input`)
+/// in [`Lcg::to_text`] form, one file each, named after the first
+/// example, routine and block it comes from (inputs for experiments with
+/// the search outside the transformations).
+pub fn dump(shared: &Path, dir: &Path, input: Option<&Path>) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut all = Vec::new();
+    match input {
+        Some(file) => {
+            let (_, dots) = transform_file(shared, file, "", "input", false)?;
+            all.extend(dots);
+        }
+        None => {
+            for ex in &read_index(&shared.join("corpus"))? {
+                if ex.input(false).is_file() {
+                    if let Ok((_, dots)) = transform(shared, ex, false) {
+                        all.extend(dots);
+                    }
+                }
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (name, text) in all {
+        if Lcg::from_text(&text).is_none_or(|g| g.edges().is_empty()) || !seen.insert(text.clone())
+        {
+            continue;
+        }
+        let file = dir.join(format!("{}.lcg", name.replace('/', "__")));
+        std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+    }
+    eprintln!(
+        "elim-report: {} distinct graphs in {}",
+        seen.len(),
+        dir.display()
+    );
+    Ok(())
+}
+
 /// Runs the report over the corpus in `shared` and writes it to `out`.
 pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
     let started = Instant::now();
     let examples = read_index(&shared.join("corpus"))?;
-    let mut tangent = Vec::new();
-    let mut adjoint = Vec::new();
+    let mut tangent_named = Vec::new();
+    let mut adjoint_named = Vec::new();
     let mut lcgs: Vec<String> = Vec::new();
     for ex in &examples {
         if ex.input(false).is_file() {
             if let Ok((g, dots)) = transform(shared, ex, false) {
-                tangent.extend(g);
-                lcgs.extend(dots);
+                tangent_named.extend(g);
+                lcgs.extend(dots.into_iter().map(|d| d.1));
             }
         }
         if ex.input(true).is_file() || ex.input(false).is_file() {
             if let Ok((g, _)) = transform(shared, ex, true) {
-                adjoint.extend(g);
+                adjoint_named.extend(g);
             }
         }
     }
+    let tangent: Vec<GraphStats> = tangent_named.iter().map(|g| g.1.clone()).collect();
+    let adjoint: Vec<GraphStats> = adjoint_named.iter().map(|g| g.1.clone()).collect();
     let graphs: Vec<Lcg> = lcgs
         .iter()
         .filter_map(|t| Lcg::from_text(t))
@@ -420,4 +483,93 @@ pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
         out.display()
     );
     Ok(())
+}
+
+/// A graph's text form with its variable labels renumbered by rank (the
+/// same variables stay equal and in the same order): two graphs have the
+/// same key exactly when the memo of `xaif_elim` takes them for the same
+/// shape (names aside).
+fn shape_key(text: &str) -> String {
+    let mut ids: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2)?.strip_prefix('v')?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(a), Some(b), Some(label)) => {
+                let label = match label.strip_prefix('v').and_then(|v| v.parse::<u64>().ok()) {
+                    Some(id) => format!("v{}", ids.binary_search(&id).unwrap_or(0)),
+                    None => label.to_string(),
+                };
+                let _ = writeln!(out, "{a} {b} {label}");
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The size class of a graph by inner vertices, as in the corpus table.
+fn size_class(inner: usize) -> usize {
+    match inner {
+        0 => 0,
+        1..=3 => 1,
+        4..=15 => 2,
+        16..=31 => 3,
+        _ => 4,
+    }
+}
+
+/// Labels of [`size_class`].
+const SIZE_CLASSES: [&str; 5] = ["0", "1–3", "4–15", "16–31", "≥ 32"];
+
+/// The graph statistics of one tangent transformation: graphs per size
+/// class (shares), distinct shapes, and the time of the elimination
+/// against the whole transformation in this process.
+pub fn program_stats(shared: &Path, input: &Path) -> Result<String, String> {
+    let t = Instant::now();
+    let (graphs, dots) = transform_file(shared, input, "", "input", false)?;
+    let total = t.elapsed();
+    let mut classes = [0usize; 5];
+    for (_, g) in &graphs {
+        classes[size_class(g.inner_vertices)] += 1;
+    }
+    let keys: std::collections::HashSet<String> = dots.iter().map(|d| shape_key(&d.1)).collect();
+    let elim: u64 = graphs.iter().map(|g| g.1.micros).sum();
+    let heavy: u64 = graphs
+        .iter()
+        .filter(|g| g.1.inner_vertices >= 32)
+        .map(|g| g.1.micros)
+        .sum();
+    let n = graphs.len().max(1);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} graphs, {} distinct shapes ({:.1}%); inner vertices per graph: {}",
+        graphs.len(),
+        keys.len(),
+        keys.len() as f64 * 100.0 / dots.len().max(1) as f64,
+        SIZE_CLASSES
+            .iter()
+            .zip(classes)
+            .map(|(c, k)| format!("{c}: {:.1}%", k as f64 * 100.0 / n as f64))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        s,
+        "transformation {:.0} ms (one process, graphs drawn for Graphviz too), elimination {:.0} ms ({:.0}%), of which graphs of 32 or more inner vertices {:.0} ms",
+        total.as_secs_f64() * 1e3,
+        elim as f64 / 1e3,
+        elim as f64 / 1e3 / (total.as_secs_f64() * 1e3) * 100.0,
+        heavy as f64 / 1e3
+    );
+    Ok(s)
 }
