@@ -46,8 +46,8 @@ pub const CLASSES: [(u64, (usize, usize), (usize, usize)); 5] = [
     (735, (2, 4), (1, 1)),
     (115, (1, 2), (2, 3)),
     (96, (3, 5), (1, 3)),
-    (20, (9, 14), (2, 3)),
-    (36, (28, 50), (1, 3)),
+    (9, (9, 14), (2, 3)),
+    (44, (28, 50), (1, 3)),
 ];
 
 /// Operations of the expressions: (name, arity, weight).
@@ -109,18 +109,20 @@ fn operand(rng: &mut Rng, e: &mut Expr, scope: usize, pool: &Pool, recent: u64) 
 }
 
 /// One operation on inputs, with a literal constant as one operand more
-/// often than not (`0.5 * t3`, `x(2) / 9.81`).
-fn single(rng: &mut Rng, scope: usize, pool: &Pool) -> Expr {
+/// often than not (`0.5 * t3`, `x(2) / 9.81`); with `scaling`, a product
+/// or quotient by a constant.
+fn single(rng: &mut Rng, scope: usize, pool: &Pool, scaling: bool) -> Expr {
     let mut e = Expr::default();
     // Scalings by a constant (a product or a quotient) first.
     let (name, arity, _) = match rng.below(10) {
+        _ if scaling => OPS[if rng.below(4) == 0 { 3 } else { 0 }],
         0..=4 => OPS[0],
         5 => OPS[3],
         _ => OPS[rng.weighted(OPS.iter().map(|o| o.2))],
     };
     let mut args = vec![operand(rng, &mut e, scope, pool, 0)];
     if arity == 2 {
-        args.push(if rng.below(10) < 7 {
+        args.push(if scaling || rng.below(10) < 9 {
             constant(rng, &mut e)
         } else {
             operand(rng, &mut e, scope, pool, 0)
@@ -134,13 +136,14 @@ fn single(rng: &mut Rng, scope: usize, pool: &Pool) -> Expr {
 fn constant(rng: &mut Rng, e: &mut Expr) -> usize {
     e.next += 1;
     let v = e.next;
-    let mut value = 0.05 + (rng.below(1999) as f64) / 100.0;
+    // Four decimals between 0.05 and 20, as model coefficients have them.
+    let mut value = 0.05 + (rng.below(199_500) as f64) / 10_000.0;
     if (value - 1.0).abs() < 1e-9 {
-        value = 1.01;
+        value = 1.0001;
     }
     let _ = write!(
         e.text,
-        r#"<xaif:Constant vertex_id="{v}" type="real" value="{value:.2}"/>"#
+        r#"<xaif:Constant vertex_id="{v}" type="real" value="{value:.4}"/>"#
     );
     v
 }
@@ -205,7 +208,8 @@ fn block_body(
     for k in 0..n {
         let size = rng.between(ops);
         let e = if class == 0 {
-            single(rng, scope, &pool)
+            // Each small block scales something by a coefficient.
+            single(rng, scope, &pool, k == 0)
         } else {
             expression(rng, scope, &pool, size, recent)
         };
@@ -334,6 +338,11 @@ fn routine(out: &mut String, rng: &mut Rng, id: &mut usize, k: usize, routines: 
         match rng.below(10) {
             // A DO loop whose body is a block over the loop's elements.
             0 | 1 => {
+                // The front end keeps a basic block before and after a
+                // loop (the reference engine's adjoint needs them).
+                let (c, inputs) = (class(rng), straight_inputs(rng, s));
+                let (pre, n_pre) = block_body(rng, id, s, c, inputs, None);
+                cfg.then_block(s, &pre);
                 let l = cfg.for_loop(s, id);
                 let i = index_var(s, "i");
                 let mut inputs = vec![elem(s, "x", &i), var(1, "g_1")];
@@ -344,7 +353,10 @@ fn routine(out: &mut String, rng: &mut Rng, id: &mut usize, k: usize, routines: 
                 let v = cfg.block(s, &body);
                 cfg.edges.push((l, v, Some(1)));
                 cfg.end_loop(l, v);
-                count += n + 3;
+                let (c, inputs) = (class(rng), straight_inputs(rng, s));
+                let (post, n_post) = block_body(rng, id, s, c, inputs, None);
+                cfg.then_block(s, &post);
+                count += n_pre + n + n_post + 2;
             }
             // A two-way branch, a block in each arm.
             2 => {
