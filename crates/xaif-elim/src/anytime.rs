@@ -103,8 +103,8 @@ fn perturb(
 
 /// Iterated descent from `start` (a sequence from the current state of
 /// `work`, which is restored on return) until `budget` units of work are
-/// spent. Returns the best sequence found and its cost if it beats
-/// `incumbent`, and the work spent.
+/// spent. Returns the best sequence found among the states `keep`
+/// accepts and its cost if it beats `incumbent`, and the work spent.
 pub(crate) fn iterated(
     work: &mut Work,
     start: &[Move],
@@ -112,6 +112,7 @@ pub(crate) fn iterated(
     kinds: Moves,
     budget: u64,
     seed: u64,
+    keep: impl Fn(&Work) -> bool,
 ) -> (Option<(Vec<Move>, i64)>, u64) {
     let base = work.mark();
     let probes_before = work.probes;
@@ -137,7 +138,7 @@ pub(crate) fn iterated(
         path.applied += more.len() as u64;
         path.moves.extend(more);
         let cost = work.cost().unwrap_or(i64::MAX);
-        if cost < best_cost {
+        if cost < best_cost && keep(work) {
             best_cost = cost;
             best = Some((path.moves.clone(), cost));
         }

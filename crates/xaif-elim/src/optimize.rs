@@ -463,7 +463,17 @@ impl Session {
         config: &Config,
         mode: PropagationMode,
     ) {
-        if let Some(parts) = crate::components::parts(lcg, |v| graph.contains_vertex(v)) {
+        // Parts only where the whole graph is beyond the exact searches'
+        // reach (and there is something to search at all).
+        let (vlimit, _) = self.budgets.exact_vertices;
+        let (elimit, _) = self.budgets.exact_edges;
+        let whole_in_reach = self.size.0 <= vlimit && self.size.1 <= elimit;
+        let parts = if whole_in_reach || self.size.0 == 0 {
+            None
+        } else {
+            crate::components::parts(lcg, |v| graph.contains_vertex(v))
+        };
+        if let Some(parts) = parts {
             // Where the cost is a sum over the parts: always in tangent
             // mode, in adjoint mode when no label is shared.
             let additive = mode == PropagationMode::Tangent
@@ -617,8 +627,16 @@ impl Session {
         }
         let start = self.candidates[0].moves.clone();
         let incumbent = self.candidates[0].cost;
+        // Only states within the operations of the baseline and its tape:
+        // more taped factors than the reference's selection would make an
+        // example push more than the reference's code.
+        let (limit, max_pushes) = (self.limit, work.model.max_pushes);
+        let keep = |w: &Work| {
+            w.cost_split()
+                .is_some_and(|(ops, pushes)| ops <= limit && pushes <= max_pushes)
+        };
         let (found, spent) =
-            crate::anytime::iterated(work, &start, incumbent, self.kinds, budget, self.seed);
+            crate::anytime::iterated(work, &start, incumbent, self.kinds, budget, self.seed, keep);
         self.states += spent as usize;
         if let Some((moves, cost)) = found {
             self.push(moves, cost, "iterated descent");

@@ -178,6 +178,8 @@ pub(crate) struct CircuitScratch {
     stamp: u32,
     parent: Vec<u32>,
     value_seen: Vec<u32>,
+    /// A vertex with an out-edge carrying each run-time value seen.
+    value_vertex: Vec<u32>,
     vertex_seen: Vec<u32>,
     source_seen: Vec<u32>,
     grounded: Vec<u32>,
@@ -203,9 +205,20 @@ impl CircuitScratch {
         }
         if self.value_seen.len() < values {
             self.value_seen.resize(values, 0);
+            self.value_vertex.resize(values, 0);
         }
         self.stamp
     }
+}
+
+/// Joins the trees of `a` and `b` in a union-find forest; whether they
+/// were apart.
+fn union(parent: &mut [u32], a: u32, b: u32) -> bool {
+    let (a, b) = (find_root(parent, a), find_root(parent, b));
+    if a != b {
+        parent[a.max(b) as usize] = a.min(b);
+    }
+    a != b
 }
 
 /// The root of `v` in a union-find forest, halving paths on the way.
@@ -671,12 +684,13 @@ impl Work {
     /// additions; copies and sign changes are free) whose inputs include
     /// every distinct run-time value on an edge that carries derivatives
     /// (grounded, not the constant zero) and the derivative of every
-    /// independent with such an out-edge (tangent) or dependent with such
-    /// an in-edge (adjoint). Each operation joins at most two connected
-    /// pieces of the circuit into one, and in the end there are at most as
-    /// many pieces as the graph has connected components (edges join what
-    /// they connect), so the code has at least `inputs - components`
-    /// operations beyond those spent; the derivative code's count (a
+    /// independent with such an out-edge (tangent; adjoint code also reads
+    /// the adjoints of the dependents with such an in-edge, and increments
+    /// those of the independents). Each operation joins at most two
+    /// connected pieces of the circuit into one, and in the end there are
+    /// at most as many pieces as the graph has components once the edges
+    /// and the shared run-time values join what they connect, so the code
+    /// has at least `inputs - components` operations beyond those spent; the derivative code's count (a
     /// `Sax` or `Saxpy` is two, push and pop cost extra) is at least that.
     /// Where constants reconverge ([`Work::find_constant_reconvergence`])
     /// a unit or constant edge may cancel, so only run-time edges count.
@@ -695,6 +709,7 @@ impl Work {
         let CircuitScratch {
             parent,
             value_seen,
+            value_vertex,
             vertex_seen,
             source_seen,
             grounded,
@@ -710,12 +725,6 @@ impl Work {
                     // The constant zero carries nothing; where constants
                     // reconverge, a constant path may cancel.
                     continue;
-                }
-                if let W::Run(id, _) = val {
-                    if value_seen[id as usize] != stamp {
-                        value_seen[id as usize] = stamp;
-                        inputs += 1;
-                    }
                 }
                 // Tangent code starts from the independents' tangents;
                 // adjoint code from the dependents' adjoints and the
@@ -738,16 +747,25 @@ impl Work {
                         vertices += 1;
                     }
                 }
-                let (a, b) = (find_root(parent, u as u32), find_root(parent, w as u32));
-                if a != b {
-                    parent[a.max(b) as usize] = a.min(b);
-                    joins += 1;
+                joins += i64::from(union(parent, u as u32, w as u32));
+                // A run-time value is one input wherever it occurs, and
+                // joins the pieces that read it.
+                if let W::Run(id, _) = val {
+                    let id = id as usize;
+                    if value_seen[id] != stamp {
+                        value_seen[id] = stamp;
+                        value_vertex[id] = u as u32;
+                        inputs += 1;
+                    } else {
+                        joins += i64::from(union(parent, u as u32, value_vertex[id]));
+                    }
                 }
             }
         }
         let gates = (inputs - (vertices - joins)).max(0);
         // Dependents that keep run-time in-edges: a first `Sax` each in
-        // tangent code, a taped factor per component in adjoint code.
+        // tangent code, a taped factor per piece (components joined by
+        // the values they share) in adjoint code.
         let mut first_terms = 0i64;
         let mut taped = 0i64;
         for v in 0..n {
