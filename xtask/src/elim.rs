@@ -26,13 +26,13 @@ use xaif_linearize::TangentOptions;
 /// One graph's statistics, named `example/routine/block`.
 pub(crate) type Named = (String, GraphStats);
 
+/// A transformation's graph statistics and (tangent) its graphs in text
+/// form, each with its name.
+type Transformed = (Vec<Named>, Vec<(String, String)>);
+
 /// The per-graph statistics of one transformation, and (tangent) the
 /// graphs themselves in text form, named `example/routine_block_k`.
-fn transform(
-    shared: &Path,
-    ex: &Example,
-    adjoint: bool,
-) -> Result<(Vec<Named>, Vec<(String, String)>), String> {
+fn transform(shared: &Path, ex: &Example, adjoint: bool) -> Result<Transformed, String> {
     let input = if adjoint {
         [ex.input(true), ex.input(false)]
             .into_iter()
@@ -53,7 +53,7 @@ fn transform_file(
     opts: &str,
     name: &str,
     adjoint: bool,
-) -> Result<(Vec<Named>, Vec<(String, String)>), String> {
+) -> Result<Transformed, String> {
     let schema = shared.join("xaif/schema/examples");
     let non_path = schema.join("noninlinable_intrinsics.xaif");
     let (catalogue, non) = read_catalogues(
@@ -166,6 +166,56 @@ fn gaps(s: &mut String, mode: &str, graphs: &[GraphStats]) {
         buckets[0], buckets[1], buckets[2], buckets[3], buckets[4], buckets[5]
     );
 }
+
+/// How the search works and what its bounds rest on, for the report's
+/// readers (the figures follow it).
+const METHOD: &str = "## How the elimination is chosen
+
+Per graph (`xaif_elim::optimize`), by effort:
+
+1. The reference's chains run on the search's working graph (all seven in adjoint mode and on graphs of fewer than \
+64 edges; the seed's chain and lowest Markowitz → reverse on larger tangent graphs). Their selection is the \
+baseline: the result never costs more, and in adjoint mode it never spends more operations (pushes and pops aside) \
+or tapes more factors.
+2. Candidates: no elimination, the selection, the cheapest prefix of every chain run under the cost model.
+3. Greedy descent from the two best candidates over vertex, front and back edge eliminations (the remainder \
+post-processing).
+4. Exact searches where the graph is small: A* over sets of eliminated vertices (up to 8 inner vertices, 256 \
+states) and over edge-elimination states (up to 6 edges, 100 states). A graph beyond their reach whose parts are \
+joined only by independents (three statements updating three fields from the same inputs) is searched part by \
+part: eliminations in one part never touch another, costs add up, and so do bounds and proofs.
+5. `--effort max`: all chains everywhere, eight descents, exact searches up to 32 inner vertices and 16 edges with \
+budgets of 10⁵ and 2·10⁴ states, then the anytime search where no proof was found: iterated descent (perturb the \
+best sequence at a random position by leaving a move out, putting a random move before it, or making one or two \
+random moves and descending again; keep the result when it costs no more), 400 units of work (moves measured or \
+made) per edge, from 9 inner vertices; then beam search. In adjoint mode it keeps only states within the \
+baseline's operations and tape.
+
+Budgets count states and work, never time, and random choices come from a seeded generator: the result depends on \
+the graph, the flags and the seed only (`--jobs` and the machine do not change a byte).
+
+## Lower bounds
+
+The bound of a graph (and of every state the exact searches reach) is the larger of two:
+
+- **Potential**: every operation merges at most two run-time values into one and folding never merges run-time \
+values, so reaching a state with `f` run-time edges from one with `φ` (those an independent reaches) costs at least \
+`φ − f` operations, and each run-time edge left costs two more in the propagation.
+- **Circuit**: the whole derivative code from a state on (accumulation and propagation) is a circuit of binary \
+operations, copies and sign changes free. Its inputs include every distinct run-time value that carries \
+derivatives, the tangents of the independents (tangent code), or the adjoints of the dependents and of the \
+independents (adjoint code increments the latter). Each operation joins at most two connected pieces, and at the \
+end there are at most as many pieces as the graph has components once its edges and shared values join them: at \
+least `inputs − components` operations. On top: a dependent whose in-edges all carry run-time values never gets a \
+unit in-edge, so its tangent begins with a `Sax` whose addition joins nothing (one more operation), and in adjoint \
+code some factor into it is taped (a push and a pop per such piece). Where two paths of unit and constant edges \
+join the same vertices, constants may cancel to zero, and only run-time edges count.
+
+Both are admissible (a property test compares them with exhaustive search from random states of random graphs) \
+but loose on large graphs: they count inputs and pieces, not how often a value must be combined. The gap in the \
+tables below is the distance to them, not to the optimum; a proof closes it.
+
+";
 
 /// Graphs with at least this many intermediate vertices are listed one by
 /// one in the report.
@@ -423,6 +473,7 @@ pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
          holds for every edge elimination sequence.\n",
         xaif_elim::EXCESS_TAPE
     );
+    s.push_str(METHOD);
     let _ = writeln!(s, "## Default effort, per graph of every transformation\n");
     let _ = writeln!(
         s,
@@ -531,7 +582,11 @@ pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
     let _ = writeln!(
         s,
         "\nThe machine is shared and its figures noisy; compare ratios within one run. Wall time of the whole report: \
-         {:.0} s.",
+         {:.0} s.\n\n## Rerunning\n\n`cargo xtask elim-report` rewrites this file (`--timing` prints the last table \
+         alone). `cargo xtask elim-report --dump DIR` writes the corpus's distinct graphs as text files (`--input \
+         PROGRAM` those of any program, e.g. one of `cargo xtask gen --realistic`), and `cargo run --release -p \
+         xaif-elim --example lab -- DIR EFFORT [MIN_INTERMEDIATES]` runs the search on them alone, one line per graph \
+         (chain, ours, bound, proof, CPU time) and totals per mode.",
         started.elapsed().as_secs_f64()
     );
     let s = s.replace(&shared.display().to_string(), "../shared");

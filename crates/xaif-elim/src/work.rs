@@ -716,11 +716,11 @@ impl Work {
             ..
         } = scratch;
         let (mut inputs, mut vertices, mut joins) = (0i64, 0i64, 0i64);
-        for u in 0..n {
+        for (u, succ) in self.succ.iter().enumerate().take(n) {
             if grounded[u] != stamp {
                 continue;
             }
-            for &(w, val) in &self.succ[u] {
+            for &(w, val) in succ {
                 if val.class() == 3 || (robust && !matches!(val, W::Run(..))) {
                     // The constant zero carries nothing; where constants
                     // reconverge, a constant path may cancel.
@@ -768,12 +768,12 @@ impl Work {
         // the values they share) in adjoint code.
         let mut first_terms = 0i64;
         let mut taped = 0i64;
-        for v in 0..n {
+        for (v, pred) in self.pred.iter().enumerate().take(n) {
             if !self.present[v]
                 || self.kinds[v] != VertexKind::Dependent
                 || vertex_seen[v] != stamp
-                || self.pred[v].is_empty()
-                || !self.pred[v].iter().all(|e| matches!(e.1, W::Run(..)))
+                || pred.is_empty()
+                || !pred.iter().all(|e| matches!(e.1, W::Run(..)))
             {
                 continue;
             }

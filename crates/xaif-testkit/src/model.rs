@@ -38,11 +38,15 @@ use crate::scale::{assign_expr, condition, elem, index_var, int, var, Cfg, Expr,
 /// Local scalars of every routine (`t1` … `tN`).
 const LOCALS: usize = 48;
 
+/// A block class: (weight in thousandths, statements per block,
+/// operations per statement), ranges inclusive.
+pub type Class = (u64, (usize, usize), (usize, usize));
+
 /// The size classes of block graphs, as (weight in thousandths, statements
 /// per block, operations per statement): no intermediate vertex, one to
 /// three, four to fifteen, sixteen to thirty-one, more (heavy). The
 /// weights are the corpus's graph counts per class.
-pub const CLASSES: [(u64, (usize, usize), (usize, usize)); 5] = [
+pub const CLASSES: [Class; 5] = [
     (735, (2, 4), (1, 1)),
     (115, (1, 2), (2, 3)),
     (96, (3, 5), (1, 3)),

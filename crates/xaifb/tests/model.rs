@@ -75,8 +75,10 @@ fn graphs() -> Vec<Lcg> {
     let text = program(&SHAPE);
     let (p, _) = xaif_model::read_program_str(&text, Some("model.xaif")).unwrap();
     let catalogue = xaif_linearize::builtin::builtin();
-    let mut options = xaif_linearize::TangentOptions::default();
-    options.dot = true;
+    let options = xaif_linearize::TangentOptions {
+        dot: true,
+        ..Default::default()
+    };
     let result = xaif_linearize::tangent(&p, catalogue, None, &options).unwrap();
     result
         .dots
