@@ -382,6 +382,7 @@ fn corpus(
         s,
         "### Corpus, one process per file ({rounds} rounds)\n\n| mode | inputs | reference, per round | xaifb, per round | reference per file | xaifb per file | ratio (median, min–max) | above the floor |\n|---|---|---|---|---|---|---|---|"
     );
+    let mut notes = String::new();
     for adjoint in [false, true] {
         let jobs: Vec<Job> = examples
             .iter()
@@ -446,8 +447,9 @@ fn corpus(
             median(&above),
         );
         let _ = writeln!(
-            s,
-            "\nStarting a process that does nothing (`true`, spawned the same way) takes {:.2} ms here (median over {} spawns); with that alone per file, the ratio could be at most {:.0}×. Above the floor: (reference − floor) / (xaifb − floor) per round, the floor counted once per file.\n",
+            notes,
+            "\n{}: starting a process that does nothing (`true`, spawned the same way) takes {:.2} ms here (median over {} spawns); with that alone per file, the ratio could be at most {:.0}×.",
+            if adjoint { "Adjoint" } else { "Tangent" },
             f * 1e3,
             floor.len(),
             mr / kept.max(1) as f64 / f,
@@ -460,14 +462,17 @@ fn corpus(
             .collect();
         if !names.is_empty() {
             let _ = writeln!(
-                s,
-                "\nLeft out ({}: refused by either engine): {}\n",
+                notes,
+                "\nLeft out ({}: refused by either engine): {}",
                 names.len(),
                 names.join(", ")
             );
         }
     }
-    s.push('\n');
+    let _ = writeln!(
+        s,
+        "\nAbove the floor: (reference − floor) / (xaifb − floor) per round, the floor counted once per file.\n{notes}"
+    );
     Ok(s)
 }
 

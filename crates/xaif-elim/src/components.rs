@@ -105,6 +105,24 @@ pub(crate) fn parts(lcg: &Lcg, present: impl Fn(VertexId) -> bool) -> Option<Vec
     Some(parts)
 }
 
+/// Intermediates and dependents with out-edges of a part's graph (the
+/// inner vertices of the graph as built, before dead vertices go).
+pub(crate) fn inner_vertices(lcg: &Lcg) -> usize {
+    let mut has_out = vec![false; lcg.vertex_count()];
+    for e in lcg.edges() {
+        has_out[e.source.index()] = true;
+    }
+    lcg.kinds()
+        .iter()
+        .zip(&has_out)
+        .filter(|(k, out)| match k {
+            VertexKind::Intermediate => true,
+            VertexKind::Dependent => **out,
+            VertexKind::Independent => false,
+        })
+        .count()
+}
+
 /// Whether some run-time label occurs in two parts (then the parts share
 /// taped factors and adjoint costs are not a sum over them).
 pub(crate) fn share_labels(parts: &[Part]) -> bool {

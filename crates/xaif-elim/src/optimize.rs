@@ -481,12 +481,17 @@ impl Session {
             let additive = mode == PropagationMode::Tangent
                 || self.goal == Goal::Metric
                 || !crate::components::share_labels(&parts);
-            if additive {
+            // Only where every part is within the vertex search's reach,
+            // so that the parts can prove the whole.
+            let in_reach = parts
+                .iter()
+                .all(|p| crate::components::inner_vertices(&p.lcg) <= vlimit);
+            if additive && in_reach {
                 self.exact_parts(work, &parts, config, mode);
                 return;
             }
         }
-        let (vlimit, vbudget) = self.budgets.exact_vertices;
+        let vbudget = self.budgets.exact_vertices.1;
         if self.size.0 <= vlimit && vbudget > 0 {
             let incumbent = feasible_cost(work, &self.candidates, self.limit);
             let exact = exact_vertices(work, incumbent, self.limit, vbudget);
