@@ -22,7 +22,7 @@ use xaif_model::{
 
 use crate::dep::{Dep, DepProblem};
 use crate::error::DataflowError;
-use crate::facts::ProgramFacts;
+use crate::facts::{Effect, ProgramFacts, RoutineFacts};
 use crate::framework::{
     bottom_up, summarize, top_down, Contribution, Direction, Record, RoutineSummary, Solver,
 };
@@ -400,7 +400,8 @@ fn routine_activity(
         };
         note_active(vb, ub, &mut active);
         note_active(va, ua, &mut active);
-        let is_active = statement_active(facts, r, s, (vb, va), (ub, ua), &mut act.used);
+        let e = facts.effect(r, s);
+        let is_active = statement_active(rf, e, (vb, va), (ub, ua), &mut act.used);
         act.stmts.insert(
             s,
             StmtActivity {
@@ -455,21 +456,19 @@ fn routine_activity(
     );
 }
 
-/// Whether statement `s` of routine `r` computes a derivative, given what
-/// is varied and useful before and after it: a call or opaque statement
-/// touches a live (varied and useful) location; another writes one live
-/// after it from a varied differentiable read. Marks in `used` the
-/// storages an active statement uses differentiably.
+/// Whether a statement of effect `e` (in routine `rf`) computes a
+/// derivative, given what is varied and useful before and after it: a
+/// call or opaque statement touches a live (varied and useful) location;
+/// another writes one live after it from a varied differentiable read.
+/// Marks in `used_storages` the storages an active statement uses
+/// differentiably.
 fn statement_active(
-    facts: &ProgramFacts,
-    r: RoutineId,
-    s: StmtId,
+    rf: &RoutineFacts,
+    e: &Effect,
     (vb, va): (&LocSet, &LocSet),
     (ub, ua): (&LocSet, &LocSet),
     used_storages: &mut [bool],
 ) -> bool {
-    let rf = &facts.routines[&r];
-    let e = facts.effect(r, s);
     let mut touched: LocSet = e.writes.iter().copied().collect();
     if let Some(call) = &e.call {
         for list in &call.may {

@@ -48,7 +48,7 @@ use xaif_model::{
 };
 
 use crate::activity::Activity;
-use crate::facts::{read_slots, ProgramFacts};
+use crate::facts::{read_slots, Effect, ProgramFacts};
 use crate::framework::{
     bottom_up, summarize, top_down, Contribution, Direction, Propagation, Record, RoutineSummary,
     Solver, Summaries,
@@ -1043,13 +1043,20 @@ impl TbrTables<'_, '_> {
         out: &mut Tbr,
     ) {
         let rf = &self.facts.routines[&r];
+        let empty = FxHashMap::default();
+        let prob = ReqProblem {
+            facts: self.facts,
+            routine: r,
+            local: self.local.get(&r).unwrap_or(&empty),
+            table: self.req,
+        };
         for (&s, before_after) in &rrec.stmts {
             let overwritten_later = lrec
                 .stmts
                 .get(&s)
                 .map(|(_, after)| after.clone())
                 .unwrap_or_default();
-            self.statement(r, s, before_after, overwritten_later, out);
+            self.statement(&prob, s, before_after, overwritten_later, out);
         }
         for (i, node) in rf.flow.nodes.iter().enumerate() {
             if node.role != crate::flow::NodeRole::Vertex {
@@ -1085,33 +1092,26 @@ impl TbrTables<'_, '_> {
         );
     }
 
-    /// The facts of statement `s` of routine `r`, required `(ib, ia)`
-    /// before and after it: what it requires and why, what it must record
-    /// and tape; for a call, also its call site's facts.
+    /// The facts of statement `s` of the routine of `prob`, required
+    /// `(ib, ia)` before and after it: what it requires and why, what it
+    /// must record and tape; for a call, also its call site's facts.
     fn statement(
         &self,
-        r: RoutineId,
+        prob: &ReqProblem,
         s: StmtId,
         (ib, ia): &(LocSet, LocSet),
         overwritten_later: LocSet,
         out: &mut Tbr,
     ) {
-        let facts = self.facts;
-        let n = facts.routines[&r].universe.len();
-        let empty = FxHashMap::default();
-        let prob = ReqProblem {
-            facts,
-            routine: r,
-            local: self.local.get(&r).unwrap_or(&empty),
-            table: self.req,
-        };
-        let e = facts.effect(r, s);
-        let l = self.local.get(&r).and_then(|m| m.get(&s));
+        let r = prob.routine;
+        let n = self.facts.routines[&r].universe.len();
+        let e = self.facts.effect(r, s);
+        let l = prob.local.get(&s);
         let (summary, required) = prob
             .stmt_parts(s)
             .unwrap_or((ReqKill::default(), LocSet::new()));
-        let reasons = self.reasons(r, s, l, n);
-        let w = self.written(r, s, n);
+        let reasons = self.reasons(e, l, n);
+        let w = self.written(e, n);
         let mut recorded = LocSet::new();
         if e.call.is_none() {
             let mut needed = ib.clone();
@@ -1146,11 +1146,11 @@ impl TbrTables<'_, '_> {
         }
     }
 
-    /// Why statement `s` of routine `r` (`n` slots) requires what it does:
-    /// its own reasons (`l`), then for a call what the callee requires.
-    fn reasons(&self, r: RoutineId, s: StmtId, l: Option<&Local>, n: usize) -> Vec<Requirement> {
+    /// Why a statement of effect `e` (in a routine of `n` slots) requires
+    /// what it does: its own reasons (`l`), then for a call what the
+    /// callee requires.
+    fn reasons(&self, e: &Effect, l: Option<&Local>, n: usize) -> Vec<Requirement> {
         let facts = self.facts;
-        let e = facts.effect(r, s);
         let mut reasons = l.map(|l| l.reasons.clone()).unwrap_or_default();
         if let Some(call) = &e.call {
             if let Some(Some(cs)) = self.req.get(&call.callee).map(|x| x.summary.as_ref()) {
@@ -1168,10 +1168,9 @@ impl TbrTables<'_, '_> {
         reasons
     }
 
-    /// The slots statement `s` of routine `r` (`n` slots) may write, a
-    /// call's callee's writes included.
-    fn written(&self, r: RoutineId, s: StmtId, n: usize) -> LocSet {
-        let e = self.facts.effect(r, s);
+    /// The slots a statement of effect `e` (in a routine of `n` slots) may
+    /// write, a call's callee's writes included.
+    fn written(&self, e: &Effect, n: usize) -> LocSet {
         let mut w: LocSet = e.writes.iter().copied().collect();
         if let Some(call) = &e.call {
             if let Some(Some(cw)) = self.writes.get(&call.callee).map(|x| x.summary.as_ref()) {
