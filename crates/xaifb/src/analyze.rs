@@ -71,6 +71,15 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    let mut plan = crate::output::Plan::new();
+    match &args.output {
+        Some(p) => plan.file("-o", p),
+        None => plan.stdout("the report (no -o)"),
+    }
+    if let Some(p) = &args.passivate {
+        plan.file("--passivate", p);
+    }
+    plan.check()?;
     let (mut program, source) = match crate::input::read_program(&args.file) {
         Ok(x) => x,
         Err(e) => {
@@ -102,7 +111,10 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             Ok(a) => a,
             Err(e @ DataflowError::TooLarge { span, .. }) => {
                 let (line, column) = source.locate(span);
-                eprintln!("{}:{line}:{column}: {e}", args.file.display());
+                eprintln!(
+                    "{}:{line}:{column}: {e}",
+                    crate::input::display_name(&args.file)
+                );
                 return Ok(ExitCode::from(1));
             }
             Err(e) => {
