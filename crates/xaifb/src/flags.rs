@@ -24,6 +24,32 @@ use crate::report::Usage;
 /// it a duration means nothing, and no clock can count it.
 pub const MAX_SECONDS: f64 = 1e9;
 
+/// Refuses a command line on which standard input is read by more than
+/// one of `readers` (`(flag, path)` pairs; a path `-` reads it, so does a
+/// flag without a path, such as `-u`): it can be read once.
+pub fn stdin_once<'a>(
+    readers: impl IntoIterator<Item = (&'a str, Option<&'a Path>)>,
+) -> Result<(), Usage> {
+    let takers: Vec<String> = readers
+        .into_iter()
+        .filter(|(_, p)| p.is_none_or(is_stdin))
+        .map(|(flag, p)| match p {
+            Some(_) if flag.is_empty() => "the input `-`".to_string(),
+            Some(_) => format!("{flag} -"),
+            None => flag.to_string(),
+        })
+        .collect();
+    if let [first @ .., last] = &takers[..] {
+        if !first.is_empty() {
+            return Err(Usage(format!(
+                "{} and {last} would each read standard input, which can be read once; name files instead",
+                first.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Parses a size such as `1000`, `64K`, `256M` or `2G` (powers of 1024).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let not_a_size = || {
@@ -434,7 +460,7 @@ impl TransformArgs {
                 "-u reads its answers from standard input, which holds the program here; give the program as a file (or decide with -U)".into(),
             );
         }
-        crate::input::stdin_once(
+        stdin_once(
             inputs
                 .iter()
                 .map(|p| ("", Some(p.as_path())))

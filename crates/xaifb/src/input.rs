@@ -12,7 +12,7 @@
 //!
 //! `-` names standard input wherever a file is read; it can be read once
 //! per run, so a command line that names it twice is refused before any
-//! work ([`stdin_once`]).
+//! work (`flags::stdin_once`).
 
 use std::fmt;
 use std::io::Read;
@@ -179,32 +179,6 @@ pub fn display_name(path: &Path) -> String {
 
 /// The name of standard input in messages.
 pub const STDIN_NAME: &str = "<stdin>";
-
-/// Refuses a command line on which standard input is read by more than
-/// one of `readers` (`(flag, path)` pairs; a path `-` reads it, so does a
-/// flag without a path, such as `-u`): it can be read once.
-pub fn stdin_once<'a>(
-    readers: impl IntoIterator<Item = (&'a str, Option<&'a Path>)>,
-) -> Result<(), crate::report::Usage> {
-    let takers: Vec<String> = readers
-        .into_iter()
-        .filter(|(_, p)| p.is_none_or(is_stdin))
-        .map(|(flag, p)| match p {
-            Some(_) if flag.is_empty() => "the input `-`".to_string(),
-            Some(_) => format!("{flag} -"),
-            None => flag.to_string(),
-        })
-        .collect();
-    if let [first @ .., last] = &takers[..] {
-        if !first.is_empty() {
-            return Err(crate::report::Usage(format!(
-                "{} and {last} would each read standard input, which can be read once; name files instead",
-                first.join(", ")
-            )));
-        }
-    }
-    Ok(())
-}
 
 /// Checks that `path` is a regular file within the size limit, without
 /// reading it, and registers it as an input (for files a library reads

@@ -155,7 +155,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 
 /// Refuses standard input read twice and outputs that clash (exit code 2).
 fn check_command_line(args: &RunArgs) -> Result<()> {
-    crate::input::stdin_once(
+    crate::flags::stdin_once(
         [("", Some(args.file.as_path()))]
             .into_iter()
             .chain(args.params.as_deref().map(|p| ("--params", Some(p))))
