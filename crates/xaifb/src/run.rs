@@ -387,6 +387,7 @@ pub struct CompareArgs {
 /// 1 when they differ or either is not a complete Jacobian of finite
 /// numbers.
 pub fn compare_files(args: CompareArgs) -> Result<ExitCode> {
+    crate::flags::stdin_once([("", Some(args.a.as_path())), ("", Some(args.b.as_path()))])?;
     let read = |p: &Path| -> Result<std::result::Result<Jacobian, String>> {
         let text = crate::input::read_text(p)?;
         let name = p.display();
