@@ -14,7 +14,7 @@ use crate::report::job_failure;
 #[derive(Args)]
 pub struct BatchArgs {
     /// Worker threads for many inputs (default: available cores).
-    #[arg(long, short = 'j', value_parser = crate::flags::worker_count)]
+    #[arg(long, short = 'j', value_parser = crate::flags::worker_count, allow_hyphen_values = true)]
     pub jobs: Option<usize>,
     /// Print a line for every file, not only for failures.
     #[arg(long)]

@@ -119,6 +119,23 @@ pub fn worker_count(s: &str) -> Result<usize, String> {
     }
 }
 
+/// `--seed`: a whole number from 0 to 2^64 - 1.
+fn seed_value(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("give a whole number from 0 to {}", u64::MAX))
+}
+
+/// `-g`: a sum of debug groups.
+fn debug_groups(s: &str) -> Result<u32, String> {
+    s.trim().parse().map_err(|_| {
+        format!(
+            "give a sum of debug groups (8 graphics, 16 timing, 64 metrics), a whole number from 0 to {}",
+            u32::MAX
+        )
+    })
+}
+
 /// `--heuristic`: checked as it is parsed, kept as written.
 fn heuristic_spec(s: &str) -> Result<String, String> {
     parse_strategy(s, Extent::Total).map(|_| s.to_string())
@@ -147,7 +164,7 @@ pub struct TransformArgs {
     /// Worker threads for many inputs (default: available cores); with
     /// one large input, 1 also writes its routines on the transforming
     /// thread instead of a writer thread (same bytes).
-    #[arg(long, short = 'j', value_parser = worker_count)]
+    #[arg(long, short = 'j', value_parser = worker_count, allow_hyphen_values = true)]
     pub jobs: Option<usize>,
     /// Print a line for every file, not only for failures.
     #[arg(long)]
@@ -189,7 +206,7 @@ pub struct TransformArgs {
     #[arg(short = 'R')]
     pub rerouting: bool,
     /// Seed of the randomized heuristics and of the search.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = seed_value, allow_hyphen_values = true)]
     pub seed: u64,
     /// How hard the elimination searches: fast, default or max.
     #[arg(long, value_enum, default_value_t = EffortArg::Default)]
@@ -216,7 +233,7 @@ pub struct TransformArgs {
     pub debug_file: Option<PathBuf>,
     /// Debug groups: 8 graphics (Graphviz of every graph), 16 timing,
     /// 64 metrics (operation counts per graph, block, routine).
-    #[arg(short = 'g', default_value_t = 0)]
+    #[arg(short = 'g', default_value_t = 0, value_parser = debug_groups, allow_hyphen_values = true)]
     pub debug_mask: u32,
     /// One elimination strategy instead of the reference's selection, as
     /// METHOD:FILTER,…,MODE with METHOD vertex, edge or face, filters HS,
