@@ -31,6 +31,14 @@ pub fn load(input: &Path) -> std::result::Result<xaif_model::Parsed, String> {
     Ok(parsed)
 }
 
+/// Reads and gates a program (`-`: standard input), with the source map
+/// that locates later errors in it.
+pub fn program_with_source(path: &Path) -> Result<(Program, xaif_model::SourceMap)> {
+    let (p, source) = crate::input::read_program(path).map_err(Invalid)?;
+    xaif_model::validate_program(&p, &source).map_err(|e| Invalid(e.to_string()))?;
+    Ok((p, source))
+}
+
 /// The schema directory of `flag` or `XAIF_SCHEMA_DIR` (an empty value is
 /// no value), checked by the one rule of this module: `None` when neither
 /// names one.

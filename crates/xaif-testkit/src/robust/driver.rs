@@ -459,7 +459,17 @@ fn side_outputs(
         ));
     }
     if problem.is_none() && e.end == End::Code(0) {
-        problem = complete(&cdir, &targets, &e, stats.as_deref(), dot.as_deref());
+        // Standard output holds something when the program or the
+        // statistics go there (debug records may be none).
+        let on_stdout = output.as_deref().is_none_or(|o| o == "-") || stats.as_deref() == Some("-");
+        problem = complete(
+            &cdir,
+            &targets,
+            &e,
+            on_stdout,
+            stats.as_deref(),
+            dot.as_deref(),
+        );
     }
     if written
         .iter()
@@ -485,6 +495,7 @@ fn complete(
     cdir: &Path,
     targets: &[Target],
     e: &Exec,
+    on_stdout: bool,
     stats: Option<&str>,
     dot: Option<&str>,
 ) -> Option<(String, String)> {
@@ -495,7 +506,7 @@ fn complete(
             }
         }
     }
-    if targets.contains(&Target::Stdout) && e.stdout.is_empty() {
+    if on_stdout && e.stdout.is_empty() {
         return Some((
             "output asked for not written".into(),
             "standard output".into(),
@@ -640,7 +651,8 @@ fn flags(
     let cdir = dir.join("flags");
     let e = exec_with(sh.cfg, &cdir, &args, |_| {});
     let exits: &[i32] = if valid { &[0, 1] } else { &[2] };
-    let problem = judge(&e, &cdir, &[input], &[flag], exits);
+    // A small --max-input-size may refuse the catalogue first.
+    let problem = judge(&e, &cdir, &[input, &sh.catalogue], &[flag], exits);
     record(
         sh,
         Some(k),
