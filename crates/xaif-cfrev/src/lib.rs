@@ -18,4 +18,6 @@ pub mod program;
 pub mod region;
 pub mod reverse;
 
-pub use program::{adjoint, adjoint_streamed, AdjointOptions, AdjointResult, TapeStats};
+pub use program::{
+    adjoint, adjoint_streamed, top_routine, AdjointOptions, AdjointResult, TapeStats,
+};

@@ -86,6 +86,9 @@ pub struct AdjointOptions {
     /// `-t`: the top-level routine, whose reach decides which globals are
     /// quasi-constant.
     pub top: Option<String>,
+    /// Keep every eliminated graph as Graphviz text
+    /// (`Transformed::dots`), for the driver's `--dot` and `-g 8`.
+    pub dot: bool,
 }
 
 /// Per-routine taping statistics (`--stats-json` of the adjoint).
@@ -208,6 +211,7 @@ fn adjoint_with(
         routines: &routines,
         flatten: options.flatten,
         elimination: &memo,
+        dot: options.dot,
     };
     let passed = variables_passed(p);
     let left_out = xaif_model::formals_maybe_absent(p);
@@ -220,6 +224,7 @@ fn adjoint_with(
         },
     };
     let mut stats = TransformStats::default();
+    let mut dots = Vec::new();
     let mut tapes = Vec::new();
     let items: Vec<RoutineId> = p
         .items
@@ -326,6 +331,10 @@ fn adjoint_with(
                                 bstats.total.add(g);
                             }
                             bstats.graphs = block.graphs.clone();
+                            for (k, mut d) in block.dots.drain(..).enumerate() {
+                                d.name = format!("{name}_{}_{k}", bstats.block);
+                                dots.push(d);
+                            }
                             tape.doubles_per_block_execution += block.pushes.0;
                             tape.integers_per_block_execution += block.pushes.1;
                             if !bstats.graphs.is_empty() {
@@ -566,7 +575,7 @@ fn adjoint_with(
         transformed: Transformed {
             program: out,
             stats,
-            dots: Vec::new(),
+            dots,
         },
         tapes,
     })
@@ -969,14 +978,11 @@ fn checkpoint_cfg(out: &mut Program, rid: RoutineId, scope_id: &str, stmts: Vec<
 /// no routine reachable from `top` writes. Writes are assignments, call
 /// arguments and inlinable-call arguments; a marker that may stand for a
 /// store leaves nothing quasi-constant.
-fn quasi_constant(
-    p: &Program,
-    ctx: &Ctx<'_>,
-    routines: &xaif_model::RoutineIndex,
-    top: &str,
-) -> Result<rustc_hash::FxHashSet<SymbolId>, TransformError> {
-    let start = p
-        .routines
+/// The routine with code that `-t TOP` names (by its symbol or its
+/// Fortran name), if there is one: a driver that goes on without `-t`
+/// when there is none, as the reference engine does, asks first.
+pub fn top_routine(p: &Program, top: &str) -> Option<RoutineId> {
+    p.routines
         .iter()
         .find(|(_, r)| {
             r.has_body(p)
@@ -985,9 +991,17 @@ fn quasi_constant(
                         == top.to_ascii_lowercase())
         })
         .map(|(id, _)| id)
-        .ok_or_else(|| {
-            TransformError::Input(format!("-t {top}: no routine of that name with code"))
-        })?;
+}
+
+fn quasi_constant(
+    p: &Program,
+    ctx: &Ctx<'_>,
+    routines: &xaif_model::RoutineIndex,
+    top: &str,
+) -> Result<rustc_hash::FxHashSet<SymbolId>, TransformError> {
+    let start = top_routine(p, top).ok_or_else(|| {
+        TransformError::Input(format!("-t {top}: no routine of that name with code"))
+    })?;
     let routine_scopes: rustc_hash::FxHashSet<&str> = p
         .routines
         .iter()

@@ -40,6 +40,9 @@ pub struct AdjointBlock {
     pub adjoint: Vec<StmtId>,
     /// Statistics of the block's graphs.
     pub graphs: Vec<GraphStats>,
+    /// The Graphviz text of each of [`AdjointBlock::graphs`], with
+    /// [`BlockEnv::dot`] (unnamed: the caller knows the routine).
+    pub dots: Vec<crate::tangent::DotGraph>,
     /// Doubles and integers the taping form pushes per execution.
     pub pushes: (usize, usize),
     /// Stable symbols (see [`StableIndices`]) the adjoint form reads
@@ -74,6 +77,9 @@ pub struct BlockEnv<'a> {
     /// Elimination configuration, with the results found so far
     /// (reused for graphs of the same shape).
     pub elimination: &'a xaif_elim::Memo,
+    /// Whether to keep each eliminated graph as Graphviz text (the
+    /// driver's `--dot` and `-g 8`).
+    pub dot: bool,
 }
 
 /// Integer variables whose values at the adjoint form's execution equal
@@ -590,7 +596,7 @@ pub fn adjoint_block(
                     seq,
                     env.elimination,
                     xaif_elim::PropagationMode::Adjoint,
-                    false,
+                    env.dot,
                 )?;
                 let (taping, adjoint, pushes) =
                     sequence_adjoint(ctx, t, &pre, stable, &mut block.stable_reads);
@@ -600,6 +606,14 @@ pub fn adjoint_block(
                 block.pushes.1 += pushes.1;
                 if seq.is_active() {
                     block.graphs.push(pre.stats);
+                    if let Some(before) = &pre.dot_before {
+                        block.dots.push(crate::tangent::DotGraph {
+                            name: String::new(),
+                            before: before.clone(),
+                            after: pre.dot_after.clone(),
+                            lcg: pre.lcg_text.clone().unwrap_or_default(),
+                        });
+                    }
                 }
             }
             Piece::Single(s) => {

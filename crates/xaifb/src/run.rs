@@ -66,7 +66,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = Limits::STEPS)]
     pub step_budget: u64,
     /// Wall-clock limit of the whole run, in seconds.
-    #[arg(long, default_value_t = Limits::TIME, value_parser = positive, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = Limits::TIME, value_parser = crate::flags::parse_seconds, allow_hyphen_values = true)]
     pub time_limit: f64,
     /// Maximum number of elements held at once by variables, frames, tapes
     /// and checkpoints (and asked for by --n, --m and the harness).
@@ -84,6 +84,9 @@ pub struct RunArgs {
 }
 
 fn sibling(file: &Path, name: &str) -> Option<PathBuf> {
+    if crate::input::is_stdin(file) {
+        return None;
+    }
     let p = file.parent()?.join(name);
     p.is_file().then_some(p)
 }
@@ -150,8 +153,29 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
+/// Refuses standard input read twice and outputs that clash (exit code 2).
+fn check_command_line(args: &RunArgs) -> Result<()> {
+    crate::flags::stdin_once(
+        [("", Some(args.file.as_path()))]
+            .into_iter()
+            .chain(args.params.as_deref().map(|p| ("--params", Some(p))))
+            .chain(args.harness.as_deref().map(|p| ("--harness", Some(p)))),
+    )?;
+    let mut plan = crate::output::Plan::new();
+    match &args.output {
+        Some(p) => plan.file("-o", p),
+        None => plan.stdout("the Jacobian (no -o)"),
+    }
+    if let Some(p) = &args.stats_json {
+        plan.file("--stats-json", p);
+    }
+    plan.check()?;
+    Ok(())
+}
+
 /// Runs `xaifb run` on the current thread.
 fn run_here(args: RunArgs) -> Result<ExitCode> {
+    check_command_line(&args)?;
     let (program, source) = match crate::input::read_program(&args.file) {
         Ok(x) => x,
         Err(e) => {
@@ -163,7 +187,7 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
         eprintln!("{e}");
         return Ok(ExitCode::from(1));
     }
-    let file = args.file.display().to_string();
+    let file = crate::input::display_name(&args.file);
     let params_path = args
         .params
         .clone()
@@ -363,6 +387,7 @@ pub struct CompareArgs {
 /// 1 when they differ or either is not a complete Jacobian of finite
 /// numbers.
 pub fn compare_files(args: CompareArgs) -> Result<ExitCode> {
+    crate::flags::stdin_once([("", Some(args.a.as_path())), ("", Some(args.b.as_path()))])?;
     let read = |p: &Path| -> Result<std::result::Result<Jacobian, String>> {
         let text = crate::input::read_text(p)?;
         let name = p.display();

@@ -11,8 +11,10 @@
 //! output that the gate or the output schema rejects when the input was
 //! accepted, different bytes from the same run twice, the content of a
 //! file named in a DOCTYPE anywhere in the output, and a Jacobian
-//! comparison that passes on non-finite numbers.
+//! comparison that passes on non-finite numbers; and the driver's
+//! contract with the file system and the command line (`driver.rs`).
 
+mod driver;
 pub mod mutate;
 
 use std::collections::BTreeMap;
@@ -689,6 +691,7 @@ pub fn run(cfg: &Config) -> Report {
         Some(k) => vec![k],
         None => (cfg.first..cfg.first + cfg.mutants).collect(),
     };
+    driver::setup(cfg);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     std::thread::scope(|s| {
@@ -719,6 +722,7 @@ pub fn run(cfg: &Config) -> Report {
     // The fixed cases once per campaign: with its first slice.
     if cfg.fs_cases && cfg.only.is_none() && cfg.first == 0 {
         fs_cases(&shared);
+        driver::fixed_cases(&shared);
     }
     let mut report = shared
         .report
@@ -865,6 +869,7 @@ fn mutant(sh: &Shared<'_>, k: usize) {
         std::fs::write(&input, &text).expect("write mutant");
         tally(sh, &kinds);
         program_runs(sh, k, &kinds, &dir, &input, &seed, &mut rng);
+        driver::mutant_runs(sh, k, &kinds, &dir, &input, &seed, &mut rng);
     }
     // Keep nothing but findings.
     let _ = std::fs::remove_dir_all(&dir);
