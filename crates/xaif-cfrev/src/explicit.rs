@@ -288,6 +288,26 @@ fn scalar_reads(ctx: &Ctx<'_>, e: &Expr) -> Option<Vec<SymbolId>> {
     Some(out)
 }
 
+/// The scalar integer variables `e` reads (`None` when it reads anything
+/// else): what a loop header's bound or stride depends on.
+pub(crate) fn integer_reads(ctx: &Ctx<'_>, e: &Expr) -> Option<Vec<SymbolId>> {
+    scalar_reads(ctx, e)
+}
+
+/// Whether `regions` (in the routine of scope `local`) may change any of
+/// `symbols`: assign it, pass it to a call, or, for a variable of another
+/// scope, call anything.
+pub(crate) fn changes_any(
+    ctx: &Ctx<'_>,
+    local: ScopeId,
+    regions: &[Region],
+    symbols: &[SymbolId],
+) -> bool {
+    let mut fx = Effects::default();
+    region_effects(ctx, regions, &mut fx);
+    symbols.iter().any(|&s| fx.changes(ctx.p, s, local))
+}
+
 fn int_constant(e: &Expr, at: usize) -> Option<i64> {
     let v = &e.vertices[at];
     match v.kind {
@@ -315,7 +335,7 @@ fn subexpr(e: &Expr, g: &ExprGraph, at: usize) -> Expr {
 /// Recognises `i = e0; i <= e1 (<, >=, >); i = i ± c`, whatever the
 /// front end's `reversal` hint says: whether the loop may run backwards is
 /// decided by what its body changes (see [`plan`]).
-fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
+pub(crate) fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
     let vertex = &ctx.p.vertices[v];
     let VertexKind::ForLoop {
         init: Some(init),
@@ -454,6 +474,9 @@ pub struct LoopPolicy {
     /// `-t`: global variables that no routine the top routine reaches
     /// writes (quasi-constant): never changed, never restored.
     pub quasi_constant: FxHashSet<SymbolId>,
+    /// Loops reversed by checkpointing (`--checkpoint-loop`): never run
+    /// backwards, their iterations being reversed one at a time.
+    pub checkpointed: FxHashSet<VertexId>,
 }
 
 struct Planner<'c, 'p> {
@@ -565,7 +588,11 @@ impl Planner<'_, '_> {
                     inside.push(frame);
                 }
                 Event::LoopStart(r @ Region::Loop { vertex, body, .. }) => {
-                    let header = recognise(self.ctx, *vertex);
+                    let header = if self.policy.checkpointed.contains(vertex) {
+                        None
+                    } else {
+                        recognise(self.ctx, *vertex)
+                    };
                     let body_frame = match frame {
                         None => {
                             // A candidate outermost loop: what the whole

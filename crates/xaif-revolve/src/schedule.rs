@@ -230,6 +230,9 @@ mod tests {
     fn no_steps_and_one_step() {
         use Action::*;
         assert_eq!(actions(0, 3), vec![Done]);
-        assert_eq!(actions(1, 3), vec![Tape { step: 0 }, Adjoint { step: 0 }, Done]);
+        assert_eq!(
+            actions(1, 3),
+            vec![Tape { step: 0 }, Adjoint { step: 0 }, Done]
+        );
     }
 }

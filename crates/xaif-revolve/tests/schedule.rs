@@ -121,7 +121,13 @@ fn the_closed_form_solves_the_recursion() {
 
 #[test]
 fn large_schedules_hold_at_most_s_snapshots() {
-    for (l, s) in [(1_000u64, 2u64), (1_000, 5), (1_000, 10), (1_000, 50), (5_000, 3)] {
+    for (l, s) in [
+        (1_000u64, 2u64),
+        (1_000, 5),
+        (1_000, 10),
+        (1_000, 50),
+        (5_000, 3),
+    ] {
         let mut sch = Schedule::new(l, s);
         while sch.next_action() != Action::Done {}
         assert!(sch.peak_held() as u64 <= s);

@@ -187,6 +187,11 @@ pub fn inert_flags(
         add(r.ask_simple_loops, "-u", reversal);
         add(r.ignore_simple_loops, "-U", reversal);
         add(r.top.is_some(), "-t", reversal);
+        add(
+            !args.checkpoint_loop.is_empty(),
+            "--checkpoint-loop",
+            reversal,
+        );
     }
     let graphs = args.debug_mask & 8 != 0;
     add(

@@ -122,6 +122,16 @@ pub struct TransformArgs {
     /// The reference drivers' other flags.
     #[command(flatten)]
     pub reference: crate::compat::ReferenceFlags,
+    /// Reverse the loop at LINE of ROUTINE by binomial checkpointing,
+    /// holding at most SNAPSHOTS loop states (default 10); repeatable; an
+    /// outer and an inner loop give two-level checkpointing. Adjoint mode
+    /// only (docs/checkpointing.md).
+    #[arg(
+        long = "checkpoint-loop",
+        value_name = "ROUTINE:LINE[:SNAPSHOTS]",
+        value_parser = xaif_cfrev::checkpoint::LoopMark::parse
+    )]
+    pub checkpoint_loop: Vec<xaif_cfrev::checkpoint::LoopMark>,
 }
 
 /// `--effort`.
@@ -677,6 +687,7 @@ pub fn adjoint(args: AdjointArgs) -> Result<ExitCode> {
             .ask_simple_loops
             .then_some(crate::modes::ask_user as fn(&str) -> bool),
         top: r.top.clone(),
+        checkpoint_loops: common.checkpoint_loop.clone(),
     };
     if common.is_batch() {
         return batch(common, Some(catalogue.as_ref()), "adjoint", |p| {
