@@ -117,9 +117,10 @@ pub struct CheckpointedLoop {
     update: StmtId,
     snapshots: u64,
     line: i64,
-    /// The snapshot's variables and the type and shape part of their
-    /// store and restore calls (`real_vector_a`).
-    state: Vec<(VarRef, String)>,
+    /// The snapshot's variables, the type and shape part of their store
+    /// and restore calls (`real_vector_a`), and whether each is an optional
+    /// formal some call leaves out (stored and restored only when present).
+    state: Vec<(VarRef, String, bool)>,
 }
 
 /// The checkpointed loops of one routine, and the plain form of its basic
@@ -209,16 +210,18 @@ pub(crate) fn resolve(
                     element: "ControlFlowGraph",
                 });
             }
-            [v, ..] => return Err(at_vertex(
-                p,
-                *v,
-                format!(
+            [v, ..] => {
+                return Err(at_vertex(
+                    p,
+                    *v,
+                    format!(
                     "{text}: routine `{}` has {} loops at line {}: which one is meant is not clear",
                     routine.symbol_name(),
                     here.len(),
                     mark.line
                 ),
-            )),
+                ))
+            }
         };
         if let VertexKind::PreLoop(_) | VertexKind::PostLoop(_) = p.vertices[v].kind {
             return Err(at_vertex(
@@ -341,94 +344,126 @@ pub(crate) fn loop_states(
 }
 
 /// The checkpointed loops of one routine (`marked`, with their `states`),
-/// checked: the routine's control flow must be structured, and each loop
-/// counted, its trip count known when it starts.
+/// checked: each loop's body must be structured and entered and left only
+/// through the loop (the rest of a routine may be unstructured: such a
+/// routine is reversed by block enumeration, the loop as one unit), and
+/// the loop counted, its trip count known when it starts.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn plan(
     ctx: &InputCtx<'_>,
+    rid: RoutineId,
     cfg: CfgId,
     scope: ScopeId,
     regions: Option<&[Region]>,
     marked: &[Marked],
     states: &FxHashMap<VertexId, Vec<SymbolId>>,
+    left_out: &FxHashSet<(String, i64)>,
 ) -> Result<FxHashMap<VertexId, CheckpointedLoop>, TransformError> {
     let p = ctx.p;
-    let Some(regions) = regions else {
-        let m = &marked[0];
-        let why = if left_by_jump(p, cfg, m.vertex) {
-            "the loop is left by a jump (a Goto out of its body, an exit or a return)"
-        } else {
-            "the control flow of its routine is not structured (a jump into or out of a \
-             branch or loop)"
-        };
-        return Err(at_vertex(
-            p,
-            m.vertex,
-            format!("{}: cannot be checkpointed: {why}", m.text),
-        ));
+    let routine = &p.routines[rid];
+    let optional: FxHashSet<SymbolId> = routine
+        .arguments
+        .iter()
+        .flat_map(|l| l.args.iter())
+        .filter(|a| {
+            left_out.contains(&(
+                routine.symbol_name().to_string(),
+                a.int("position").unwrap_or(0),
+            ))
+        })
+        .filter_map(|a| ctx.symbols.resolve(a))
+        .collect();
+    let bodies = regions.map(loop_bodies).unwrap_or_default();
+    // Loops of a routine without a region tree, parsed one by one.
+    let parsed: Vec<Option<Region>> = match regions {
+        Some(_) => Vec::new(),
+        None => marked
+            .iter()
+            .map(|m| crate::region::parse_loop(p, cfg, m.vertex))
+            .collect(),
     };
-    let bodies = loop_bodies(regions);
     let mut out = FxHashMap::default();
-    for m in marked {
-        let Some(body) = bodies.get(&m.vertex) else {
+    for (k, m) in marked.iter().enumerate() {
+        let body = match (regions, parsed.get(k)) {
+            (Some(_), _) => bodies.get(&m.vertex).copied(),
+            (None, Some(Some(Region::Loop { body, .. }))) => Some(body.as_slice()),
+            _ => None,
+        };
+        let Some(body) = body else {
+            let why = if left_by_jump(p, cfg, m.vertex) {
+                "the loop is left by a jump (a Goto out of its body, an exit or a return)"
+            } else {
+                "its body is not structured, or a jump enters it"
+            };
             return Err(at_vertex(
                 p,
                 m.vertex,
-                format!(
-                    "{}: cannot be checkpointed: the loop is not structured",
-                    m.text
-                ),
+                format!("{}: cannot be checkpointed: {why}", m.text),
             ));
         };
-        let header = counted(ctx, scope, m.vertex, body).ok_or_else(|| {
+        out.insert(
+            m.vertex,
+            checkpointed_loop(ctx, scope, m, body, states, &optional)?,
+        );
+    }
+    Ok(out)
+}
+
+/// What the code of marked loop `m` (body `body`) needs.
+fn checkpointed_loop(
+    ctx: &InputCtx<'_>,
+    scope: ScopeId,
+    m: &Marked,
+    body: &[Region],
+    states: &FxHashMap<VertexId, Vec<SymbolId>>,
+    optional: &FxHashSet<SymbolId>,
+) -> Result<CheckpointedLoop, TransformError> {
+    let p = ctx.p;
+    let header = counted(ctx, scope, m.vertex, body).ok_or_else(|| {
+        at_vertex(
+            p,
+            m.vertex,
+            format!(
+                "{}: cannot be checkpointed: its trip count is not known when it starts \
+                 (a counted loop `i = e0; i <= e1; i = i + c`, whose bounds and step its \
+                 body does not change, can be)",
+                m.text
+            ),
+        )
+    })?;
+    let VertexKind::ForLoop {
+        init: Some(init),
+        update: Some(update),
+        ..
+    } = p.vertices[m.vertex].kind
+    else {
+        unreachable!("a counted loop has a header");
+    };
+    let mut state = Vec::new();
+    for &s in states.get(&m.vertex).map(Vec::as_slice).unwrap_or(&[]) {
+        let suffix = state_suffix(ctx, s).ok_or_else(|| {
             at_vertex(
                 p,
                 m.vertex,
                 format!(
-                    "{}: cannot be checkpointed: its trip count is not known when it starts \
-                     (a counted loop `i = e0; i <= e1; i = i + c`, whose bounds and step its \
-                     body does not change, can be)",
-                    m.text
+                    "{}: cannot be checkpointed: its state includes `{}`, of type {}, \
+                     which a snapshot cannot hold",
+                    m.text,
+                    p.symbols[s].name(),
+                    p.symbols[s].attrs.get("type").unwrap_or("?")
                 ),
             )
         })?;
-        let VertexKind::ForLoop {
-            init: Some(init),
-            update: Some(update),
-            ..
-        } = p.vertices[m.vertex].kind
-        else {
-            unreachable!("a counted loop has a header");
-        };
-        let mut state = Vec::new();
-        for &s in states.get(&m.vertex).map(Vec::as_slice).unwrap_or(&[]) {
-            let suffix = state_suffix(ctx, s).ok_or_else(|| {
-                at_vertex(
-                    p,
-                    m.vertex,
-                    format!(
-                        "{}: cannot be checkpointed: its state includes `{}`, of type {}, \
-                         which a snapshot cannot hold",
-                        m.text,
-                        p.symbols[s].name(),
-                        p.symbols[s].attrs.get("type").unwrap_or("?")
-                    ),
-                )
-            })?;
-            state.push((whole_variable(p, s), suffix));
-        }
-        out.insert(
-            m.vertex,
-            CheckpointedLoop {
-                header,
-                init,
-                update,
-                snapshots: m.snapshots,
-                line: m.line,
-                state,
-            },
-        );
+        state.push((whole_variable(p, s), suffix, optional.contains(&s)));
     }
-    Ok(out)
+    Ok(CheckpointedLoop {
+        header,
+        init,
+        update,
+        snapshots: m.snapshots,
+        line: m.line,
+        state,
+    })
 }
 
 /// The body of every loop of `regions`, by loop vertex.
@@ -453,7 +488,7 @@ fn counted(
     v: VertexId,
     body: &[Region],
 ) -> Option<ExplicitLoop> {
-    let h = crate::explicit::recognise(ctx, v)?;
+    let h = crate::explicit::recognise_with(ctx, v, true)?;
     let VertexKind::ForLoop {
         condition: Some(cond),
         ..
@@ -466,10 +501,10 @@ fn counted(
     let mut fixed: Vec<SymbolId> = Vec::new();
     if !matches!(op, "less_or_equal" | "greater_or_equal" | "not_equal") {
         fixed.push(ctx.symbol_of(&h.var.graph)?);
-        fixed.extend(crate::explicit::integer_reads(ctx, &h.bound)?);
+        fixed.extend(crate::explicit::symbols_read(ctx, &h.bound));
     }
     if let Some(e) = h.step.expr() {
-        fixed.extend(crate::explicit::integer_reads(ctx, e)?);
+        fixed.extend(crate::explicit::symbols_read(ctx, e));
     }
     if crate::explicit::changes_any(ctx, scope, body, &fixed) {
         return None;
@@ -773,13 +808,7 @@ fn dispatch(
         let mut p: Pending = vec![(branch.clone(), Some(arm.code()))];
         match arm {
             Arm::Store | Arm::Restore => {
-                let store = arm == Arm::Store;
-                let stmts = snapshot_calls(out, temps, cl, store);
-                if !stmts.is_empty() {
-                    let blk = b.block(out, &c.scope_id, stmts);
-                    connect(b, out, &mut p, &blk);
-                    p.push((blk, None));
-                }
+                snapshot_arm(c, b, out, temps, cl, arm == Arm::Store, &mut p)
             }
             Arm::Advance => advance(c, b, out, temps, body, cl, d, &mut p),
             Arm::Tape => {
@@ -803,28 +832,56 @@ fn dispatch(
     pending.push((w, None));
 }
 
-/// The store (or restore, in reverse order) calls of the loop's state.
-fn snapshot_calls(
+/// The store (or restore, in reverse order) calls of the loop's state,
+/// those of optional formals under `if (present(f))`.
+fn snapshot_arm(
+    c: &Ctx<'_>,
+    b: &mut CfgBuilder,
     out: &mut Program,
     temps: &mut dyn Temps,
     cl: &CheckpointedLoop,
     store: bool,
-) -> Vec<StmtId> {
+    p: &mut Pending,
+) {
     let verb = if store { "store" } else { "restore" };
-    let mut refs: Vec<&(VarRef, String)> = cl.state.iter().collect();
+    let mut refs: Vec<&(VarRef, String, bool)> = cl.state.iter().collect();
     if !store {
         refs.reverse();
     }
-    refs.into_iter()
-        .map(|(r, suffix)| {
-            call(
-                out,
-                temps,
-                &format!("oad_revolve_{verb}_{suffix}"),
-                vec![ArgValue::Variable(value_ref(r))],
-            )
-        })
-        .collect()
+    let mut plain: Vec<StmtId> = Vec::new();
+    let flush =
+        |b: &mut CfgBuilder, out: &mut Program, plain: &mut Vec<StmtId>, p: &mut Pending| {
+            if !plain.is_empty() {
+                let blk = b.block(out, &c.scope_id, std::mem::take(plain));
+                connect(b, out, p, &blk);
+                p.push((blk, None));
+            }
+        };
+    for (r, suffix, optional) in refs {
+        let stmt = call(
+            out,
+            temps,
+            &format!("oad_revolve_{verb}_{suffix}"),
+            vec![ArgValue::Variable(value_ref(r))],
+        );
+        if !optional {
+            plain.push(stmt);
+            continue;
+        }
+        flush(b, out, &mut plain, p);
+        let mut cond = ExprBuilder::new();
+        let arg = cond.reference(&value_ref(r));
+        cond.intrinsic("present", &[arg]);
+        let branch = b.vertex(out, Attrs::new(), VertexKind::Branch(Some(cond.finish())));
+        connect(b, out, p, &branch);
+        let blk = b.block(out, &c.scope_id, vec![stmt]);
+        b.edge(out, &branch, &blk, Some(1));
+        let end = b.vertex(out, Attrs::new(), VertexKind::EndBranch);
+        b.edge(out, &blk, &end, None);
+        b.edge(out, &branch, &end, None);
+        p.push((end, None));
+    }
+    flush(b, out, &mut plain, p);
 }
 
 /// `do k = 1, count`: the plain body and the loop's update.

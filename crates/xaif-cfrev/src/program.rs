@@ -322,13 +322,6 @@ fn checkpointed_loops(
     if options.checkpoint_loops.is_empty() {
         return Ok(Default::default());
     }
-    if options.force_enumeration {
-        return Err(TransformError::Input(
-            "--checkpoint-loop needs structured reversal: it cannot be combined with \
-             --enumerate-blocks"
-                .into(),
-        ));
-    }
     let marked = crate::checkpoint::resolve(p, &options.checkpoint_loops, options.decoration)?;
     let opaque = p.stmts.iter().any(|(_, s)| {
         matches!(s.kind, StmtKind::Marker)
@@ -458,11 +451,13 @@ impl Job<'_, '_> {
             Some(marked) => Some(crate::checkpoint::Checkpoints {
                 loops: crate::checkpoint::plan(
                     ctx,
+                    rid,
                     cfg,
                     scope,
                     regions.as_deref(),
                     marked,
                     self.states,
+                    self.left_out,
                 )?,
                 plain: &blocks,
             }),

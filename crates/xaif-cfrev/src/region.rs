@@ -75,6 +75,59 @@ pub fn parse(p: &Program, cfg: CfgId) -> Option<Vec<Region>> {
     Some(regions)
 }
 
+/// The loop at loop vertex `v` as a [`Region::Loop`], when its body is
+/// structured and entered and left only through `v` (the rest of the graph
+/// may be unstructured): what a checkpointed loop of a routine reversed by
+/// block enumeration is reversed as, one unit.
+pub fn parse_loop(p: &Program, cfg: CfgId, v: VertexId) -> Option<Region> {
+    let g = CfgGraph::new(p, cfg);
+    let mut parser = Parser {
+        p,
+        g,
+        visited: FxHashSet::default(),
+    };
+    let edges = parser.g.successors(v).to_vec();
+    let [a, b] = edges.as_slice() else {
+        return None;
+    };
+    let is_body = |e: EdgeId| p.edges[e].condition_value() == Some(1);
+    let ((body_edge, body_start), (exit_edge, _)) = match (is_body(a.0), is_body(b.0)) {
+        (true, false) => (*a, *b),
+        (false, true) => (*b, *a),
+        _ => return None,
+    };
+    parser.visited.insert(v);
+    let (body, end) = parser.sequence(body_start)?;
+    if !matches!(parser.kind(end), VertexKind::EndLoop) || parser.single(end) != Some(v) {
+        return None;
+    }
+    parser.visited.insert(end);
+    // Entered only from the loop vertex, left only back to it.
+    let inside = |x: VertexId| x != v && parser.visited.contains(&x);
+    for &x in parser.visited.iter().filter(|&&x| x != v) {
+        let from_outside = parser
+            .g
+            .predecessors(x)
+            .iter()
+            .any(|(_, s)| !inside(*s) && !(*s == v && x == body_start));
+        let to_outside = parser
+            .g
+            .successors(x)
+            .iter()
+            .any(|(_, t)| !inside(*t) && !(x == end && *t == v));
+        if from_outside || to_outside {
+            return None;
+        }
+    }
+    Some(Region::Loop {
+        vertex: v,
+        body_edge,
+        body,
+        end,
+        exit_edge,
+    })
+}
+
 impl Parser<'_> {
     fn kind(&self, v: VertexId) -> &VertexKind {
         &self.p.vertices[v].kind

@@ -1026,6 +1026,58 @@ pub fn reverse(r: &Reversal<'_>, out: &mut Program, temps: &mut dyn Temps) -> Re
     }
 }
 
+/// A checkpointed loop of a routine reversed by block enumeration: the
+/// loop, its body structured, is one unit of the enumeration.
+struct Unit<'c> {
+    region: Region,
+    cl: &'c CheckpointedLoop,
+    /// The loop's vertices but the loop vertex (its body and `EndLoop`).
+    inside: rustc_hash::FxHashSet<VertexId>,
+    /// The unit's first and last vertex in the taping CFG.
+    entry: String,
+    exit: String,
+}
+
+/// The checkpointed loops of `cfg` as units (their entries and exits not
+/// yet made).
+fn units<'c>(c: &Ctx<'c>, cfg: CfgId) -> FxHashMap<VertexId, Unit<'c>> {
+    let mut out = FxHashMap::default();
+    let Some(checkpoints) = c.checkpoints else {
+        return out;
+    };
+    for (&v, cl) in &checkpoints.loops {
+        let Some(region) = crate::region::parse_loop(c.original, cfg, v) else {
+            continue;
+        };
+        let mut inside = rustc_hash::FxHashSet::default();
+        if let Region::Loop { body, end, .. } = &region {
+            inside.insert(*end);
+            walk(body, false, |e| match e {
+                Event::Block(x) | Event::Pass(x) => {
+                    inside.insert(x);
+                }
+                Event::BranchStart(Region::Branch { vertex, end, .. })
+                | Event::LoopStart(Region::Loop { vertex, end, .. }) => {
+                    inside.insert(*vertex);
+                    inside.insert(*end);
+                }
+                _ => {}
+            });
+        }
+        out.insert(
+            v,
+            Unit {
+                region,
+                cl,
+                inside,
+                entry: String::new(),
+                exit: String::new(),
+            },
+        );
+    }
+    out
+}
+
 /// Block enumeration for unstructured graphs.
 fn enumerate(
     c: &Ctx<'_>,
@@ -1034,13 +1086,71 @@ fn enumerate(
     cfg: CfgId,
     temps: &mut dyn Temps,
 ) -> Reversed {
-    let original = c.original;
-    let g = CfgGraph::new(original, cfg);
-    let mut numbers: Vec<(VertexId, i64)> = Vec::new();
+    let g = CfgGraph::new(c.original, cfg);
+    let mut units = units(c, cfg);
     // Taping: the original graph, each block with adjoint work pushing its
     // number at its end, and 0 pushed after the entry.
     let mut tb = CfgBuilder::new(out, routine, "_aug_");
+    let numbers = enumerated_vertices(c, &g, &mut tb, out, temps, &mut units);
+    enumerated_edges(c, &g, &mut tb, out, temps, &units);
+    let adjoint = enumerated_adjoint(c, out, routine, temps, &numbers, &units);
+    Reversed {
+        taping: tb.cfg,
+        adjoint,
+        structured: false,
+    }
+}
+
+/// The taping CFG's vertices: each block's taping code, with the push of
+/// its number when its adjoint does anything; a checkpointed loop's taping
+/// sweep and the push of its number. Returns the numbers.
+fn enumerated_vertices(
+    c: &Ctx<'_>,
+    g: &CfgGraph,
+    tb: &mut CfgBuilder,
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    units: &mut FxHashMap<VertexId, Unit<'_>>,
+) -> Vec<(VertexId, i64)> {
+    let original = c.original;
+    let mut numbers: Vec<(VertexId, i64)> = Vec::new();
+    let push_number = |out: &mut Program, temps: &mut dyn Temps, n: i64| {
+        tape_call(
+            out,
+            temps,
+            "push_i_s0",
+            ArgValue::Constant(
+                Attrs::new()
+                    .with("vertex_id", "1")
+                    .with("type", "integer")
+                    .with("value", n.to_string()),
+            ),
+        )
+    };
     for &v in &g.vertices {
+        if units.values().any(|u| u.inside.contains(&v)) {
+            continue;
+        }
+        if let Some(unit) = units.get_mut(&v) {
+            let n = numbers.len() as i64 + 1;
+            numbers.push((v, n));
+            unit.entry = tb.block(out, &c.scope_id, Vec::new());
+            let mut pending = vec![(unit.entry.clone(), None)];
+            let cu = c.fresh_copy();
+            crate::checkpoint::taping_sweep(
+                &cu,
+                tb,
+                out,
+                temps,
+                &unit.region,
+                unit.cl,
+                &mut pending,
+            );
+            let push = push_number(out, temps, n);
+            unit.exit = tb.block(out, &c.scope_id, vec![push]);
+            connect(tb, out, &mut pending, &unit.exit);
+            continue;
+        }
         let vertex = &original.vertices[v];
         let kind = match &vertex.kind {
             VertexKind::BasicBlock(_) => {
@@ -1049,24 +1159,28 @@ fn enumerate(
                 if !code.adjoint.is_empty() {
                     let n = numbers.len() as i64 + 1;
                     numbers.push((v, n));
-                    stmts.push(tape_call(
-                        out,
-                        temps,
-                        "push_i_s0",
-                        ArgValue::Constant(
-                            Attrs::new()
-                                .with("vertex_id", "1")
-                                .with("type", "integer")
-                                .with("value", n.to_string()),
-                        ),
-                    ));
+                    stmts.push(push_number(out, temps, n));
                 }
                 VertexKind::BasicBlock(stmts)
             }
             k => k.clone(),
         };
-        copy_vertex(c, &mut tb, out, v, kind);
+        copy_vertex(c, tb, out, v, kind);
     }
+    numbers
+}
+
+/// The taping CFG's edges: the original ones, 0 pushed after the entry, a
+/// checkpointed loop entered at its unit's entry and left from its exit.
+fn enumerated_edges(
+    c: &Ctx<'_>,
+    g: &CfgGraph,
+    tb: &mut CfgBuilder,
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    units: &FxHashMap<VertexId, Unit<'_>>,
+) {
+    let original = c.original;
     let entry = g.entry.map(|e| {
         original.vertices[e]
             .attrs
@@ -1086,19 +1200,31 @@ fn enumerate(
         ),
     );
     let start = tb.block(out, &c.scope_id, vec![zero]);
+    let id = |v: VertexId| {
+        original.vertices[v]
+            .attrs
+            .get("vertex_id")
+            .unwrap_or("1")
+            .to_string()
+    };
     for &v in &g.vertices {
+        if units.values().any(|u| u.inside.contains(&v)) {
+            continue;
+        }
         for (e, t) in g.successors(v) {
-            let s_id = original.vertices[v]
-                .attrs
-                .get("vertex_id")
-                .unwrap_or("1")
-                .to_string();
-            let t_id = original.vertices[*t]
-                .attrs
-                .get("vertex_id")
-                .unwrap_or("1")
-                .to_string();
-            let value = original.edges[*e].condition_value();
+            let (s_id, mut value) = (id(v), original.edges[*e].condition_value());
+            let s_id = match units.get(&v) {
+                Some(u) if u.inside.contains(t) => continue,
+                Some(u) => {
+                    value = None;
+                    u.exit.clone()
+                }
+                None => s_id,
+            };
+            let t_id = match units.get(t) {
+                Some(u) => u.entry.clone(),
+                None => id(*t),
+            };
             if Some(&s_id) == entry.as_ref() {
                 tb.edge(out, &s_id, &start, value);
                 tb.edge(out, &start, &t_id, None);
@@ -1107,7 +1233,19 @@ fn enumerate(
             }
         }
     }
-    // Adjoint: pop; while (popped /= 0) { dispatch; pop }.
+}
+
+/// The adjoint CFG of block enumeration: pop; while (popped /= 0) {
+/// dispatch to the adjoint of that block or checkpointed loop; pop }.
+fn enumerated_adjoint(
+    c: &Ctx<'_>,
+    out: &mut Program,
+    routine: RoutineId,
+    temps: &mut dyn Temps,
+    numbers: &[(VertexId, i64)],
+    units: &FxHashMap<VertexId, Unit<'_>>,
+) -> CfgId {
+    let original = c.original;
     let mut ab = CfgBuilder::new(out, routine, "_adj_v_");
     let which = temps.integer(out);
     let entry_v = ab.vertex(out, Attrs::new(), VertexKind::Entry);
@@ -1130,7 +1268,22 @@ fn enumerate(
     let branch = ab.vertex(out, Attrs::new(), VertexKind::Branch(Some(sel.finish())));
     ab.edge(out, &while_v, &branch, Some(1));
     let end_branch = ab.vertex(out, Attrs::new(), VertexKind::EndBranch);
-    for (v, n) in &numbers {
+    for (v, n) in numbers {
+        if let Some(u) = units.get(v) {
+            let mut pending = vec![(branch.clone(), Some(*n))];
+            let cu = c.fresh_copy();
+            crate::checkpoint::adjoint_sweep(
+                &cu,
+                &mut ab,
+                out,
+                temps,
+                &u.region,
+                u.cl,
+                &mut pending,
+            );
+            connect(&mut ab, out, &mut pending, &end_branch);
+            continue;
+        }
         let stmts = c.code.get(v).map(|x| x.adjoint.clone()).unwrap_or_default();
         let mut attrs = original.vertices[*v].attrs.clone();
         let id = format!("_adj_{}", attrs.get("vertex_id").unwrap_or("1"));
@@ -1147,9 +1300,5 @@ fn enumerate(
     ab.edge(out, &end_loop, &while_v, None);
     let exit_v = ab.vertex(out, Attrs::new(), VertexKind::Exit);
     ab.edge(out, &while_v, &exit_v, None);
-    Reversed {
-        taping: tb.cfg,
-        adjoint: ab.cfg,
-        structured: false,
-    }
+    ab.cfg
 }
