@@ -166,21 +166,44 @@ fn loop_reads(
         Some((s, nodes))
     });
     match body {
-        Some((s, mut nodes)) => {
+        Some((s, nodes)) => {
             let mut read = s.req;
+            for n in nodes {
+                read.union_with(&test_reads(facts, r, n));
+            }
             // The loop's own test.
-            nodes.extend(
-                fg.nodes
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| n.vertex == v && n.role == NodeRole::Vertex)
-                    .map(|(i, _)| i as u32),
-            );
-            read.union_with(&condition_reads_of_nodes(facts, r, &nodes));
+            let own: Vec<u32> = fg
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| n.vertex == v && n.role == NodeRole::Vertex)
+                .map(|(i, _)| i as u32)
+                .collect();
+            read.union_with(&condition_reads_of_nodes(facts, r, &own));
             read
         }
         None => all_reads_of(facts, r),
     }
+}
+
+/// What the condition of flow node `n` of routine `r` reads before the
+/// code around it writes it: all of it, but the variable of a `ForLoop`,
+/// which its initialization (run just before the first test) definitely
+/// writes.
+fn test_reads(facts: &ProgramFacts, r: RoutineId, n: u32) -> LocSet {
+    let mut read = condition_reads_of_nodes(facts, r, &[n]);
+    let node = &facts.flows[&r].nodes[n as usize];
+    if let xaif_model::VertexKind::ForLoop {
+        init: Some(init), ..
+    } = &facts.program.vertices[node.vertex].kind
+    {
+        let e = facts.effect(r, *init);
+        if e.must {
+            let written: LocSet = e.writes.iter().copied().collect();
+            read.difference_with(&written);
+        }
+    }
+    read
 }
 
 /// Every slot routine `r` and its callees may read (the fallback).
