@@ -2132,7 +2132,7 @@ impl<'p> Machine<'p> {
         let count_place = self.arg_place(args, 1, op)?;
         let reply = self
             .loops
-            .next()
+            .next_action()
             .map_err(|e| err(ErrorKind::Checkpointing(e.to_string())))?;
         for _ in 0..reply.dropped {
             if let Some(frame) = self.snapshots.pop() {
@@ -2216,7 +2216,7 @@ impl<'p> Machine<'p> {
             "a snapshot of a checkpointed loop".to_string()
         })?;
         let base = match self.loops.current() {
-            Some(tag) if self.snapshots.len() > 0 => tag.base,
+            Some(tag) if !self.snapshots.is_empty() => tag.base,
             _ => {
                 return Err(err(ErrorKind::Checkpointing(
                     "a snapshot store outside a store action".into(),

@@ -177,7 +177,7 @@ impl<T> Runtime<T> {
     /// The next action of the running instance. Its taping sweep ends
     /// (pauses) after its one taped step; its adjoint sweep ends when every
     /// step is reversed, which finishes it.
-    pub fn next(&mut self) -> Result<Reply<T>, RuntimeError> {
+    pub fn next_action(&mut self) -> Result<Reply<T>, RuntimeError> {
         let inst = self.running.last_mut().ok_or(RuntimeError::NotRunning)?;
         let done = Reply {
             action: Action::Done,

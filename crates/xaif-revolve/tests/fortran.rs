@@ -29,7 +29,7 @@ impl Expected {
     fn sweep(&mut self, prefix: &str) -> Vec<(i64, i64)> {
         let mut seen = Vec::new();
         loop {
-            let r = self.rt.next().expect("a running loop");
+            let r = self.rt.next_action().expect("a running loop");
             self.out.push(format!("{prefix}{} {}", r.code, r.count));
             seen.push((r.code, r.count));
             if let Some(f) = r.finished {
@@ -54,7 +54,7 @@ impl Expected {
     fn nested(&mut self) {
         self.rt.begin(4, 2, 1).unwrap();
         loop {
-            let r = self.rt.next().unwrap();
+            let r = self.rt.next_action().unwrap();
             self.out.push(format!("outer {} {}", r.code, r.count));
             if r.code == DONE {
                 break;
@@ -66,7 +66,7 @@ impl Expected {
         }
         self.rt.resume().unwrap();
         loop {
-            let r = self.rt.next().unwrap();
+            let r = self.rt.next_action().unwrap();
             self.out.push(format!("outer {} {}", r.code, r.count));
             match r.code {
                 DONE => break,

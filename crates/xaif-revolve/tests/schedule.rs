@@ -103,11 +103,11 @@ fn the_closed_form_solves_the_recursion() {
                 .unwrap();
         }
     }
-    for l in 1..=L {
-        for s in 1..=S {
+    for (l, row) in t.iter().enumerate().skip(1) {
+        for (s, &dp) in row.iter().enumerate().skip(1) {
             let r = xaif_revolve::repetitions(l as u64, s as u64);
             let closed = min_forward_steps(l as u64, s as u64);
-            assert_eq!(closed, t[l][s], "l={l} s={s}");
+            assert_eq!(closed, dp, "l={l} s={s}");
             if l > 1 {
                 assert_eq!(
                     closed,
@@ -139,7 +139,7 @@ fn large_schedules_hold_at_most_s_snapshots() {
 fn sweep(rt: &mut Runtime<&'static str>) -> Vec<(i64, i64)> {
     let mut out = Vec::new();
     loop {
-        let r = rt.next().unwrap();
+        let r = rt.next_action().unwrap();
         out.push((r.code, r.count));
         if r.code == DONE {
             return out;
@@ -153,20 +153,20 @@ fn an_inner_instance_runs_and_pauses_inside_an_outer_step() {
     rt.begin(2, 2, "outer").unwrap();
     // Outer taping sweep: store 0, advance 1, tape step 1 (then the inner
     // loop's taping sweep runs inside that step), pause.
-    assert_eq!(rt.next().unwrap().code, STORE);
-    assert_eq!(rt.next().unwrap().code, ADVANCE);
-    assert_eq!(rt.next().unwrap().code, TAPE);
+    assert_eq!(rt.next_action().unwrap().code, STORE);
+    assert_eq!(rt.next_action().unwrap().code, ADVANCE);
+    assert_eq!(rt.next_action().unwrap().code, TAPE);
     rt.begin(3, 1, "inner").unwrap();
     assert_eq!(
         sweep(&mut rt),
         vec![(STORE, 0), (ADVANCE, 2), (TAPE, 2), (DONE, 0)]
     );
-    assert_eq!(rt.next().unwrap().code, DONE);
+    assert_eq!(rt.next_action().unwrap().code, DONE);
     assert_eq!(rt.len(), 2);
     // Adjoint sweep of the outer loop: its first action reverses step 1,
     // which reverses the inner loop.
     assert_eq!(*rt.resume().unwrap(), "outer");
-    assert_eq!(rt.next().unwrap().code, ADJOINT);
+    assert_eq!(rt.next_action().unwrap().code, ADJOINT);
     assert_eq!(*rt.resume().unwrap(), "inner");
     let inner: Vec<_> = sweep(&mut rt);
     assert_eq!(
@@ -192,13 +192,13 @@ fn an_inner_instance_runs_and_pauses_inside_an_outer_step() {
 #[test]
 fn misuse_is_an_error() {
     let mut rt: Runtime<()> = Runtime::new();
-    assert!(rt.next().is_err());
+    assert!(rt.next_action().is_err());
     assert!(rt.resume().is_err());
     assert!(rt.begin(3, 0, ()).is_err());
     rt.begin(0, 1, ()).unwrap();
-    assert_eq!(rt.next().unwrap().code, DONE);
+    assert_eq!(rt.next_action().unwrap().code, DONE);
     rt.resume().unwrap();
-    let r = rt.next().unwrap();
+    let r = rt.next_action().unwrap();
     assert_eq!(r.code, DONE);
     assert_eq!(r.finished.unwrap().steps, 0);
     assert!(rt.is_empty());

@@ -764,33 +764,7 @@ impl Checker {
         }
 
         // Adjoint, split and joint.
-        let default_adjoint = wanted("split adjoint") || wanted("joint adjoint");
-        let mut adjoints: Vec<(Mode, Jacobian)> = Vec::new();
-        if default_adjoint {
-            if let Some(text) = self.adjoint_text(
-                &mut runs,
-                "adjoint",
-                &program,
-                &AdjointOptions::default(),
-                full,
-            ) {
-                for (mode, name) in [
-                    (Mode::Split, "split adjoint"),
-                    (Mode::Joint, "joint adjoint"),
-                ] {
-                    if !wanted(name) {
-                        continue;
-                    }
-                    if let Some(j) = runs.run_output(name, &text, mode) {
-                        runs.compare_adjoint(name, &jt, &j, seed);
-                        adjoints.push((mode, j));
-                    }
-                }
-                if full {
-                    runs.outcome.outputs.push(("adjoint".into(), text));
-                }
-            }
-        }
+        let adjoints = self.default_adjoints(&mut runs, &program, &jt, seed, only);
         if self.checkpoint_loops {
             if wanted(CHECKPOINTED) {
                 crate::loops::check_checkpointed(self, &mut runs, &program, &adjoints, full);
@@ -800,14 +774,70 @@ impl Checker {
         if !self.with_variants && full {
             return runs.outcome;
         }
+        self.check_variants(&mut runs, &program, &jt, dead, seed, only);
+        runs.outcome
+    }
+
+    /// The default adjoint in split and joint mode against the tangent
+    /// `jt` (dot products); the Jacobians of the modes that ran.
+    fn default_adjoints(
+        &self,
+        runs: &mut Runs<'_>,
+        program: &Program,
+        jt: &Jacobian,
+        seed: u64,
+        only: Option<&str>,
+    ) -> Vec<(Mode, Jacobian)> {
+        let full = only.is_none();
+        let wanted = |name: &str| only.is_none_or(|o| o.starts_with(name));
+        let mut adjoints = Vec::new();
+        if !(wanted("split adjoint") || wanted("joint adjoint")) {
+            return adjoints;
+        }
+        let Some(text) =
+            self.adjoint_text(runs, "adjoint", program, &AdjointOptions::default(), full)
+        else {
+            return adjoints;
+        };
+        for (mode, name) in [
+            (Mode::Split, "split adjoint"),
+            (Mode::Joint, "joint adjoint"),
+        ] {
+            if !wanted(name) {
+                continue;
+            }
+            if let Some(j) = runs.run_output(name, &text, mode) {
+                runs.compare_adjoint(name, jt, &j, seed);
+                adjoints.push((mode, j));
+            }
+        }
+        if full {
+            runs.outcome.outputs.push(("adjoint".into(), text));
+        }
+        adjoints
+    }
+
+    /// Every flag and strategy variant ([`variants`]) against the default
+    /// tangent `jt`.
+    fn check_variants(
+        &self,
+        runs: &mut Runs<'_>,
+        program: &Program,
+        jt: &Jacobian,
+        dead: &[String],
+        seed: u64,
+        only: Option<&str>,
+    ) {
+        let full = only.is_none();
+        let wanted = |name: &str| only.is_none_or(|o| o.starts_with(name));
         for v in variants(dead) {
             if !wanted(&v.name) {
                 continue;
             }
             if let Some(o) = &v.tangent {
-                if let Some(text) = self.tangent_text(&mut runs, &v.name, &program, o, false) {
+                if let Some(text) = self.tangent_text(runs, &v.name, program, o, false) {
                     if let Some(j) = runs.run_output(&v.name, &text, Mode::Tangent) {
-                        runs.compare(&v.name, &jt, &j);
+                        runs.compare(&v.name, jt, &j);
                     }
                     if full && v.name.ends_with("-H") {
                         runs.outcome.outputs.push((v.name.clone(), text));
@@ -815,20 +845,19 @@ impl Checker {
                 }
             }
             if let Some(o) = &v.adjoint {
-                if let Some(text) = self.adjoint_text(&mut runs, &v.name, &program, o, false) {
+                if let Some(text) = self.adjoint_text(runs, &v.name, program, o, false) {
                     for (mode, m) in [(Mode::Split, "split"), (Mode::Joint, "joint")] {
                         let what = format!("{} ({m})", v.name);
                         if !wanted(&what) {
                             continue;
                         }
                         if let Some(j) = runs.run_output(&what, &text, mode) {
-                            runs.compare_adjoint(&what, &jt, &j, seed);
+                            runs.compare_adjoint(&what, jt, &j, seed);
                         }
                     }
                 }
             }
         }
-        runs.outcome
     }
 
     /// The tangent against divided differences at step `h`; an entry
