@@ -290,3 +290,68 @@ fn a_thousand_steps_tape_one_step_and_hold_at_most_s_states() {
     assert!(r.peak_snapshot_elements <= 10 * 17, "{r:?}");
     assert_eq!(o.stats.peak_snapshot_elements, r.peak_snapshot_elements);
 }
+
+#[test]
+fn instance_records_stop_at_their_limit_and_the_counter_counts_on() {
+    // An inner loop of no iterations, marked, in an outer loop of
+    // 60,001 taped iterations: one instance per outer iteration, for each
+    // of the two dependents.
+    let path = xaif_testkit::repo_root().join("fixtures/checkpoint/two_level.xaif");
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = text
+        .replacen(
+            r#"type="integer" value="12""#,
+            r#"type="integer" value="60001""#,
+            1,
+        )
+        .replacen(
+            r#"type="integer" value="9""#,
+            r#"type="integer" value="0""#,
+            1,
+        );
+    let (p, source) = xaif_model::read_program_str(&text, None).unwrap();
+    xaif_model::validate_program(&p, &source).unwrap();
+    let out = adjoint_text(&p, vec![mark("head", 12, 1)]);
+    let o = run(&out, 2, 2, Mode::Split);
+    assert_eq!(o.stats.checkpointed_instances, 120_002);
+    assert_eq!(
+        o.stats.checkpointed_loops.len(),
+        xaif_interp::exec::MAX_LOOP_RECORDS
+    );
+}
+
+#[test]
+fn snapshots_count_against_the_element_limit() {
+    let (p, _) = fixture("timestep.xaif");
+    // Two snapshots fit, ten do not.
+    let two = adjoint_text(&p, vec![mark("head", 10, 2)]);
+    let ten = adjoint_text(&p, vec![mark("head", 10, 10)]);
+    let peak = run(&two, 2, 1, Mode::Split).stats.peak_elements;
+    let (q, source) = xaif_model::read_program_str(&ten, None).unwrap();
+    let prog = xaif_interp::compile(&q, &source);
+    let mut h = Harness::new(&prog, HarnessSpec::generic(2, 1));
+    h.limits = xaif_interp::Limits::with_steps(200_000_000);
+    h.limits.elements = peak as usize;
+    let e = h.run(Mode::Split).unwrap_err().to_string();
+    assert!(e.contains("a snapshot of a checkpointed loop needs"), "{e}");
+}
+
+#[test]
+fn more_marks_than_the_limit_are_refused() {
+    let (p, _) = fixture("hard_cases.xaif");
+    let marks = (0..=xaif_cfrev::checkpoint::MAX_MARKED_LOOPS)
+        .map(|k| mark("after", 20 + k as i64, 1))
+        .collect();
+    let options = AdjointOptions {
+        checkpoint_loops: marks,
+        ..AdjointOptions::default()
+    };
+    let e = adjoint(&p, xaif_linearize::builtin(), None, &options)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("257 loops marked with --checkpoint-loop: at most 256"),
+        "{e}"
+    );
+}

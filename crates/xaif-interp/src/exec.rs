@@ -126,6 +126,9 @@ pub struct Stats {
     /// Steps of checkpointed loops run without taping (advances), over
     /// every instance.
     pub checkpointed_forward_steps: u64,
+    /// Reversed instances of checkpointed loops (all of them, also beyond
+    /// the records kept).
+    pub checkpointed_instances: u64,
     /// One record per reversed instance of a checkpointed loop, in the
     /// order they finished (reported by `xaifb run --stats-json` at the top
     /// level, beside these counters).
@@ -2192,6 +2195,7 @@ impl<'p> Machine<'p> {
     /// Keeps the record of a finished checkpointed loop (at most
     /// [`MAX_LOOP_RECORDS`]; the counters count every instance).
     fn record_loop(&mut self, f: xaif_revolve::Finished<LoopTag>) {
+        self.stats.checkpointed_instances += 1;
         if self.stats.checkpointed_loops.len() >= MAX_LOOP_RECORDS {
             return;
         }
