@@ -355,3 +355,34 @@ fn more_marks_than_the_limit_are_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn checkpointed_outputs_validate_against_the_output_schema() {
+    let Some(shared) = xaif_testkit::shared_dir() else {
+        return;
+    };
+    if !xaif_testkit::have_xmllint() {
+        return;
+    }
+    let dir = xaif_testkit::Scratch::new("xaifb-ckpt-xsd", "fixtures");
+    let cases: Vec<(&str, Vec<LoopMark>)> = vec![
+        (
+            "hard_cases.xaif",
+            HARD.iter().map(|(r, l)| mark(r, *l, 2)).collect(),
+        ),
+        (
+            "two_level.xaif",
+            vec![mark("head", 10, 3), mark("head", 12, 2)],
+        ),
+        ("timestep.xaif", vec![mark("head", 10, 5)]),
+    ];
+    let mut files = Vec::new();
+    for (name, marks) in cases {
+        let (p, _) = fixture(name);
+        let path = dir.join(name);
+        std::fs::write(&path, adjoint_text(&p, marks)).unwrap();
+        files.push(path);
+    }
+    let valid = xaif_testkit::xmllint_valid(&shared.join("xaif/schema/xaif_output.xsd"), &files);
+    assert_eq!(valid.len(), files.len(), "valid: {valid:?}");
+}
