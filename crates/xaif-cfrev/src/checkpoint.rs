@@ -812,10 +812,9 @@ fn dispatch(
             }
             Arm::Advance => advance(c, b, out, temps, body, cl, d, &mut p),
             Arm::Tape => {
-                taping_seq(&c.fresh_copy(), b, out, temps, body, &mut p);
-                let upd = b.block(out, &c.scope_id, vec![cl.update]);
-                connect(b, out, &mut p, &upd);
-                p.push((upd, None));
+                let copy = c.fresh_copy();
+                taping_seq(&copy, b, out, temps, body, &mut p);
+                update_block(&copy, b, out, cl, &mut p);
             }
             Arm::Adjoint => adjoint_seq(c, b, out, temps, body, &mut p),
         }
@@ -910,13 +909,32 @@ fn advance(
     );
     connect(b, out, p, &for_loop);
     let mut inner: Pending = vec![(for_loop.clone(), Some(1))];
-    plain_seq(&c.fresh_copy(), b, out, body, &mut inner);
-    let upd = b.block(out, &c.scope_id, vec![cl.update]);
-    connect(b, out, &mut inner, &upd);
+    let copy = c.fresh_copy();
+    plain_seq(&copy, b, out, body, &mut inner);
+    update_block(&copy, b, out, cl, &mut inner);
     let end = b.vertex(out, Attrs::new(), VertexKind::EndLoop);
-    b.edge(out, &upd, &end, None);
+    connect(b, out, &mut inner, &end);
     b.edge(out, &end, &for_loop, None);
     p.push((for_loop, None));
+}
+
+/// A block with the loop's update (in copy `c`'s own statement), after
+/// the dangling edges `p`, which end holding its exit.
+fn update_block(
+    c: &Ctx<'_>,
+    b: &mut CfgBuilder,
+    out: &mut Program,
+    cl: &CheckpointedLoop,
+    p: &mut Pending,
+) {
+    let VertexKind::BasicBlock(stmts) =
+        c.own_statements(out, VertexKind::BasicBlock(vec![cl.update]))
+    else {
+        unreachable!("a block stays a block")
+    };
+    let upd = b.block(out, &c.scope_id, stmts);
+    connect(b, out, p, &upd);
+    p.push((upd, None));
 }
 
 /// A copy of `regions` as plain code (placeholder 1's statements: the

@@ -193,6 +193,39 @@ impl Ctx<'_> {
         }
     }
 
+    /// `kind` with statements of its own in a copy (statement ids with
+    /// the copy's prefix appended), so that a checkpointed loop's body,
+    /// which appears several times in one CFG, never repeats a statement
+    /// id there; the kind itself outside copies.
+    pub(crate) fn own_statements(&self, out: &mut Program, kind: VertexKind) -> VertexKind {
+        if self.prefix.is_empty() {
+            return kind;
+        }
+        let mut renamed = |s: StmtId| -> StmtId {
+            let mut stmt = out.stmts[s].clone();
+            if let Some(id) = stmt.attrs.get("statement_id") {
+                let id = format!("{id}{}", self.prefix);
+                stmt.attrs.set("statement_id", &id);
+            }
+            out.stmts.alloc(stmt)
+        };
+        match kind {
+            VertexKind::BasicBlock(stmts) => {
+                VertexKind::BasicBlock(stmts.into_iter().map(&mut renamed).collect())
+            }
+            VertexKind::ForLoop {
+                init,
+                condition,
+                update,
+            } => VertexKind::ForLoop {
+                init: init.map(&mut renamed),
+                condition,
+                update: update.map(&mut renamed),
+            },
+            k => k,
+        }
+    }
+
     /// The `vertex_id` of the copy of `v`: the original one with the
     /// copy's prefix.
     pub(crate) fn vertex_id(&self, v: VertexId) -> String {
@@ -323,6 +356,7 @@ pub(crate) fn copy_vertex(
 ) -> String {
     let attrs = c.original.vertices[v].attrs.clone();
     let id = c.vertex_id(v);
+    let kind = c.own_statements(out, kind);
     b.vertex_with_id(out, &id, attrs, kind)
 }
 

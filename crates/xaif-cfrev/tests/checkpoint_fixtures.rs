@@ -386,3 +386,38 @@ fn checkpointed_outputs_validate_against_the_output_schema() {
     let valid = xaif_testkit::xmllint_valid(&shared.join("xaif/schema/xaif_output.xsd"), &files);
     assert_eq!(valid.len(), files.len(), "valid: {valid:?}");
 }
+
+#[test]
+fn no_statement_id_repeats_within_a_placeholder() {
+    let (p, _) = fixture("two_level.xaif");
+    let text = adjoint_text(&p, vec![mark("head", 10, 3), mark("head", 12, 2)]);
+    let (q, _) = xaif_model::read_program_str(&text, None).unwrap();
+    let mut checked = 0;
+    for (_, r) in q.routines.iter() {
+        let RoutineBody::Replacements(list) = &r.body else {
+            continue;
+        };
+        for rep in list {
+            let mut seen = std::collections::BTreeSet::new();
+            for v in q.cfgs[rep.cfg].vertex_ids() {
+                let stmts: Vec<xaif_model::StmtId> = match &q.vertices[v].kind {
+                    VertexKind::BasicBlock(s) => s.clone(),
+                    VertexKind::ForLoop { init, update, .. } => {
+                        init.iter().chain(update).copied().collect()
+                    }
+                    _ => Vec::new(),
+                };
+                for s in stmts {
+                    let stmt = &q.stmts[s];
+                    if matches!(stmt.kind, xaif_model::StmtKind::InlinableCall(_)) {
+                        continue;
+                    }
+                    let id = stmt.attrs.get("statement_id").unwrap().to_string();
+                    assert!(seen.insert(id.clone()), "statement {id} repeated");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 50);
+}
