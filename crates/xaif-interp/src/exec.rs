@@ -4,8 +4,10 @@
 //! compiles it: Fortran argument passing by reference, DO-loop trip counts
 //! fixed on entry, active values with derivative parts, derivative
 //! propagators, the inlinable calls of tangent and adjoint code, global LIFO
-//! tapes, per-routine argument checkpoint stacks, and the mode-flag state
-//! machines of the split and joint subroutine templates.
+//! tapes, per-routine argument checkpoint stacks, the mode-flag state
+//! machines of the split and joint subroutine templates, and the run-time
+//! calls of checkpointed loops (`oad_revolve_*`, scheduled by
+//! `xaif-revolve`, with their snapshots: `docs/checkpointing.md`).
 
 use std::rc::Rc;
 use std::time::Instant;
