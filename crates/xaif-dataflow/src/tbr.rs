@@ -826,6 +826,17 @@ fn written_later(
     )
 }
 
+/// What may be written after each flow node and statement of every
+/// analysed routine until the adjoint sweep starts (split reversal, over
+/// all calling contexts), with the routines' may-write summaries it needs.
+pub(crate) fn written_later_records(
+    facts: &ProgramFacts,
+    solver: Solver,
+) -> FxHashMap<RoutineId, (LocSet, Record<LocSet>)> {
+    let writes = union(facts, solver, Collect::Writes);
+    written_later(facts, solver, &writes)
+}
+
 /// What every analysed routine and its callees may read, as slots of the
 /// routine's universe (callees' reads of formals mapped to the actual
 /// arguments): the `Read` side-effect list a front end's analysis gives,
@@ -862,10 +873,21 @@ pub fn analyze_may_read(facts: &ProgramFacts, solver: Solver) -> SecondaryMap<Ro
 
 /// The slots the conditions of routine `r`'s branches and loops read.
 fn condition_reads(facts: &ProgramFacts, r: RoutineId) -> LocSet {
+    let nodes: Vec<u32> = (0..facts.flows[&r].nodes.len() as u32).collect();
+    condition_reads_of_nodes(facts, r, &nodes)
+}
+
+/// The slots the conditions of the flow nodes `nodes` of routine `r` read.
+pub(crate) fn condition_reads_of_nodes(
+    facts: &ProgramFacts,
+    r: RoutineId,
+    nodes: &[u32],
+) -> LocSet {
     let p = facts.program;
     let u = &facts.routines[&r].universe;
     let mut out = LocSet::with_capacity(u.len());
-    for node in &facts.flows[&r].nodes {
+    let all = &facts.flows[&r].nodes;
+    for node in nodes.iter().filter_map(|&n| all.get(n as usize)) {
         if node.role != crate::flow::NodeRole::Vertex {
             continue;
         }

@@ -286,6 +286,19 @@ pub enum InlineOp {
     Count(bool),
     /// An `oad_trace_*` call of trace output: writes one record.
     Trace(TraceRecord),
+    /// `oad_revolve_begin(steps, snapshots, line)`: the taping sweep of a
+    /// checkpointed loop begins (`docs/checkpointing.md`).
+    RevolveBegin,
+    /// `oad_revolve_resume(line)`: its adjoint sweep begins.
+    RevolveResume,
+    /// `oad_revolve_next(action, count)`: the schedule's next action.
+    RevolveNext,
+    /// `oad_revolve_store_<type>_<shape>[_a](x)`: `x` into the snapshot
+    /// being stored.
+    RevolveStore(Ty),
+    /// `oad_revolve_restore_<type>_<shape>[_a](x)`: `x` from the snapshot
+    /// being restored (variables in the reverse order of the store).
+    RevolveRestore(Ty),
 }
 
 /// The records of OpenAD's trace run-time support (`OAD_trace.f90`).
@@ -1504,9 +1517,51 @@ fn inline_op(name: &str) -> Option<InlineOp> {
             if let Some(record) = name.strip_prefix("oad_trace_") {
                 return TraceRecord::from_name(record).map(InlineOp::Trace);
             }
+            if let Some(op) = revolve_op(name) {
+                return Some(op);
+            }
             return checkpoint_op(name);
         }
     })
+}
+
+/// The run-time calls of checkpointed loops (`oad_revolve_*`).
+fn revolve_op(name: &str) -> Option<InlineOp> {
+    let rest = name.strip_prefix("oad_revolve_")?;
+    Some(match rest {
+        "begin" => InlineOp::RevolveBegin,
+        "resume" => InlineOp::RevolveResume,
+        "next" => InlineOp::RevolveNext,
+        _ => {
+            let (store, typed) = if let Some(t) = rest.strip_prefix("store_") {
+                (true, t)
+            } else {
+                (false, rest.strip_prefix("restore_")?)
+            };
+            let ty = element_type(typed)?;
+            if store {
+                InlineOp::RevolveStore(ty)
+            } else {
+                InlineOp::RevolveRestore(ty)
+            }
+        }
+    })
+}
+
+/// The element type a checkpoint call's name begins with
+/// (`real_vector_a` is real).
+fn element_type(typed: &str) -> Option<Ty> {
+    if typed.starts_with("real_") {
+        Some(Ty::Real)
+    } else if typed.starts_with("integer_") {
+        Some(Ty::Int)
+    } else if typed.starts_with("bool_") {
+        Some(Ty::Bool)
+    } else if typed.starts_with("string_") {
+        Some(Ty::Str)
+    } else {
+        None
+    }
 }
 
 /// `cp_arg_store_real_vector_a_d` and friends.
@@ -1524,17 +1579,7 @@ fn checkpoint_op(name: &str) -> Option<InlineOp> {
     } else {
         return None;
     };
-    let ty = if rest.starts_with("real_") {
-        Ty::Real
-    } else if rest.starts_with("integer_") {
-        Ty::Int
-    } else if rest.starts_with("bool_") {
-        Ty::Bool
-    } else if rest.starts_with("string_") {
-        Ty::Str
-    } else {
-        return None;
-    };
+    let ty = element_type(rest)?;
     let deriv = rest.ends_with("_a_d");
     Some(if store {
         InlineOp::CpStore { ty, deriv }

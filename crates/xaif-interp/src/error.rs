@@ -94,6 +94,10 @@ pub enum ErrorKind {
     /// The harness cannot be set up for this program.
     #[error("harness: {0}")]
     Harness(String),
+    /// A run-time call of a checkpointed loop out of order
+    /// (`oad_revolve_*`, `docs/checkpointing.md`).
+    #[error("checkpointed loop: {0}")]
+    Checkpointing(String),
 }
 
 /// An execution error with the routine and source line where it happened.

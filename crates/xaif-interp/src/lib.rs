@@ -33,7 +33,7 @@ pub mod value;
 
 pub use compile::{compile, compile_with, CompileOptions, Prog};
 pub use error::{ErrorKind, InterpError};
-pub use exec::{Flags, Machine, Stats, Template};
+pub use exec::{Flags, LoopRecord, Machine, Stats, Template};
 pub use harness::{ArgSlot, Harness, HarnessSpec, Mode, Outcome, Params};
 pub use jacobian::{compare, fortran_en, Comparison, Jacobian};
 pub use limits::Limits;

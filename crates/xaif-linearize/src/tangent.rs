@@ -135,6 +135,18 @@ pub enum TransformError {
     /// The sink of a streamed transformation failed (writing its output).
     #[error("{0}")]
     Output(String),
+    /// What was asked of one element of the input cannot be done (a loop
+    /// marked for checkpointing that cannot be checkpointed): located at
+    /// the element.
+    #[error("{message}")]
+    At {
+        /// Why.
+        message: String,
+        /// Where the element starts.
+        span: xaif_model::Span,
+        /// Its element name.
+        element: &'static str,
+    },
 }
 
 impl TransformError {
@@ -148,6 +160,9 @@ impl TransformError {
                 source: crate::adjoint::AdjointError::Flatten(source),
                 ..
             } => source,
+            TransformError::At { span, element, .. } => {
+                return span.is_known().then_some((*span, *element))
+            }
             _ => return None,
         };
         flatten

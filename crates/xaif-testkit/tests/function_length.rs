@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 const LIMIT: usize = 150;
 
 /// The crates whose `src` is library code.
-const LIBRARY_CRATES: [&str; 7] = [
+const LIBRARY_CRATES: [&str; 8] = [
     "xaif-model",
     "xaif-linearize",
     "xaif-elim",
@@ -31,6 +31,7 @@ const LIBRARY_CRATES: [&str; 7] = [
     "xaif-dataflow",
     "xaif-interp",
     "xaif-trace",
+    "xaif-revolve",
 ];
 
 /// The heading, in `docs/decisions.md`, of the section listing the

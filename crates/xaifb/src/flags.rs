@@ -251,6 +251,16 @@ pub struct TransformArgs {
     /// The reference drivers' other flags.
     #[command(flatten)]
     pub reference: ReferenceFlags,
+    /// Reverse the loop at LINE of ROUTINE by binomial checkpointing,
+    /// holding at most SNAPSHOTS loop states (default 10); repeatable; an
+    /// outer and an inner loop give two-level checkpointing. Adjoint mode
+    /// only (docs/checkpointing.md).
+    #[arg(
+        long = "checkpoint-loop",
+        value_name = "ROUTINE:LINE[:SNAPSHOTS]",
+        value_parser = xaif_cfrev::checkpoint::LoopMark::parse
+    )]
+    pub checkpoint_loop: Vec<xaif_cfrev::checkpoint::LoopMark>,
 }
 
 /// `--effort`.
@@ -558,6 +568,11 @@ impl TransformArgs {
             add(r.ask_simple_loops, "-u", reversal);
             add(r.ignore_simple_loops, "-U", reversal);
             add(r.top.is_some(), "-t", reversal);
+            add(
+                !self.checkpoint_loop.is_empty(),
+                "--checkpoint-loop",
+                reversal,
+            );
         }
         let graphs = self.debug_mask & 8 != 0 && differentiates;
         add(

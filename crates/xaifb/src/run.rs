@@ -356,6 +356,7 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
                 "tapes_empty": o.tapes_empty,
                 "plain_flops": o.plain_flops,
                 "stats": o.stats,
+                "checkpointed_loops": o.stats.checkpointed_loops,
             }),
             None => serde_json::json!({ "file": file, "mode": "fd" }),
         };

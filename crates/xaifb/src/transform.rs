@@ -167,6 +167,7 @@ fn adjoint_options(args: &AdjointArgs) -> Result<xaif_cfrev::AdjointOptions> {
         ask_simple_loop_violations: r.ask_simple_loops.then_some(ask_user as fn(&str) -> bool),
         top: r.top.clone(),
         dot: common.wants_graphs(),
+        checkpoint_loops: common.checkpoint_loop.clone(),
     })
 }
 
