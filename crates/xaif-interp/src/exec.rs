@@ -963,6 +963,16 @@ impl<'p> Machine<'p> {
     }
 
     fn pick(&self, v: &CVertex, selector: i64) -> Result<usize> {
+        // Several edges and no case value on any: nothing says which to
+        // take (the gate lets such a branch pass, docs/cfg-rules.md).
+        if v.succ.len() > 1 && v.succ.iter().all(|(c, _)| c.is_none()) {
+            return Err(self.locate(
+                err(ErrorKind::Unsupported(
+                    "a branch whose edges carry no case values".into(),
+                )),
+                v.line,
+            ));
+        }
         if let Some((_, t)) = v.succ.iter().find(|(c, _)| *c == Some(selector)) {
             return Ok(*t);
         }
@@ -973,6 +983,18 @@ impl<'p> Machine<'p> {
     }
 
     fn loop_edge(&self, v: &CVertex, go: bool) -> Result<usize> {
+        // Without a body edge nothing says which edge is the exit: the
+        // gate lets such a loop pass (docs/cfg-rules.md), the oracle
+        // refuses to guess.
+        if !v.succ.iter().any(|(c, _)| *c == Some(1)) {
+            return Err(self.locate(
+                err(ErrorKind::Unsupported(
+                    "a loop whose edges do not mark its body (no edge with condition value 1)"
+                        .into(),
+                )),
+                v.line,
+            ));
+        }
         let found = if go {
             v.succ.iter().find(|(c, _)| *c == Some(1))
         } else {
