@@ -154,8 +154,8 @@ impl Gate<'_> {
 
     /// A branch: at least one edge, distinct case values, one default at
     /// most; or, as the schema's own example writes it, no case value on
-    /// any edge (then no pass can tell the cases apart: the oracle refuses
-    /// to run the branch, the reversal enumerates blocks).
+    /// any edge (then nothing tells the cases apart: the oracle refuses to
+    /// run the branch, the transformations copy it as it is).
     fn branch_cases(&mut self, graph: &Graph<'_>, v: VertexId, values: &[Option<i64>]) {
         let out = graph.g.successors(v);
         if out.is_empty() {
@@ -182,7 +182,7 @@ impl Gate<'_> {
 
     /// A loop: a body edge with value 1 and an exit edge without a value
     /// (or with 0); or, as the schema's own example writes it, two edges
-    /// without values (then no pass can tell body from exit: the oracle
+    /// without values (then nothing tells body from exit: the oracle
     /// refuses to run the loop, the reversal enumerates blocks).
     fn loop_edges(&mut self, graph: &Graph<'_>, v: VertexId, values: &[Option<i64>]) {
         let rule = match values {
