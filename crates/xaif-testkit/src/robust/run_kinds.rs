@@ -13,29 +13,53 @@ use std::path::{Path, PathBuf};
 use super::mutate::Rng;
 use super::{check, exec, s, End, Seed, Shared};
 
-/// The kinds of file a mutant is turned into, with the subcommand and
-/// flags that write it (`None`: the mutant itself), and the run modes that
-/// execute it (`fd` is `--fd`).
-const KINDS: [(&str, Option<&[&str]>, &[&str]); 7] = [
-    ("front end", None, &["plain", "fd"]),
-    ("tangent", Some(&["tangent"]), &["plain", "fd", "tangent"]),
-    (
-        "adjoint",
-        Some(&["adjoint"]),
-        &["plain", "fd", "split", "joint"],
-    ),
-    (
-        "adjoint -f",
-        Some(&["adjoint", "-f"]),
-        &["plain", "fd", "split", "joint"],
-    ),
-    ("trace", Some(&["trace"]), &["plain", "fd", "trace"]),
-    ("typechange", Some(&["typechange"]), &["plain", "fd"]),
-    (
-        "passivated",
-        Some(&["analyze", "--passivate"]),
-        &["plain", "fd"],
-    ),
+/// A kind of file a mutant is turned into.
+struct Kind {
+    /// Its name in reports.
+    name: &'static str,
+    /// The subcommand and flags that write it (`None`: the mutant itself).
+    how: Option<&'static [&'static str]>,
+    /// The run modes that execute it (`fd` is `--fd`).
+    runs_in: &'static [&'static str],
+}
+
+/// Every kind of output xaifb writes, and the front end's.
+const KINDS: [Kind; 7] = [
+    Kind {
+        name: "front end",
+        how: None,
+        runs_in: &["plain", "fd"],
+    },
+    Kind {
+        name: "tangent",
+        how: Some(&["tangent"]),
+        runs_in: &["plain", "fd", "tangent"],
+    },
+    Kind {
+        name: "adjoint",
+        how: Some(&["adjoint"]),
+        runs_in: &["plain", "fd", "split", "joint"],
+    },
+    Kind {
+        name: "adjoint -f",
+        how: Some(&["adjoint", "-f"]),
+        runs_in: &["plain", "fd", "split", "joint"],
+    },
+    Kind {
+        name: "trace",
+        how: Some(&["trace"]),
+        runs_in: &["plain", "fd", "trace"],
+    },
+    Kind {
+        name: "typechange",
+        how: Some(&["typechange"]),
+        runs_in: &["plain", "fd"],
+    },
+    Kind {
+        name: "passivated",
+        how: Some(&["analyze", "--passivate"]),
+        runs_in: &["plain", "fd"],
+    },
 ];
 
 /// The run modes.
@@ -67,7 +91,7 @@ fn make(
         ]);
     }
     let e = exec(sh.cfg, cdir, &args);
-    let name = format!("write {} output", how.join(" "));
+    let name = format!("kinds: write {} output", how.join(" "));
     let ok = check(
         sh,
         k,
@@ -135,7 +159,12 @@ pub(super) fn every_kind_in_every_mode(
     sizes: &[String],
     rng: &mut Rng,
 ) {
-    let (kind, how, runs_in) = *rng.pick(&KINDS);
+    let Kind {
+        name: kind,
+        how,
+        runs_in,
+    } = rng.pick(&KINDS);
+    let (kind, how, runs_in) = (*kind, *how, *runs_in);
     let base = dir.join("kinds");
     let file = match how {
         None => input.to_path_buf(),
@@ -152,7 +181,7 @@ pub(super) fn every_kind_in_every_mode(
             sh,
             k,
             kinds,
-            &format!("roundtrip {kind} output"),
+            &format!("kinds: roundtrip {kind} output"),
             &e,
             &[&file],
             &[0, 1],
@@ -173,7 +202,7 @@ pub(super) fn every_kind_in_every_mode(
         let cdir = base.join(format!("run-{mode}"));
         let args = run_args(&file, mode, sizes);
         let e = exec(sh.cfg, &cdir, &args);
-        let name = format!("run {mode} on {kind} output");
+        let name = format!("kinds: run {mode} on {kind} output");
         let ok = check(
             sh,
             k,
@@ -241,7 +270,7 @@ fn same_as_stack_order(
     if e.end == End::Code(1) && !e.stdout.is_empty() {
         sh.finding(
             "silent wrong number: -f adjoint differs in joint mode",
-            "run joint on adjoint -f output",
+            "kinds: run joint on adjoint -f output",
             Some(k),
             kinds,
             &String::from_utf8_lossy(&e.stdout),
@@ -282,6 +311,7 @@ const X0: [&str; 6] = ["1e308", "-1e308", "1e-320", "0", "710", "-0"];
 
 /// Class "odd numeric run flags": the mutant, or one of its derivative
 /// outputs, run with a flag set of [`FLAGS`].
+#[allow(clippy::too_many_arguments)]
 pub(super) fn odd_numeric_flags(
     sh: &Shared<'_>,
     k: usize,
