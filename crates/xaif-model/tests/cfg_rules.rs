@@ -155,6 +155,19 @@ fn an_end_loop_leads_back_to_its_loop_from_inside() {
         r#"source="3" target="12""#,
     );
     refused(&outside, "EndLoop", "is not inside its body");
+    // A way into the body that does not pass the body edge (a goto into
+    // the loop).
+    let into = with(
+        &edit(
+            &seed(),
+            r#"source="2" target="3""#,
+            r#"source="2" target="12""#,
+        ),
+        r#"<xaif:Branch vertex_id="12"/>
+    <xaif:ControlFlowEdge edge_id="13" source="12" target="3" has_condition_value="true" condition_value="1"/>
+    <xaif:ControlFlowEdge edge_id="14" source="12" target="8"/>"#,
+    );
+    refused(&into, "EndLoop", "is not inside its body");
 }
 
 #[test]

@@ -72,6 +72,18 @@ impl Graph<'_> {
         )
     }
 
+    /// The body edge of loop vertex `v` (condition value 1) and its
+    /// target, if it has exactly one.
+    fn body(&self, v: VertexId) -> Option<(EdgeId, VertexId)> {
+        let mut bodies = self
+            .g
+            .successors(v)
+            .iter()
+            .filter(|(e, _)| self.value(*e) == Some(1));
+        let first = bodies.next().copied();
+        first.filter(|_| bodies.next().is_none())
+    }
+
     /// ``control flow edge `ID` from `S` to `T` ``, for messages.
     fn edge(&self, e: EdgeId) -> String {
         let a = &self.p.edges[e].attrs;
@@ -81,18 +93,6 @@ impl Graph<'_> {
             a.get("source").unwrap_or(""),
             a.get("target").unwrap_or("")
         )
-    }
-
-    /// The body edge of loop vertex `v` (condition value 1), if it has
-    /// exactly one.
-    fn body(&self, v: VertexId) -> Option<(EdgeId, VertexId)> {
-        let mut bodies = self
-            .g
-            .successors(v)
-            .iter()
-            .filter(|(e, _)| self.value(*e) == Some(1));
-        let first = bodies.next().copied();
-        first.filter(|_| bodies.next().is_none())
     }
 }
 
@@ -217,8 +217,13 @@ impl Gate<'_> {
     }
 
     /// Every `EndLoop` leads back to a loop vertex, from inside that
-    /// loop's body.
+    /// loop's body: the target of the body edge dominates the `EndLoop`
+    /// (every way from `Entry` to it passes the body edge).
     fn back_edges(&mut self, graph: &Graph<'_>) {
+        let Some(entry) = graph.g.entry else {
+            return;
+        };
+        let dom = Dominators::new(&graph.g, entry);
         for &v in &graph.g.vertices {
             if !matches!(graph.kind(v), VertexKind::EndLoop) {
                 continue;
@@ -232,17 +237,17 @@ impl Gate<'_> {
                     graph.vertex(*target)
                 );
                 self.cfg_error(graph, Ok(v), rule);
-                continue;
-            }
-            let Some((_, start)) = graph.body(*target) else {
-                continue; // a loop without a marked body (see loop_edges)
-            };
-            if !reaches(&graph.g, start, v, Some(*target)) {
-                let rule = format!(
-                    "leads back to {} but is not inside its body (not reached from the body edge without passing the loop)",
-                    graph.vertex(*target)
-                );
-                self.cfg_error(graph, Ok(v), rule);
+            } else if dom.reached(&graph.g, v) {
+                // Inside the body: behind the body edge on every way to it
+                // (behind the loop vertex where no edge marks the body).
+                let start = graph.body(*target).map_or(*target, |(_, s)| s);
+                if !dom.dominates(&graph.g, start, v) {
+                    let rule = format!(
+                        "leads back to {} but is not inside its body (it is reached from Entry without passing the body edge)",
+                        graph.vertex(*target)
+                    );
+                    self.cfg_error(graph, Ok(v), rule);
+                }
             }
         }
     }
@@ -294,22 +299,130 @@ fn walk(g: &CfgGraph, start: VertexId, forward: bool) -> Vec<bool> {
     seen
 }
 
-/// Whether `to` is reached from `from` without passing through `avoid`.
-fn reaches(g: &CfgGraph, from: VertexId, to: VertexId, avoid: Option<VertexId>) -> bool {
-    let mut seen = vec![false; g.vertices.len()];
-    let mut stack = vec![from];
-    seen[g.local_index(from)] = true;
-    while let Some(v) = stack.pop() {
-        if v == to {
-            return true;
+/// The dominator tree of a graph's vertices reached from `Entry`
+/// (Cooper, Harvey and Kennedy's iterative algorithm over a reverse
+/// postorder), numbered so that a dominance query is two comparisons.
+struct Dominators {
+    /// Pre- and post-order numbers in the dominator tree, by local index
+    /// (`None`: not reached from `Entry`).
+    order: Vec<Option<(usize, usize)>>,
+}
+
+impl Dominators {
+    fn new(g: &CfgGraph, entry: VertexId) -> Self {
+        let n = g.vertices.len();
+        let rpo = reverse_postorder(g, entry);
+        let mut number = vec![usize::MAX; n];
+        for (k, &v) in rpo.iter().enumerate() {
+            number[v] = k;
         }
-        for &(_, w) in g.successors(v) {
-            let i = g.local_index(w);
-            if !seen[i] && Some(w) != avoid {
-                seen[i] = true;
-                stack.push(w);
+        let root = g.local_index(entry);
+        let mut idom = vec![usize::MAX; n];
+        idom[root] = root;
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for &v in rpo.iter().skip(1) {
+                let mut new = usize::MAX;
+                for &(_, p) in g.predecessors(g.vertices[v]) {
+                    let p = g.local_index(p);
+                    if idom[p] == usize::MAX {
+                        continue;
+                    }
+                    new = if new == usize::MAX {
+                        p
+                    } else {
+                        intersect(&idom, &number, p, new)
+                    };
+                }
+                if new != usize::MAX && idom[v] != new {
+                    idom[v] = new;
+                    changed = true;
+                }
             }
         }
+        Dominators {
+            order: tree_order(&idom, &rpo, root),
+        }
     }
-    false
+
+    /// Whether `v` is reached from `Entry`.
+    fn reached(&self, g: &CfgGraph, v: VertexId) -> bool {
+        self.order[g.local_index(v)].is_some()
+    }
+
+    /// Whether `a` dominates `b` (both reached from `Entry`).
+    fn dominates(&self, g: &CfgGraph, a: VertexId, b: VertexId) -> bool {
+        match (self.order[g.local_index(a)], self.order[g.local_index(b)]) {
+            (Some((pa, qa)), Some((pb, qb))) => pa <= pb && qb <= qa,
+            _ => false,
+        }
+    }
+}
+
+/// The vertices reached from `entry` (local indices) in reverse
+/// postorder; an explicit stack.
+fn reverse_postorder(g: &CfgGraph, entry: VertexId) -> Vec<usize> {
+    let mut seen = vec![false; g.vertices.len()];
+    let mut post = Vec::with_capacity(g.vertices.len());
+    let root = g.local_index(entry);
+    seen[root] = true;
+    let mut stack = vec![(root, 0usize)];
+    while let Some((v, i)) = stack.pop() {
+        let succ = g.successors(g.vertices[v]);
+        if let Some(&(_, w)) = succ.get(i) {
+            stack.push((v, i + 1));
+            let w = g.local_index(w);
+            if !seen[w] {
+                seen[w] = true;
+                stack.push((w, 0));
+            }
+        } else {
+            post.push(v);
+        }
+    }
+    post.reverse();
+    post
+}
+
+/// The nearest common dominator of `a` and `b` (by reverse-postorder
+/// `number`).
+fn intersect(idom: &[usize], number: &[usize], mut a: usize, mut b: usize) -> usize {
+    while a != b {
+        while number[a] > number[b] {
+            a = idom[a];
+        }
+        while number[b] > number[a] {
+            b = idom[b];
+        }
+    }
+    a
+}
+
+/// Pre- and post-order numbers of the dominator tree given by `idom`
+/// (vertices of `rpo` only); an explicit stack.
+fn tree_order(idom: &[usize], rpo: &[usize], root: usize) -> Vec<Option<(usize, usize)>> {
+    let mut children = vec![Vec::new(); idom.len()];
+    for &v in rpo {
+        if v != root && idom[v] != usize::MAX {
+            children[idom[v]].push(v);
+        }
+    }
+    let mut order = vec![None; idom.len()];
+    let mut pre = vec![0; idom.len()];
+    let mut clock = 0;
+    let mut stack = vec![(root, 0usize)];
+    pre[root] = clock;
+    while let Some((v, i)) = stack.pop() {
+        if let Some(&c) = children[v].get(i) {
+            stack.push((v, i + 1));
+            clock += 1;
+            pre[c] = clock;
+            stack.push((c, 0));
+        } else {
+            clock += 1;
+            order[v] = Some((pre[v], clock));
+        }
+    }
+    order
 }
