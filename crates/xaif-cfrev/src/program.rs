@@ -689,13 +689,20 @@ impl Job<'_, '_> {
                     stmts.push((s, guard));
                 }
             }
-            checkpoint_cfg_guarded(o.out, rid, scope_attr, stmts)
+            // Restores that read in store order say so (`run` needs to
+            // know the discipline: `xaif_model::STORE_ORDER_ENTRY`).
+            let entry = if !store && options.restore_in_store_order {
+                xaif_model::STORE_ORDER_ENTRY
+            } else {
+                CP_ENTRY
+            };
+            checkpoint_cfg_guarded(o.out, rid, scope_attr, entry, stmts)
         };
         let restore_reversed = !options.restore_in_store_order;
         let ph4 = cp(o, &read, true, false, false);
         let ph6 = cp(o, &read, false, false, restore_reversed);
-        let ph5 = checkpoint_cfg(o.out, rid, scope_attr, Vec::new());
-        let ph7 = checkpoint_cfg(o.out, rid, scope_attr, Vec::new());
+        let ph5 = checkpoint_cfg(o.out, rid, scope_attr, CP_ENTRY, Vec::new());
+        let ph7 = checkpoint_cfg(o.out, rid, scope_attr, CP_ENTRY, Vec::new());
         let time_step: Vec<VarRef> = modified.iter().chain(read_local.iter()).cloned().collect();
         let ph8 = cp(o, &time_step, true, false, false);
         let ph9 = cp(o, &time_step, false, false, restore_reversed);
@@ -1079,13 +1086,18 @@ fn checkpoint_call(
     )))
 }
 
+/// The annotation of a checkpoint CFG's `Entry`, as the reference engine
+/// writes it.
+const CP_ENTRY: &str = "cp_entry";
+
 /// A checkpoint CFG whose statements with a guard run only when that
 /// optional formal is present (`if (present(f))`); without guards the
-/// plain one-block CFG.
+/// plain one-block CFG. `entry` annotates its `Entry`.
 fn checkpoint_cfg_guarded(
     out: &mut Program,
     rid: RoutineId,
     scope_id: &str,
+    entry: &str,
     stmts: Vec<(StmtId, Option<VarRef>)>,
 ) -> CfgId {
     if stmts.iter().all(|(_, g)| g.is_none()) {
@@ -1093,10 +1105,11 @@ fn checkpoint_cfg_guarded(
             out,
             rid,
             scope_id,
+            entry,
             stmts.into_iter().map(|(s, _)| s).collect(),
         );
     }
-    let mut b = checkpoint_frame(out, rid);
+    let mut b = checkpoint_frame(out, rid, entry);
     let block_attrs = || {
         Attrs::new()
             .with("annotation", "cp_basicblock")
@@ -1140,14 +1153,14 @@ fn checkpoint_cfg_guarded(
     b.cfg
 }
 
-/// A checkpoint CFG's builder with its Entry (vertex 1) and Exit (vertex
-/// 2), annotated as the reference engine does.
-fn checkpoint_frame(out: &mut Program, rid: RoutineId) -> CfgBuilder {
+/// A checkpoint CFG's builder with its Entry (vertex 1, annotated `entry`)
+/// and Exit (vertex 2), annotated as the reference engine does.
+fn checkpoint_frame(out: &mut Program, rid: RoutineId, entry: &str) -> CfgBuilder {
     let mut b = CfgBuilder::new(out, rid, "_cp_");
     b.vertex_with_id(
         out,
         "1",
-        Attrs::new().with("annotation", "cp_entry"),
+        Attrs::new().with("annotation", entry),
         VertexKind::Entry,
     );
     b.vertex_with_id(
@@ -1159,10 +1172,16 @@ fn checkpoint_frame(out: &mut Program, rid: RoutineId) -> CfgBuilder {
     b
 }
 
-/// A checkpoint CFG: Entry, Exit and one block (annotated as the reference
-/// engine does).
-fn checkpoint_cfg(out: &mut Program, rid: RoutineId, scope_id: &str, stmts: Vec<StmtId>) -> CfgId {
-    let mut b = checkpoint_frame(out, rid);
+/// A checkpoint CFG: Entry (annotated `entry`), Exit and one block
+/// (annotated as the reference engine does).
+fn checkpoint_cfg(
+    out: &mut Program,
+    rid: RoutineId,
+    scope_id: &str,
+    entry: &str,
+    stmts: Vec<StmtId>,
+) -> CfgId {
+    let mut b = checkpoint_frame(out, rid, entry);
     b.vertex_with_id(
         out,
         "3",

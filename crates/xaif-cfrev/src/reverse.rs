@@ -1297,38 +1297,47 @@ fn enumerated_adjoint(
     cond.edge(zero_c, 2, 2);
     let while_v = ab.vertex(out, Attrs::new(), VertexKind::PreLoop(Some(cond.finish())));
     ab.edge(out, &first_pop, &while_v, None);
-    let mut sel = ExprBuilder::new();
-    sel.reference(&which);
-    let branch = ab.vertex(out, Attrs::new(), VertexKind::Branch(Some(sel.finish())));
-    ab.edge(out, &while_v, &branch, Some(1));
-    let end_branch = ab.vertex(out, Attrs::new(), VertexKind::EndBranch);
-    for (v, n) in numbers {
-        if let Some(u) = units.get(v) {
-            let mut pending = vec![(branch.clone(), Some(*n))];
-            let cu = c.fresh_copy();
-            crate::checkpoint::adjoint_sweep(
-                &cu,
-                &mut ab,
-                out,
-                temps,
-                &u.region,
-                u.cl,
-                &mut pending,
-            );
-            connect(&mut ab, out, &mut pending, &end_branch);
-            continue;
+    // The dispatch; without numbered blocks there is none (a branch
+    // without a case would be a dead end, docs/cfg-rules.md): the loop
+    // body only pops.
+    let dispatch = (!numbers.is_empty()).then(|| {
+        let mut sel = ExprBuilder::new();
+        sel.reference(&which);
+        let branch = ab.vertex(out, Attrs::new(), VertexKind::Branch(Some(sel.finish())));
+        ab.edge(out, &while_v, &branch, Some(1));
+        let end_branch = ab.vertex(out, Attrs::new(), VertexKind::EndBranch);
+        for (v, n) in numbers {
+            if let Some(u) = units.get(v) {
+                let mut pending = vec![(branch.clone(), Some(*n))];
+                let cu = c.fresh_copy();
+                crate::checkpoint::adjoint_sweep(
+                    &cu,
+                    &mut ab,
+                    out,
+                    temps,
+                    &u.region,
+                    u.cl,
+                    &mut pending,
+                );
+                connect(&mut ab, out, &mut pending, &end_branch);
+                continue;
+            }
+            let stmts = c.code.get(v).map(|x| x.adjoint.clone()).unwrap_or_default();
+            let mut attrs = original.vertices[*v].attrs.clone();
+            let id = format!("_adj_{}", attrs.get("vertex_id").unwrap_or("1"));
+            attrs.set("vertex_id", &id);
+            let blk = ab.vertex_with_id(out, &id, attrs, VertexKind::BasicBlock(stmts));
+            ab.edge(out, &branch, &blk, Some(*n));
+            ab.edge(out, &blk, &end_branch, None);
         }
-        let stmts = c.code.get(v).map(|x| x.adjoint.clone()).unwrap_or_default();
-        let mut attrs = original.vertices[*v].attrs.clone();
-        let id = format!("_adj_{}", attrs.get("vertex_id").unwrap_or("1"));
-        attrs.set("vertex_id", &id);
-        let blk = ab.vertex_with_id(out, &id, attrs, VertexKind::BasicBlock(stmts));
-        ab.edge(out, &branch, &blk, Some(*n));
-        ab.edge(out, &blk, &end_branch, None);
-    }
+        end_branch
+    });
     let pop = tape_call(out, temps, "pop_i_s0", ArgValue::Variable(which));
     let next_pop = ab.block(out, &c.scope_id, vec![pop]);
-    ab.edge(out, &end_branch, &next_pop, None);
+    match &dispatch {
+        Some(end_branch) => ab.edge(out, end_branch, &next_pop, None),
+        None => ab.edge(out, &while_v, &next_pop, Some(1)),
+    }
     let end_loop = ab.vertex(out, Attrs::new(), VertexKind::EndLoop);
     ab.edge(out, &next_pop, &end_loop, None);
     ab.edge(out, &end_loop, &while_v, None);

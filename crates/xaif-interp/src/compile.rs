@@ -526,6 +526,10 @@ pub struct CRoutine {
     /// does not carry (`OPR_STID`), with its line: a local read before any
     /// translated statement wrote it then has an unknown value.
     pub dropped_store: Option<(String, u32)>,
+    /// Whether its argument checkpoints are restored in the order they
+    /// were stored (`-f` output: one record per store, read from its
+    /// start) instead of off a stack in reverse.
+    pub restore_in_store_order: bool,
 }
 
 impl CRoutine {
@@ -550,9 +554,8 @@ pub struct Prog {
     pub global_names: FxHashMap<String, u32>,
     /// Routine `symbol_id` to index.
     pub by_symbol: FxHashMap<String, usize>,
-    /// Whether the program is a transformation result (see
-    /// [`Program::is_output`]): only those hold derivative code.
-    pub is_output: bool,
+    /// What kind of XAIF the program is: which run modes execute it.
+    pub kind: crate::kind::ProgramKind,
 }
 
 impl Prog {
@@ -677,6 +680,7 @@ impl<'a> Compiler<'a> {
                     body: Body::Empty,
                     line: self.line(routine.attrs.span),
                     dropped_store: None,
+                    restore_in_store_order: crate::kind::restores_in_store_order(p, routine),
                 });
                 self.routine_scope.push(scope);
                 self.slot_of.push(FxHashMap::default());
@@ -746,7 +750,7 @@ impl<'a> Compiler<'a> {
             globals: self.globals,
             global_names: self.global_names,
             by_symbol: self.by_symbol,
-            is_output: p.is_output(),
+            kind: crate::kind::ProgramKind::of(p),
         }
     }
 

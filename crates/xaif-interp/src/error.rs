@@ -91,6 +91,9 @@ pub enum ErrorKind {
         /// What the file holds instead.
         reason: String,
     },
+    /// A divided-difference step that cannot give a meaningful quotient.
+    #[error("divided-difference step: {0}")]
+    Step(String),
     /// The harness cannot be set up for this program.
     #[error("harness: {0}")]
     Harness(String),

@@ -204,6 +204,43 @@ impl Stacks {
     }
 }
 
+/// A record of argument checkpoints being restored in store order: where
+/// it starts in each of the routine's stacks (real, integer, logical,
+/// string) and what is read next.
+#[derive(Clone, Copy)]
+struct RecordRead {
+    routine: usize,
+    start: [usize; 4],
+    next: [usize; 4],
+}
+
+/// The top of the stack of type `ty` (`deriv`: a derivative part, kept on
+/// the real stack), taken off.
+fn take_top(stack: &mut Stacks, ty: Ty, deriv: bool) -> Option<Scalar> {
+    if deriv {
+        return stack.real.pop().map(Scalar::Real);
+    }
+    Some(match ty {
+        Ty::Real => Scalar::Real(stack.real.pop()?),
+        Ty::Int => Scalar::Int(stack.int.pop()?),
+        Ty::Bool => Scalar::Bool(stack.bool.pop()?),
+        Ty::Str => Scalar::Str(stack.str.pop()?),
+    })
+}
+
+/// The value at read position `next` of the stack of type `ty`, which
+/// moves on by one (the record is dropped whole at its end).
+fn take_next(stack: &Stacks, next: &mut [usize; 4], ty: Ty, deriv: bool) -> Option<Scalar> {
+    let (slot, value) = match (ty, deriv) {
+        (_, true) | (Ty::Real, false) => (0, stack.real.get(next[0]).copied().map(Scalar::Real)),
+        (Ty::Int, false) => (1, stack.int.get(next[1]).copied().map(Scalar::Int)),
+        (Ty::Bool, false) => (2, stack.bool.get(next[2]).copied().map(Scalar::Bool)),
+        (Ty::Str, false) => (3, stack.str.get(next[3]).cloned().map(Scalar::Str)),
+    };
+    next[slot] += 1;
+    value
+}
+
 #[derive(Clone, Copy)]
 struct LoopState {
     /// Trips left: up to 2^64 (from -2^63 to 2^63-1), exact in i128.
@@ -238,6 +275,12 @@ pub struct Machine<'p> {
     tapes: Stacks,
     checkpoints: Vec<Stacks>,
     checkpoint_total: usize,
+    /// Per routine, the start of each record of checkpoints to be restored
+    /// in store order (routines of `-f` output only).
+    records: Vec<Vec<[usize; 4]>>,
+    records_total: usize,
+    /// The record being restored in store order, if any.
+    reading: Option<RecordRead>,
     /// Counters.
     pub stats: Stats,
     limits: Limits,
@@ -307,6 +350,9 @@ impl<'p> Machine<'p> {
             tapes: Stacks::default(),
             checkpoints: vec![Stacks::default(); prog.routines.len()],
             checkpoint_total: 0,
+            records: vec![Vec::new(); prog.routines.len()],
+            records_total: 0,
+            reading: None,
             stats: Stats::default(),
             limits,
             run_start: 0,
@@ -349,6 +395,7 @@ impl<'p> Machine<'p> {
             && self.checkpoints.iter().all(|c| c.len() == 0)
             && self.loops.is_empty()
             && self.snapshots.is_empty()
+            && self.records_total == 0
     }
 
     /// Sizes of the double and integer tapes.
@@ -380,6 +427,7 @@ impl<'p> Machine<'p> {
             + self.tapes.len()
             + self.checkpoint_total
             + self.snapshot_total
+            + self.records_total
     }
 
     /// Checks that `need` more elements stay within the element limit
@@ -752,11 +800,20 @@ impl<'p> Machine<'p> {
                     Ok(())
                 }
                 Template::Joint => {
+                    let records = routine.restore_in_store_order;
                     if self.flags.arg_store {
+                        if records {
+                            self.open_record(r)?;
+                        }
                         self.run_placeholder(r, 4)?;
                     }
                     if self.flags.arg_restore {
-                        self.run_placeholder(r, 6)?;
+                        if records {
+                            self.begin_record_read(r)?;
+                        }
+                        let restored = self.run_placeholder(r, 6);
+                        self.end_record_read();
+                        restored?;
                     }
                     if self.flags.plain {
                         let saved = self.flags;
@@ -981,6 +1038,16 @@ impl<'p> Machine<'p> {
     }
 
     fn pick(&self, v: &CVertex, selector: i64) -> Result<usize> {
+        // Several edges and no case value on any: nothing says which to
+        // take (the gate lets such a branch pass, docs/cfg-rules.md).
+        if v.succ.len() > 1 && v.succ.iter().all(|(c, _)| c.is_none()) {
+            return Err(self.locate(
+                err(ErrorKind::Unsupported(
+                    "a branch whose edges carry no case values".into(),
+                )),
+                v.line,
+            ));
+        }
         if let Some((_, t)) = v.succ.iter().find(|(c, _)| *c == Some(selector)) {
             return Ok(*t);
         }
@@ -991,6 +1058,18 @@ impl<'p> Machine<'p> {
     }
 
     fn loop_edge(&self, v: &CVertex, go: bool) -> Result<usize> {
+        // Without a body edge nothing says which edge is the exit: the
+        // gate lets such a loop pass (docs/cfg-rules.md), the oracle
+        // refuses to guess.
+        if !v.succ.iter().any(|(c, _)| *c == Some(1)) {
+            return Err(self.locate(
+                err(ErrorKind::Unsupported(
+                    "a loop whose edges do not mark its body (no edge with condition value 1)"
+                        .into(),
+                )),
+                v.line,
+            ));
+        }
         let found = if go {
             v.succ.iter().find(|(c, _)| *c == Some(1))
         } else {
@@ -1962,8 +2041,11 @@ impl<'p> Machine<'p> {
         Ok(())
     }
 
-    /// `cp_arg_restore_*`: the top of the current routine's checkpoint
-    /// stack back into the argument (arrays walked backwards).
+    /// `cp_arg_restore_*`: takes the argument back from the current
+    /// routine's checkpoint stack of its type: off the top, arrays walked
+    /// backwards; or, inside a record read in store order
+    /// ([`Machine::open_record`]), from the record's read position
+    /// onwards, arrays walked forwards.
     fn checkpoint_restore(
         &mut self,
         ty: Ty,
@@ -1974,35 +2056,88 @@ impl<'p> Machine<'p> {
         let p = self.arg_place(args, 0, op)?;
         let r = self.frames.last().map(|f| f.routine).unwrap_or(0);
         let mut offs = Self::offsets(&p);
-        offs.reverse();
+        let reading = self.reading.filter(|rd| rd.routine == r);
+        if reading.is_none() {
+            offs.reverse();
+        }
         let n = offs.len();
+        let underflow = || {
+            err(ErrorKind::Underflow(format!(
+                "the {} checkpoint stack",
+                ty.name()
+            )))
+        };
         for off in offs {
             let stack = &mut self.checkpoints[r];
-            let underflow = || {
-                err(ErrorKind::Underflow(format!(
-                    "the {} checkpoint stack",
-                    ty.name()
-                )))
+            let taken = match &mut self.reading {
+                Some(rd) if reading.is_some() => take_next(stack, &mut rd.next, ty, deriv),
+                _ => take_top(stack, ty, deriv),
             };
+            let value = taken.ok_or_else(underflow)?;
             if deriv {
-                let x = stack.real.pop().ok_or_else(underflow)?;
-                self.mem.set_d(p.buf, off, x);
+                self.mem
+                    .set_d(p.buf, off, value.as_real().unwrap_or_default());
                 continue;
             }
-            let s = match ty {
-                Ty::Real => Scalar::Real(stack.real.pop().ok_or_else(underflow)?),
-                Ty::Int => Scalar::Int(stack.int.pop().ok_or_else(underflow)?),
-                Ty::Bool => Scalar::Bool(stack.bool.pop().ok_or_else(underflow)?),
-                Ty::Str => Scalar::Str(stack.str.pop().ok_or_else(underflow)?),
-            };
-            self.mem.set(p.buf, off, &s).ok_or_else(|| {
+            self.mem.set(p.buf, off, &value).ok_or_else(|| {
                 err(ErrorKind::Type(
                     "a checkpoint restored into a different type".into(),
                 ))
             })?;
         }
-        self.checkpoint_total = self.checkpoint_total.saturating_sub(n);
+        if reading.is_none() {
+            self.checkpoint_total = self.checkpoint_total.saturating_sub(n);
+        }
         Ok(())
+    }
+
+    /// Begins a store of routine `r`'s argument checkpoints (placeholder
+    /// 4) whose restores read in store order: the values stored from here
+    /// on form one record (one checkpoint file of the reference's `-f`).
+    fn open_record(&mut self, r: usize) -> Result<()> {
+        self.reserve(1, || "the checkpoint records".to_string())?;
+        let stack = &self.checkpoints[r];
+        let mark = [
+            stack.real.len(),
+            stack.int.len(),
+            stack.bool.len(),
+            stack.str.len(),
+        ];
+        self.records[r].push(mark);
+        self.records_total += 1;
+        Ok(())
+    }
+
+    /// Begins the restore of routine `r`'s argument checkpoints (placeholder
+    /// 6) in store order: the latest record is read from its start.
+    fn begin_record_read(&mut self, r: usize) -> Result<()> {
+        let mark = self.records[r].pop().ok_or_else(|| {
+            err(ErrorKind::Underflow(format!(
+                "the argument checkpoint records of `{}`",
+                self.prog.routines[r].name
+            )))
+        })?;
+        self.records_total -= 1;
+        self.reading = Some(RecordRead {
+            routine: r,
+            start: mark,
+            next: mark,
+        });
+        Ok(())
+    }
+
+    /// Ends a restore in store order: the record is dropped whole.
+    fn end_record_read(&mut self) {
+        let Some(rd) = self.reading.take() else {
+            return;
+        };
+        let stack = &mut self.checkpoints[rd.routine];
+        let before = stack.len();
+        stack.real.truncate(rd.start[0]);
+        stack.int.truncate(rd.start[1]);
+        stack.bool.truncate(rd.start[2]);
+        stack.str.truncate(rd.start[3]);
+        self.checkpoint_total = self.checkpoint_total.saturating_sub(before - stack.len());
     }
 
     /// `oad_AllocateMatching(a, b)` and `oad_AllocateShape(a, n1, …)`.
@@ -2038,11 +2173,12 @@ impl<'p> Machine<'p> {
         args: &'p [CArg],
         op: InlineOp,
     ) -> Result<()> {
+        // Record attributes are XML: names are escaped.
         let text = |m: &mut Self, k: usize| -> Result<String> {
             Ok(match m.arg_value(args, k, op)?.elem(0) {
-                Scalar::Str(s) => s.trim_end().to_string(),
+                Scalar::Str(s) => xml_attribute(s.trim_end()),
                 Scalar::Int(i) => i.to_string(),
-                other => format!("{other:?}"),
+                other => xml_attribute(&format!("{other:?}")),
             })
         };
         use crate::compile::TraceRecord as T;
@@ -2326,6 +2462,27 @@ impl<'p> Machine<'p> {
     pub fn is_real(&self, buf: BufId) -> bool {
         matches!(self.mem.buf(buf).cells, Cells::Real { .. })
     }
+}
+
+/// `text` as the value of an XML attribute in double quotes: markup
+/// characters as entity references, tabs and line ends as character
+/// references, and the control characters XML 1.0 forbids as U+FFFD.
+fn xml_attribute(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\u{0}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The value of operand `o` from `values`: moved at its last use, copied

@@ -32,11 +32,11 @@ pub struct RunArgs {
     /// What kind of program it is and how to drive it.
     #[arg(long, value_enum, default_value = "plain")]
     pub mode: RunMode,
-    /// Number of independents (default: from params.conf).
-    #[arg(long)]
+    /// Number of independents, at least 1 (default: from params.conf).
+    #[arg(long, value_parser = at_least_one)]
     pub n: Option<usize>,
-    /// Number of dependents (default: from params.conf).
-    #[arg(long)]
+    /// Number of dependents, at least 1 (default: from params.conf).
+    #[arg(long, value_parser = at_least_one)]
     pub m: Option<usize>,
     /// params.conf (default: the one beside FILE, if any).
     #[arg(long)]
@@ -52,7 +52,8 @@ pub struct RunArgs {
     /// instead.
     #[arg(long)]
     pub fd: bool,
-    /// Divided-difference step (default: from params.conf, else 1e-6).
+    /// Divided-difference step (default: from params.conf, else 1e-6);
+    /// within [1e-12, 1] times max(1, |x0|) of every independent.
     #[arg(long, value_parser = positive, allow_hyphen_values = true)]
     pub h: Option<f64>,
     /// Write the run's statistics as JSON to this file.
@@ -91,6 +92,16 @@ fn sibling(file: &Path, name: &str) -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
+/// A count of at least one (independents, dependents): a Jacobian without
+/// rows or columns prints nothing that could be checked.
+fn at_least_one(text: &str) -> std::result::Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// A finite number (start values).
 fn finite(text: &str) -> std::result::Result<f64, String> {
     match text.trim().parse::<f64>() {
@@ -124,6 +135,21 @@ fn hint(kind: &ErrorKind) -> &'static str {
         ErrorKind::CallDepth(_) => "; raise it with --max-call-depth",
         ErrorKind::TooLarge { .. } => "; raise it with --max-elements",
         _ => "",
+    }
+}
+
+/// The Jacobian `j` if every entry is finite; otherwise the run reports
+/// the first entry that is not (exit code 1): an overflow or a division
+/// by zero of the program is no derivative.
+fn finite_jacobian(file: &str, j: Jacobian) -> std::result::Result<Jacobian, ExitCode> {
+    match j.first_non_finite() {
+        None => Ok(j),
+        Some((k, i, x)) => Err(invalid(
+            file,
+            format!(
+                "F({k},{i}) = {x} is not a finite number (the run overflowed or divided by zero); no Jacobian is printed"
+            ),
+        )),
     }
 }
 
@@ -208,6 +234,15 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
                         ),
                     ))
                 }
+                Ok(params) if params.n == 0 || params.m == 0 => {
+                    return Ok(invalid(
+                        &p.display().to_string(),
+                        format!(
+                        "n = {} and m = {}: a run needs at least one independent and one dependent",
+                        params.n, params.m
+                    ),
+                    ))
+                }
                 Ok(params) => Some(params),
                 Err(e) => return Ok(invalid(&p.display().to_string(), e)),
             }
@@ -281,8 +316,22 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
     };
     let (text, stats) = if args.fd {
         let h = args.h.or(params.map(|p| p.h)).unwrap_or(1e-6);
+        if let Err(e) = harness.check_step(h) {
+            // The step is the user's: named where it came from.
+            return Ok(match (args.h, &params_path) {
+                (Some(_), _) => {
+                    eprintln!("xaifb run: --h: {}", e.kind);
+                    ExitCode::from(2)
+                }
+                (None, Some(p)) => invalid(&p.display().to_string(), e.kind),
+                _ => invalid(&file, e.kind),
+            });
+        }
         match harness.divided_differences(h) {
-            Ok(j) => (j.to_out("DD"), None),
+            Ok(j) => match finite_jacobian(&file, j) {
+                Ok(j) => (j.to_out("DD"), None),
+                Err(code) => return Ok(code),
+            },
             Err(e) => return Ok(invalid(&file, format!("{e}{}", hint(&e.kind)))),
         }
     } else {
@@ -294,6 +343,12 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
             RunMode::Trace => Mode::Trace,
         };
         match harness.run(mode) {
+            Ok(outcome) if !matches!(mode, Mode::Plain | Mode::Trace) => {
+                if let Err(code) = finite_jacobian(&file, outcome.jacobian.clone()) {
+                    return Ok(code);
+                }
+                (outcome.jacobian.to_out("AD"), Some(outcome))
+            }
             Ok(outcome) => {
                 let text = if mode == Mode::Trace {
                     let mut t = String::from("<Trace number=\"1\">\n");
@@ -303,7 +358,7 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
                     }
                     t.push_str("</Trace>\n");
                     t
-                } else if mode == Mode::Plain {
+                } else {
                     outcome
                         .jacobian
                         .entries
@@ -311,8 +366,6 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
                         .enumerate()
                         .map(|(k, y)| format!("y({:3})={}\n", k + 1, xaif_interp::fortran_en(*y)))
                         .collect()
-                } else {
-                    outcome.jacobian.to_out("AD")
                 };
                 (text, Some(outcome))
             }

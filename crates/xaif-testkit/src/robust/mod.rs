@@ -10,12 +10,14 @@
 //! that does not name the file, a partial output or a leftover temporary,
 //! output that the gate or the output schema rejects when the input was
 //! accepted, different bytes from the same run twice, the content of a
-//! file named in a DOCTYPE anywhere in the output, and a Jacobian
-//! comparison that passes on non-finite numbers; and the driver's
+//! file named in a DOCTYPE anywhere in the output, a Jacobian
+//! comparison that passes on non-finite numbers, and a `run` that prints
+//! what is not the program's result (`run_kinds.rs`); and the driver's
 //! contract with the file system and the command line (`driver.rs`).
 
 mod driver;
 pub mod mutate;
+mod run_kinds;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -1252,6 +1254,9 @@ fn program_runs(
             &[&a, &b],
         );
     }
+    // `run` on every kind of output in every mode, and with odd numbers.
+    run_kinds::every_kind_in_every_mode(sh, k, kinds, dir, input, &sizes, rng);
+    run_kinds::odd_numeric_flags(sh, k, kinds, dir, input, seed, &results, rng);
 }
 
 /// Runs `args` again in a fresh directory and compares `out.xaif`.
