@@ -37,6 +37,11 @@ pub struct StressArgs {
     /// Skip schema validation of programs and outputs.
     #[arg(long)]
     no_xsd: bool,
+    /// The checkpointing variant instead of the flag variants: every
+    /// `ForLoop` marked `--checkpoint-loop` (1 to 3 snapshots), the
+    /// checkpointed adjoint against the adjoint without checkpointing.
+    #[arg(long)]
+    checkpoint_loops: bool,
     /// Candidates tried when shrinking a failing program.
     #[arg(long, default_value_t = 2000)]
     shrink_steps: usize,
@@ -61,6 +66,7 @@ pub fn run(args: StressArgs) -> Result<()> {
         None => Checker::builtin(),
     };
     checker.with_variants = !args.no_variants;
+    checker.checkpoint_loops = args.checkpoint_loops;
     let out = if args.out.is_absolute() {
         args.out
     } else {

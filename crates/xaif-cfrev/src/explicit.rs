@@ -288,6 +288,54 @@ fn scalar_reads(ctx: &Ctx<'_>, e: &Expr) -> Option<Vec<SymbolId>> {
     Some(out)
 }
 
+/// Every variable `e` reads, subscripts and function arguments included
+/// (recursion over subscripts follows the XML nesting, which the reader
+/// bounds).
+pub(crate) fn symbols_read(ctx: &Ctx<'_>, e: &Expr) -> Vec<SymbolId> {
+    fn of_ref(ctx: &Ctx<'_>, g: &xaif_model::RefGraph, out: &mut Vec<SymbolId>) {
+        out.extend(ctx.symbol_of(g));
+        for v in &g.vertices {
+            if let xaif_model::RefVertexKind::ArrayElement { triplets } = &v.kind {
+                for t in triplets {
+                    for e in [&t.index, &t.bound, &t.stride].into_iter().flatten() {
+                        of_expr(ctx, e, out);
+                    }
+                }
+            }
+        }
+    }
+    fn of_expr(ctx: &Ctx<'_>, e: &Expr, out: &mut Vec<SymbolId>) {
+        for v in &e.vertices {
+            match &v.kind {
+                ExprVertexKind::VariableReference(g) => of_ref(ctx, g, out),
+                ExprVertexKind::FunctionCall(args) => {
+                    for a in args {
+                        of_ref(ctx, &a.graph, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    of_expr(ctx, e, &mut out);
+    out
+}
+
+/// Whether `regions` (in the routine of scope `local`) may change any of
+/// `symbols`: assign it, pass it to a call, or, for a variable of another
+/// scope, call anything.
+pub(crate) fn changes_any(
+    ctx: &Ctx<'_>,
+    local: ScopeId,
+    regions: &[Region],
+    symbols: &[SymbolId],
+) -> bool {
+    let mut fx = Effects::default();
+    region_effects(ctx, regions, &mut fx);
+    symbols.iter().any(|&s| fx.changes(ctx.p, s, local))
+}
+
 fn int_constant(e: &Expr, at: usize) -> Option<i64> {
     let v = &e.vertices[at];
     match v.kind {
@@ -316,6 +364,14 @@ fn subexpr(e: &Expr, g: &ExprGraph, at: usize) -> Expr {
 /// front end's `reversal` hint says: whether the loop may run backwards is
 /// decided by what its body changes (see [`plan`]).
 fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
+    recognise_with(ctx, v, false)
+}
+
+/// [`recognise`]; with `any_bounds`, the first value, the bound and a
+/// run-time stride may be any expressions not reading the variable (a
+/// checkpointed loop evaluates them once, where Fortran does), not only
+/// integer scalars (which an explicit loop's adjoint reads again).
+pub(crate) fn recognise_with(ctx: &Ctx<'_>, v: VertexId, any_bounds: bool) -> Option<ExplicitLoop> {
     let vertex = &ctx.p.vertices[v];
     let VertexKind::ForLoop {
         init: Some(init),
@@ -359,7 +415,12 @@ fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
         Some(c) => Step::Constant(if negated { -c } else { c }),
         None => {
             let expr = subexpr(&update.rhs, &ug, stride);
-            if scalar_reads(ctx, &expr)?.contains(&var) {
+            let reads_var = if any_bounds {
+                symbols_read(ctx, &expr).contains(&var)
+            } else {
+                scalar_reads(ctx, &expr)?.contains(&var)
+            };
+            if reads_var {
                 return None;
             }
             Step::Stride { expr, negated }
@@ -398,8 +459,14 @@ fn recognise(ctx: &Ctx<'_>, v: VertexId) -> Option<ExplicitLoop> {
         _ => return None,
     };
     let e1 = subexpr(cond, &cg, other);
-    scalar_reads(ctx, &e1)?;
-    scalar_reads(ctx, &init.rhs)?;
+    if any_bounds {
+        if symbols_read(ctx, &e1).contains(&var) || symbols_read(ctx, &init.rhs).contains(&var) {
+            return None;
+        }
+    } else {
+        scalar_reads(ctx, &e1)?;
+        scalar_reads(ctx, &init.rhs)?;
+    }
     let bound = if adjust == 0 {
         e1
     } else {
@@ -454,6 +521,9 @@ pub struct LoopPolicy {
     /// `-t`: global variables that no routine the top routine reaches
     /// writes (quasi-constant): never changed, never restored.
     pub quasi_constant: FxHashSet<SymbolId>,
+    /// Loops reversed by checkpointing (`--checkpoint-loop`): never run
+    /// backwards, their iterations being reversed one at a time.
+    pub checkpointed: FxHashSet<VertexId>,
 }
 
 struct Planner<'c, 'p> {
@@ -565,7 +635,11 @@ impl Planner<'_, '_> {
                     inside.push(frame);
                 }
                 Event::LoopStart(r @ Region::Loop { vertex, body, .. }) => {
-                    let header = recognise(self.ctx, *vertex);
+                    let header = if self.policy.checkpointed.contains(vertex) {
+                        None
+                    } else {
+                        recognise(self.ctx, *vertex)
+                    };
                     let body_frame = match frame {
                         None => {
                             // A candidate outermost loop: what the whole

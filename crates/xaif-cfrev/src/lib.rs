@@ -8,14 +8,18 @@
 //! checkpoints (seed "call graph reversal").
 //!
 //! [`explicit`] decides which loops run backwards instead of being
-//! counted. The crate builds on the basic-block preaccumulation of
+//! counted; [`checkpoint`] reverses loops marked `--checkpoint-loop` by
+//! binomial checkpointing, through run-time calls. The crate builds on the basic-block preaccumulation of
 //! `xaif-linearize` and on the to-be-recorded analysis of `xaif-dataflow`
 //! (argument checkpoints), and writes XAIF through `xaif-model`; it does
 //! not depend on the interpreter.
 
+pub mod checkpoint;
 pub mod explicit;
 pub mod program;
 pub mod region;
 pub mod reverse;
 
-pub use program::{adjoint, adjoint_streamed, AdjointOptions, AdjointResult, TapeStats};
+pub use program::{
+    adjoint, adjoint_streamed, top_routine, AdjointOptions, AdjointResult, TapeStats,
+};

@@ -86,6 +86,11 @@ pub struct AdjointOptions {
     /// `-t`: the top-level routine, whose reach decides which globals are
     /// quasi-constant.
     pub top: Option<String>,
+    /// Keep every eliminated graph as Graphviz text
+    /// (`Transformed::dots`), for the driver's `--dot` and `-g 8`.
+    pub dot: bool,
+    /// `--checkpoint-loop`: loops reversed by binomial checkpointing.
+    pub checkpoint_loops: Vec<crate::checkpoint::LoopMark>,
 }
 
 /// Per-routine taping statistics (`--stats-json` of the adjoint).
@@ -166,6 +171,35 @@ pub fn adjoint_streamed(
     adjoint_with(p, catalogue, noninlinable, options, Some(sink))
 }
 
+/// What the transformation of every routine shares: the input, its
+/// analyses and the options.
+struct Job<'a, 'p> {
+    p: &'p Program,
+    ctx: &'a Ctx<'p>,
+    env: &'a BlockEnv<'a>,
+    options: &'a AdjointOptions,
+    /// (callee, position) of arguments some call passes as a variable.
+    passed: &'a FxHashSet<(String, i64)>,
+    /// (callee, position) of optional formals some call leaves out.
+    left_out: &'a FxHashSet<(String, i64)>,
+    policy: &'a crate::explicit::LoopPolicy,
+    /// `Read` lists inferred for routines without one.
+    inferred: &'a FxHashMap<RoutineId, Vec<VarRef>>,
+    changes: &'a Option<Changes>,
+    /// Loops marked `--checkpoint-loop`, by routine.
+    marked: &'a FxHashMap<RoutineId, Vec<crate::checkpoint::Marked>>,
+    /// Their snapshot variables.
+    states: &'a FxHashMap<VertexId, Vec<SymbolId>>,
+}
+
+/// The output program and its names, which every routine adds to.
+struct Output<'o> {
+    out: &'o mut Program,
+    names: &'o mut Names,
+    /// The eliminated graphs as Graphviz text, with `AdjointOptions::dot`.
+    dots: &'o mut Vec<xaif_linearize::tangent::DotGraph>,
+}
+
 fn adjoint_with(
     p: &Program,
     catalogue: &Catalogue,
@@ -183,6 +217,7 @@ fn adjoint_with(
     // `if (present(f))` first (see `absent`).
     let guarded = guard_absent(p, &options.passive, options.decoration, &options.wrappers)?;
     let p = guarded.as_ref().unwrap_or(p);
+    let (marked, states) = checkpointed_loops(p, options)?;
     // Before the output copy exists: the analysis is the largest thing a
     // run holds besides the input, and only its answers are kept.
     let (inferred, changes) = checkpoint_analysis(p, options);
@@ -208,6 +243,7 @@ fn adjoint_with(
         routines: &routines,
         flatten: options.flatten,
         elimination: &memo,
+        dot: options.dot,
     };
     let passed = variables_passed(p);
     let left_out = xaif_model::formals_maybe_absent(p);
@@ -218,8 +254,23 @@ fn adjoint_with(
             Some(top) => quasi_constant(p, &ctx, &routines, top)?,
             None => Default::default(),
         },
+        checkpointed: marked.values().flatten().map(|m| m.vertex).collect(),
+    };
+    let job = Job {
+        p,
+        ctx: &ctx,
+        env: &env,
+        options,
+        passed: &passed,
+        left_out: &left_out,
+        policy: &policy,
+        inferred: &inferred,
+        changes: &changes,
+        marked: &marked,
+        states: &states,
     };
     let mut stats = TransformStats::default();
+    let mut dots = Vec::new();
     let mut tapes = Vec::new();
     let items: Vec<RoutineId> = p
         .items
@@ -235,321 +286,12 @@ fn adjoint_with(
         if lazy {
             out.copy_statements_of(p, rid);
         }
-        'routine: {
-            let routine = &p.routines[rid];
-            let RoutineBody::Graph(cfg) = &routine.body else {
-                break 'routine;
-            };
-            let name = routine.symbol_name().to_string();
-            let scope_attr = routine
-                .attrs
-                .get("controlflowgraph_scope_id")
-                .unwrap_or("1")
-                .to_string();
-            let Some(scope) = ctx.symbols.scope(&scope_attr) else {
-                break 'routine;
-            };
-            let mut rstats = RoutineStats {
-                routine: name.clone(),
-                ..Default::default()
-            };
-            let mut tape = TapeStats {
-                routine: name.clone(),
-                structured: true,
-                ..Default::default()
-            };
-            let mut list: Vec<(u32, Option<CfgId>, bool)> = Vec::new();
-            // Variables the adjoint restores by popping into them.
-            let mut restored_formals: Vec<SymbolId> = Vec::new();
-            let has_code = p.cfgs[*cfg].vertex_ids().next().is_some();
-            if has_code {
-                // Which loops run backwards explicitly (structured bodies only).
-                let plan = if options.force_enumeration || !routine.attrs.flag("structured", true) {
-                    LoopPlan::default()
-                } else {
-                    crate::region::parse(p, *cfg)
-                        .map(|regions| crate::explicit::plan_with(&ctx, scope, &regions, &policy))
-                        .unwrap_or_default()
-                };
-                let mut plan = plan;
-                // Both forms of every basic block; with explicit loops a second
-                // set that tapes every index for the strictly anonymous
-                // placeholders 10 and 11.
-                let variants: &[bool] = if plan.explicit.is_empty() {
-                    &[true]
-                } else {
-                    &[true, false]
-                };
-                let mut codes: Vec<FxHashMap<VertexId, BlockCode>> = Vec::new();
-                for &with_plan in variants {
-                    let mut code: FxHashMap<VertexId, BlockCode> = FxHashMap::default();
-                    for v in p.cfgs[*cfg].vertex_ids() {
-                        let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
-                            continue;
-                        };
-                        let mut target = Target {
-                            out: &mut out,
-                            names: &mut names,
-                            scope,
-                        };
-                        let stable = if with_plan {
-                            plan.stable.get(&v).cloned()
-                        } else {
-                            None
-                        };
-                        let mut block =
-                            adjoint_block(&ctx, &mut target, &env, stmts, stable.as_ref())
-                                .map_err(|e| TransformError::Block {
-                                    routine: name.clone(),
-                                    source: e,
-                                })?;
-                        if options.counters {
-                            let mut total = xaif_linearize::flatten::GraphStats::default();
-                            for g in &block.graphs {
-                                total.add(g);
-                            }
-                            block
-                                .taping
-                                .extend(xaif_linearize::tangent::counter_calls(&mut out, &total));
-                        }
-                        if with_plan {
-                            plan.add_reads(v, &block.stable_reads);
-                            let mut bstats = BlockStats {
-                                block: p.vertices[v]
-                                    .attrs
-                                    .get("vertex_id")
-                                    .unwrap_or("")
-                                    .to_string(),
-                                ..Default::default()
-                            };
-                            for g in &block.graphs {
-                                bstats.total.add(g);
-                            }
-                            bstats.graphs = block.graphs.clone();
-                            tape.doubles_per_block_execution += block.pushes.0;
-                            tape.integers_per_block_execution += block.pushes.1;
-                            if !bstats.graphs.is_empty() {
-                                rstats.total.add(&bstats.total);
-                                rstats.blocks.push(bstats);
-                            }
-                        }
-                        code.insert(
-                            v,
-                            BlockCode {
-                                taping: block.taping,
-                                adjoint: block.adjoint,
-                            },
-                        );
-                    }
-                    codes.push(code);
-                }
-                restored_formals.extend(plan.restore.values().flatten().copied());
-                tape.explicit_loops = plan.explicit.len();
-                // The original code, with the same argument conversions as the
-                // derivative code: it is compiled with the active types too.
-                let converted = xaif_linearize::typechange::convert_blocks(
-                    &ctx, &mut out, &mut names, &routines, *cfg, scope,
-                );
-                let blocks: FxHashMap<VertexId, Vec<StmtId>> = converted
-                    .into_iter()
-                    .map(|(v, c)| {
-                        let stmts = c
-                            .iter()
-                            .flat_map(xaif_linearize::typechange::Converted::stmts);
-                        (v, stmts.collect())
-                    })
-                    .collect();
-                let original = copy_cfg(p, &mut out, rid, *cfg, &blocks);
-                let mut temps = SymbolTemps {
-                    names: &mut names,
-                    scope,
-                };
-                let mut reversal = Reversal {
-                    original: p,
-                    routine: rid,
-                    cfg: *cfg,
-                    code: &codes[0],
-                    scope_id: &scope_attr,
-                    force_enumeration: options.force_enumeration,
-                    plan: Some(&plan),
-                };
-                let rev = reverse(&reversal, &mut out, &mut temps);
-                reversal.code = codes.last().expect("one variant at least");
-                reversal.plan = None;
-                let rev_anonymous = reverse(&reversal, &mut out, &mut temps);
-                tape.structured = rev.structured;
-                if options.zero_locals {
-                    for adj in [rev.adjoint, rev_anonymous.adjoint] {
-                        zero_active_locals(&ctx, &mut out, rid, adj, scope, &scope_attr);
-                    }
-                }
-                list.push((1, Some(original), true));
-                list.push((2, Some(rev.taping), rev.structured));
-                list.push((3, Some(rev.adjoint), rev.structured));
-                list.push((10, Some(rev_anonymous.taping), rev.structured));
-                list.push((11, Some(rev_anonymous.adjoint), rev.structured));
-            } else {
-                for ph in [1, 2, 3, 10, 11] {
-                    list.push((ph, None, true));
-                }
-            }
-            // Checkpoints.
-            // The formals at the positions `keep` accepts.
-            let formals_at = |keep: &dyn Fn(i64) -> bool| -> Vec<SymbolId> {
-                routine
-                    .arguments
-                    .iter()
-                    .flat_map(|l| {
-                        l.args
-                            .iter()
-                            .filter_map(|a| ctx.symbols.resolve(a).map(|s| (a, s)))
-                    })
-                    .filter(|(a, _)| keep(a.int("position").unwrap_or(0)))
-                    .map(|(_, s)| s)
-                    .collect()
-            };
-            let formals = formals_at(&|pos| {
-                !options.checkpoint_all_formals && !passed.contains(&(name.clone(), pos))
-            });
-            let skip_formals = |refs: &[VarRef]| -> Vec<VarRef> {
-                refs.iter()
-                    .filter(|r| {
-                        ctx.symbol_of(&r.graph)
-                            .is_some_and(|s| !formals.contains(&s))
-                    })
-                    .cloned()
-                    .collect()
-            };
-            let list_refs = |kind: SideEffectKind| -> Vec<VarRef> {
-                routine
-                    .side_effect(kind)
-                    .map(|l| skip_formals(&l.refs))
-                    .unwrap_or_default()
-            };
-            // A routine without a `Read` list gets the one the analysis
-            // infers (see `inferred_reads`).
-            let mut read = match routine.side_effect(SideEffectKind::Read) {
-                Some(list) => skip_formals(&list.refs),
-                None => inferred
-                    .get(&rid)
-                    .map(|refs| skip_formals(refs))
-                    .unwrap_or_default(),
-            };
-            if let Some(changes) = &changes {
-                read.retain(|r| {
-                    ctx.symbol_of(&r.graph)
-                        .is_none_or(|s| changes.may_change(rid, s))
-                });
-            }
-            let modified = list_refs(SideEffectKind::Mod);
-            let read_local = list_refs(SideEffectKind::ReadLocal);
-            tape.checkpoint_variables = read.len();
-            // Optional formals some call leaves out: their checkpoints
-            // run only when they are present.
-            let optional = formals_at(&|pos| left_out.contains(&(name.clone(), pos)));
-            let cp = |out: &mut Program,
-                      names: &mut Names,
-                      refs: &[VarRef],
-                      store: bool,
-                      deriv: bool,
-                      reversed: bool|
-             -> CfgId {
-                let mut stmts = Vec::new();
-                let mut ordered: Vec<&VarRef> = refs.iter().collect();
-                if reversed {
-                    ordered.reverse();
-                }
-                for r in ordered {
-                    if let Some(s) = checkpoint_call(&ctx, out, names, r, store, deriv) {
-                        let guard = ctx
-                            .symbol_of(&r.graph)
-                            .filter(|s| optional.contains(s))
-                            .map(|_| r.clone());
-                        stmts.push((s, guard));
-                    }
-                }
-                checkpoint_cfg_guarded(out, rid, &scope_attr, stmts)
-            };
-            let restore_reversed = !options.restore_in_store_order;
-            let ph4 = cp(&mut out, &mut names, &read, true, false, false);
-            let ph6 = cp(&mut out, &mut names, &read, false, false, restore_reversed);
-            let ph5 = checkpoint_cfg(&mut out, rid, &scope_attr, Vec::new());
-            let ph7 = checkpoint_cfg(&mut out, rid, &scope_attr, Vec::new());
-            let time_step: Vec<VarRef> =
-                modified.iter().chain(read_local.iter()).cloned().collect();
-            let ph8 = cp(&mut out, &mut names, &time_step, true, false, false);
-            let ph9 = cp(
-                &mut out,
-                &mut names,
-                &time_step,
-                false,
-                false,
-                restore_reversed,
-            );
-            let active_mod: Vec<VarRef> = modified
-                .iter()
-                .filter(|r| {
-                    ctx.symbol_of(&r.graph)
-                        .is_some_and(|s| ctx.symbol_active(s))
-                })
-                .cloned()
-                .collect();
-            let ph12 = cp(&mut out, &mut names, &active_mod, true, true, false);
-            let ph13 = cp(
-                &mut out,
-                &mut names,
-                &active_mod,
-                false,
-                true,
-                restore_reversed,
-            );
-            for (ph, g) in [
-                (4, ph4),
-                (5, ph5),
-                (6, ph6),
-                (7, ph7),
-                (8, ph8),
-                (9, ph9),
-                (12, ph12),
-                (13, ph13),
-            ] {
-                list.push((ph, Some(g), true));
-            }
-            list.sort_by_key(|(ph, ..)| *ph);
-            let replacements = list
-                .into_iter()
-                .map(|(ph, g, structured)| {
-                    let mut attrs = Attrs::new().with("placeholder", ph.to_string());
-                    if !structured {
-                        attrs.set("structured", "0");
-                    }
-                    let cfg = g.unwrap_or_else(|| {
-                        out.cfgs.alloc(Cfg {
-                            routine: rid,
-                            items: Vec::new(),
-                        })
-                    });
-                    Replacement { attrs, cfg }
-                })
-                .collect();
-            let attrs = routine.replacement_list_attrs("reverse_subroutine_template");
-            let mut arguments = routine.arguments.clone();
-            if let Some(args) = &mut arguments {
-                for a in &mut args.args {
-                    let symbol = ctx.symbols.resolve(a);
-                    let active = symbol.is_some_and(|s| ctx.symbol_active(s));
-                    let restored = symbol.is_some_and(|s| restored_formals.contains(&s));
-                    if active || restored || options.all_inout {
-                        a.set("intent", "inout");
-                    }
-                }
-            }
-            out.routines[rid] = Routine {
-                attrs,
-                arguments,
-                side_effects: Vec::new(),
-                body: RoutineBody::Replacements(replacements),
-            };
+        let mut o = Output {
+            out: &mut out,
+            names: &mut names,
+            dots: &mut dots,
+        };
+        if let Some((rstats, tape)) = job.routine(&mut o, rid)? {
             stats.total.add(&rstats.total);
             stats.routines.push(rstats);
             tapes.push(tape);
@@ -566,10 +308,487 @@ fn adjoint_with(
         transformed: Transformed {
             program: out,
             stats,
-            dots: Vec::new(),
+            dots,
         },
         tapes,
     })
+}
+
+/// The loops marked `--checkpoint-loop`, found in `p` (or refused), and
+/// what their snapshots hold.
+#[allow(clippy::type_complexity)]
+fn checkpointed_loops(
+    p: &Program,
+    options: &AdjointOptions,
+) -> Result<
+    (
+        FxHashMap<RoutineId, Vec<crate::checkpoint::Marked>>,
+        FxHashMap<VertexId, Vec<SymbolId>>,
+    ),
+    TransformError,
+> {
+    if options.checkpoint_loops.is_empty() {
+        return Ok(Default::default());
+    }
+    let marked = crate::checkpoint::resolve(p, &options.checkpoint_loops, options.decoration)?;
+    let opaque = p.stmts.iter().any(|(_, s)| {
+        matches!(s.kind, StmtKind::Marker)
+            && crate::explicit::marker_may_store(s.attrs.get("annotation").unwrap_or(""))
+    });
+    let states =
+        crate::checkpoint::loop_states(p, &marked, options.pessimistic_black_boxes, opaque)?;
+    Ok((marked, states))
+}
+
+/// The code of every basic block of a routine body in taping and adjoint
+/// form, with the routine's statistics.
+struct Codes {
+    /// With the loop plan; then, when it has explicit loops, with every
+    /// index taped (placeholders 10 and 11).
+    variants: Vec<FxHashMap<VertexId, BlockCode>>,
+    rstats: RoutineStats,
+    doubles: usize,
+    integers: usize,
+}
+
+impl Job<'_, '_> {
+    /// The `ReplacementList` of routine `rid` in `o.out`, with its
+    /// statistics (`None` for a routine without a body or scope).
+    fn routine(
+        &self,
+        o: &mut Output<'_>,
+        rid: RoutineId,
+    ) -> Result<Option<(RoutineStats, TapeStats)>, TransformError> {
+        let p = self.p;
+        let routine = &p.routines[rid];
+        let RoutineBody::Graph(cfg) = &routine.body else {
+            return Ok(None);
+        };
+        let name = routine.symbol_name().to_string();
+        let scope_attr = routine
+            .attrs
+            .get("controlflowgraph_scope_id")
+            .unwrap_or("1")
+            .to_string();
+        let Some(scope) = self.ctx.symbols.scope(&scope_attr) else {
+            return Ok(None);
+        };
+        let mut rstats = RoutineStats {
+            routine: name.clone(),
+            ..Default::default()
+        };
+        let mut tape = TapeStats {
+            routine: name.clone(),
+            structured: true,
+            ..Default::default()
+        };
+        let mut list: Vec<(u32, Option<CfgId>, bool)> = Vec::new();
+        // Variables the adjoint restores by popping into them.
+        let mut restored_formals: Vec<SymbolId> = Vec::new();
+        let has_code = p.cfgs[*cfg].vertex_ids().next().is_some();
+        if has_code {
+            let routine_code = self.code_placeholders(o, rid, *cfg, scope, &scope_attr)?;
+            rstats = RoutineStats {
+                routine: name.clone(),
+                ..routine_code.rstats
+            };
+            tape.doubles_per_block_execution = routine_code.doubles;
+            tape.integers_per_block_execution = routine_code.integers;
+            tape.explicit_loops = routine_code.explicit_loops;
+            tape.structured = routine_code.structured;
+            restored_formals = routine_code.restored_formals;
+            list = routine_code.list;
+        } else {
+            for ph in [1, 2, 3, 10, 11] {
+                list.push((ph, None, true));
+            }
+        }
+        tape.checkpoint_variables =
+            self.checkpoint_placeholders(o, rid, &name, &scope_attr, &mut list);
+        list.sort_by_key(|(ph, ..)| *ph);
+        o.out.routines[rid] = self.replacement_routine(o.out, rid, list, &restored_formals);
+        Ok(Some((rstats, tape)))
+    }
+
+    /// Placeholders 1, 2, 3, 10 and 11 of a routine with code.
+    fn code_placeholders(
+        &self,
+        o: &mut Output<'_>,
+        rid: RoutineId,
+        cfg: CfgId,
+        scope: xaif_model::ScopeId,
+        scope_attr: &str,
+    ) -> Result<RoutineCode, TransformError> {
+        let (p, ctx, options) = (self.p, self.ctx, self.options);
+        let routine = &p.routines[rid];
+        let name = routine.symbol_name().to_string();
+        let structured = !options.force_enumeration && routine.attrs.flag("structured", true);
+        let regions = if structured {
+            crate::region::parse(p, cfg)
+        } else {
+            None
+        };
+        // Which loops run backwards explicitly (structured bodies only).
+        let mut plan = regions
+            .as_ref()
+            .map(|regions| crate::explicit::plan_with(ctx, scope, regions, self.policy))
+            .unwrap_or_default();
+        let codes = self.block_codes(o, &name, cfg, scope, &mut plan)?;
+        let restored_formals = plan.restore.values().flatten().copied().collect();
+        // The original code, with the same argument conversions as the
+        // derivative code: it is compiled with the active types too.
+        let converted = xaif_linearize::typechange::convert_blocks(
+            ctx,
+            o.out,
+            o.names,
+            self.env.routines,
+            cfg,
+            scope,
+        );
+        let blocks: FxHashMap<VertexId, Vec<StmtId>> = converted
+            .into_iter()
+            .map(|(v, c)| {
+                let stmts = c
+                    .iter()
+                    .flat_map(xaif_linearize::typechange::Converted::stmts);
+                (v, stmts.collect())
+            })
+            .collect();
+        let original = copy_cfg(p, o.out, rid, cfg, &blocks);
+        let checkpoints = match self.marked.get(&rid) {
+            Some(marked) => Some(crate::checkpoint::Checkpoints {
+                loops: crate::checkpoint::plan(
+                    ctx,
+                    rid,
+                    cfg,
+                    scope,
+                    regions.as_deref(),
+                    marked,
+                    self.states,
+                    self.left_out,
+                )?,
+                plain: &blocks,
+            }),
+            None => None,
+        };
+        let mut temps = SymbolTemps {
+            names: o.names,
+            scope,
+        };
+        let mut reversal = Reversal {
+            original: p,
+            routine: rid,
+            cfg,
+            code: &codes.variants[0],
+            scope_id: scope_attr,
+            force_enumeration: options.force_enumeration,
+            plan: Some(&plan),
+            checkpoints: checkpoints.as_ref(),
+        };
+        let rev = reverse(&reversal, o.out, &mut temps);
+        reversal.code = codes.variants.last().expect("one variant at least");
+        reversal.plan = None;
+        let rev_anonymous = reverse(&reversal, o.out, &mut temps);
+        if options.zero_locals {
+            for adj in [rev.adjoint, rev_anonymous.adjoint] {
+                zero_active_locals(ctx, o.out, rid, adj, scope, scope_attr);
+            }
+        }
+        Ok(RoutineCode {
+            list: vec![
+                (1, Some(original), true),
+                (2, Some(rev.taping), rev.structured),
+                (3, Some(rev.adjoint), rev.structured),
+                (10, Some(rev_anonymous.taping), rev.structured),
+                (11, Some(rev_anonymous.adjoint), rev.structured),
+            ],
+            rstats: codes.rstats,
+            doubles: codes.doubles,
+            integers: codes.integers,
+            explicit_loops: plan.explicit.len(),
+            structured: rev.structured,
+            restored_formals,
+        })
+    }
+
+    /// Both forms of every basic block; with explicit loops a second set
+    /// that tapes every index for the strictly anonymous placeholders 10
+    /// and 11.
+    fn block_codes(
+        &self,
+        o: &mut Output<'_>,
+        name: &str,
+        cfg: CfgId,
+        scope: xaif_model::ScopeId,
+        plan: &mut LoopPlan,
+    ) -> Result<Codes, TransformError> {
+        let p = self.p;
+        let variants: &[bool] = if plan.explicit.is_empty() {
+            &[true]
+        } else {
+            &[true, false]
+        };
+        let mut codes = Codes {
+            variants: Vec::new(),
+            rstats: RoutineStats::default(),
+            doubles: 0,
+            integers: 0,
+        };
+        for &with_plan in variants {
+            let mut code: FxHashMap<VertexId, BlockCode> = FxHashMap::default();
+            for v in p.cfgs[cfg].vertex_ids() {
+                let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
+                    continue;
+                };
+                let mut target = Target {
+                    out: o.out,
+                    names: o.names,
+                    scope,
+                };
+                let stable = if with_plan {
+                    plan.stable.get(&v).cloned()
+                } else {
+                    None
+                };
+                let mut block =
+                    adjoint_block(self.ctx, &mut target, self.env, stmts, stable.as_ref())
+                        .map_err(|e| TransformError::Block {
+                            routine: name.to_string(),
+                            source: e,
+                        })?;
+                if self.options.counters {
+                    let mut total = xaif_linearize::flatten::GraphStats::default();
+                    for g in &block.graphs {
+                        total.add(g);
+                    }
+                    block
+                        .taping
+                        .extend(xaif_linearize::tangent::counter_calls(o.out, &total));
+                }
+                if with_plan {
+                    plan.add_reads(v, &block.stable_reads);
+                    let mut bstats = BlockStats {
+                        block: p.vertices[v]
+                            .attrs
+                            .get("vertex_id")
+                            .unwrap_or("")
+                            .to_string(),
+                        ..Default::default()
+                    };
+                    for g in &block.graphs {
+                        bstats.total.add(g);
+                    }
+                    bstats.graphs = block.graphs.clone();
+                    for (k, mut d) in block.dots.drain(..).enumerate() {
+                        d.name = format!("{name}_{}_{k}", bstats.block);
+                        o.dots.push(d);
+                    }
+                    codes.doubles += block.pushes.0;
+                    codes.integers += block.pushes.1;
+                    if !bstats.graphs.is_empty() {
+                        codes.rstats.total.add(&bstats.total);
+                        codes.rstats.blocks.push(bstats);
+                    }
+                }
+                code.insert(
+                    v,
+                    BlockCode {
+                        taping: block.taping,
+                        adjoint: block.adjoint,
+                    },
+                );
+            }
+            codes.variants.push(code);
+        }
+        Ok(codes)
+    }
+
+    /// Placeholders 4 to 9, 12 and 13 (argument, result, time-step and
+    /// derivative checkpoints) into `list`; returns the number of
+    /// variables placeholder 4 stores.
+    fn checkpoint_placeholders(
+        &self,
+        o: &mut Output<'_>,
+        rid: RoutineId,
+        name: &str,
+        scope_attr: &str,
+        list: &mut Vec<(u32, Option<CfgId>, bool)>,
+    ) -> usize {
+        let (ctx, options) = (self.ctx, self.options);
+        let routine = &self.p.routines[rid];
+        // The formals at the positions `keep` accepts.
+        let formals_at = |keep: &dyn Fn(i64) -> bool| -> Vec<SymbolId> {
+            routine
+                .arguments
+                .iter()
+                .flat_map(|l| {
+                    l.args
+                        .iter()
+                        .filter_map(|a| ctx.symbols.resolve(a).map(|s| (a, s)))
+                })
+                .filter(|(a, _)| keep(a.int("position").unwrap_or(0)))
+                .map(|(_, s)| s)
+                .collect()
+        };
+        let formals = formals_at(&|pos| {
+            !options.checkpoint_all_formals && !self.passed.contains(&(name.to_string(), pos))
+        });
+        let skip_formals = |refs: &[VarRef]| -> Vec<VarRef> {
+            refs.iter()
+                .filter(|r| {
+                    ctx.symbol_of(&r.graph)
+                        .is_some_and(|s| !formals.contains(&s))
+                })
+                .cloned()
+                .collect()
+        };
+        let list_refs = |kind: SideEffectKind| -> Vec<VarRef> {
+            routine
+                .side_effect(kind)
+                .map(|l| skip_formals(&l.refs))
+                .unwrap_or_default()
+        };
+        // A routine without a `Read` list gets the one the analysis
+        // infers (see `inferred_reads`).
+        let mut read = match routine.side_effect(SideEffectKind::Read) {
+            Some(list) => skip_formals(&list.refs),
+            None => self
+                .inferred
+                .get(&rid)
+                .map(|refs| skip_formals(refs))
+                .unwrap_or_default(),
+        };
+        if let Some(changes) = self.changes {
+            read.retain(|r| {
+                ctx.symbol_of(&r.graph)
+                    .is_none_or(|s| changes.may_change(rid, s))
+            });
+        }
+        let modified = list_refs(SideEffectKind::Mod);
+        let read_local = list_refs(SideEffectKind::ReadLocal);
+        // Optional formals some call leaves out: their checkpoints
+        // run only when they are present.
+        let optional = formals_at(&|pos| self.left_out.contains(&(name.to_string(), pos)));
+        let cp = |o: &mut Output<'_>,
+                  refs: &[VarRef],
+                  store: bool,
+                  deriv: bool,
+                  reversed: bool|
+         -> CfgId {
+            let mut stmts = Vec::new();
+            let mut ordered: Vec<&VarRef> = refs.iter().collect();
+            if reversed {
+                ordered.reverse();
+            }
+            for r in ordered {
+                if let Some(s) = checkpoint_call(ctx, o.out, o.names, r, store, deriv) {
+                    let guard = ctx
+                        .symbol_of(&r.graph)
+                        .filter(|s| optional.contains(s))
+                        .map(|_| r.clone());
+                    stmts.push((s, guard));
+                }
+            }
+            // Restores that read in store order say so (`run` needs to
+            // know the discipline: `xaif_model::STORE_ORDER_ENTRY`).
+            let entry = if !store && options.restore_in_store_order {
+                xaif_model::STORE_ORDER_ENTRY
+            } else {
+                CP_ENTRY
+            };
+            checkpoint_cfg_guarded(o.out, rid, scope_attr, entry, stmts)
+        };
+        let restore_reversed = !options.restore_in_store_order;
+        let ph4 = cp(o, &read, true, false, false);
+        let ph6 = cp(o, &read, false, false, restore_reversed);
+        let ph5 = checkpoint_cfg(o.out, rid, scope_attr, CP_ENTRY, Vec::new());
+        let ph7 = checkpoint_cfg(o.out, rid, scope_attr, CP_ENTRY, Vec::new());
+        let time_step: Vec<VarRef> = modified.iter().chain(read_local.iter()).cloned().collect();
+        let ph8 = cp(o, &time_step, true, false, false);
+        let ph9 = cp(o, &time_step, false, false, restore_reversed);
+        let active_mod: Vec<VarRef> = modified
+            .iter()
+            .filter(|r| {
+                ctx.symbol_of(&r.graph)
+                    .is_some_and(|s| ctx.symbol_active(s))
+            })
+            .cloned()
+            .collect();
+        let ph12 = cp(o, &active_mod, true, true, false);
+        let ph13 = cp(o, &active_mod, false, true, restore_reversed);
+        for (ph, g) in [
+            (4, ph4),
+            (5, ph5),
+            (6, ph6),
+            (7, ph7),
+            (8, ph8),
+            (9, ph9),
+            (12, ph12),
+            (13, ph13),
+        ] {
+            list.push((ph, Some(g), true));
+        }
+        read.len()
+    }
+
+    /// The routine as a `ReplacementList` of the placeholders in `list`,
+    /// with the adjoint's intents.
+    fn replacement_routine(
+        &self,
+        out: &mut Program,
+        rid: RoutineId,
+        list: Vec<(u32, Option<CfgId>, bool)>,
+        restored_formals: &[SymbolId],
+    ) -> Routine {
+        let ctx = self.ctx;
+        let routine = &self.p.routines[rid];
+        let replacements = list
+            .into_iter()
+            .map(|(ph, g, structured)| {
+                let mut attrs = Attrs::new().with("placeholder", ph.to_string());
+                if !structured {
+                    attrs.set("structured", "0");
+                }
+                let cfg = g.unwrap_or_else(|| {
+                    out.cfgs.alloc(Cfg {
+                        routine: rid,
+                        items: Vec::new(),
+                    })
+                });
+                Replacement { attrs, cfg }
+            })
+            .collect();
+        let attrs = routine.replacement_list_attrs("reverse_subroutine_template");
+        let mut arguments = routine.arguments.clone();
+        if let Some(args) = &mut arguments {
+            for a in &mut args.args {
+                let symbol = ctx.symbols.resolve(a);
+                let active = symbol.is_some_and(|s| ctx.symbol_active(s));
+                let restored = symbol.is_some_and(|s| restored_formals.contains(&s));
+                if active || restored || self.options.all_inout {
+                    a.set("intent", "inout");
+                }
+            }
+        }
+        Routine {
+            attrs,
+            arguments,
+            side_effects: Vec::new(),
+            body: RoutineBody::Replacements(replacements),
+        }
+    }
+}
+
+/// Placeholders 1, 2, 3, 10 and 11 of a routine, with what its taping
+/// code pushes.
+struct RoutineCode {
+    list: Vec<(u32, Option<CfgId>, bool)>,
+    rstats: RoutineStats,
+    doubles: usize,
+    integers: usize,
+    explicit_loops: usize,
+    structured: bool,
+    restored_formals: Vec<SymbolId>,
 }
 
 /// What a routine's re-execution from its argument checkpoint may find
@@ -867,13 +1086,18 @@ fn checkpoint_call(
     )))
 }
 
+/// The annotation of a checkpoint CFG's `Entry`, as the reference engine
+/// writes it.
+const CP_ENTRY: &str = "cp_entry";
+
 /// A checkpoint CFG whose statements with a guard run only when that
 /// optional formal is present (`if (present(f))`); without guards the
-/// plain one-block CFG.
+/// plain one-block CFG. `entry` annotates its `Entry`.
 fn checkpoint_cfg_guarded(
     out: &mut Program,
     rid: RoutineId,
     scope_id: &str,
+    entry: &str,
     stmts: Vec<(StmtId, Option<VarRef>)>,
 ) -> CfgId {
     if stmts.iter().all(|(_, g)| g.is_none()) {
@@ -881,10 +1105,11 @@ fn checkpoint_cfg_guarded(
             out,
             rid,
             scope_id,
+            entry,
             stmts.into_iter().map(|(s, _)| s).collect(),
         );
     }
-    let mut b = checkpoint_frame(out, rid);
+    let mut b = checkpoint_frame(out, rid, entry);
     let block_attrs = || {
         Attrs::new()
             .with("annotation", "cp_basicblock")
@@ -928,14 +1153,14 @@ fn checkpoint_cfg_guarded(
     b.cfg
 }
 
-/// A checkpoint CFG's builder with its Entry (vertex 1) and Exit (vertex
-/// 2), annotated as the reference engine does.
-fn checkpoint_frame(out: &mut Program, rid: RoutineId) -> CfgBuilder {
+/// A checkpoint CFG's builder with its Entry (vertex 1, annotated `entry`)
+/// and Exit (vertex 2), annotated as the reference engine does.
+fn checkpoint_frame(out: &mut Program, rid: RoutineId, entry: &str) -> CfgBuilder {
     let mut b = CfgBuilder::new(out, rid, "_cp_");
     b.vertex_with_id(
         out,
         "1",
-        Attrs::new().with("annotation", "cp_entry"),
+        Attrs::new().with("annotation", entry),
         VertexKind::Entry,
     );
     b.vertex_with_id(
@@ -947,10 +1172,16 @@ fn checkpoint_frame(out: &mut Program, rid: RoutineId) -> CfgBuilder {
     b
 }
 
-/// A checkpoint CFG: Entry, Exit and one block (annotated as the reference
-/// engine does).
-fn checkpoint_cfg(out: &mut Program, rid: RoutineId, scope_id: &str, stmts: Vec<StmtId>) -> CfgId {
-    let mut b = checkpoint_frame(out, rid);
+/// A checkpoint CFG: Entry (annotated `entry`), Exit and one block
+/// (annotated as the reference engine does).
+fn checkpoint_cfg(
+    out: &mut Program,
+    rid: RoutineId,
+    scope_id: &str,
+    entry: &str,
+    stmts: Vec<StmtId>,
+) -> CfgId {
+    let mut b = checkpoint_frame(out, rid, entry);
     b.vertex_with_id(
         out,
         "3",
@@ -964,7 +1195,21 @@ fn checkpoint_cfg(out: &mut Program, rid: RoutineId, scope_id: &str, stmts: Vec<
     b.cfg
 }
 
-/// A copy of `cfg` (new vertex and edge entries, same statements).
+/// The routine with code that `-t TOP` names (by its symbol or its
+/// Fortran name), if there is one: a driver that goes on without `-t`
+/// when there is none, as the reference engine does, asks first.
+pub fn top_routine(p: &Program, top: &str) -> Option<RoutineId> {
+    p.routines
+        .iter()
+        .find(|(_, r)| {
+            r.has_body(p)
+                && (r.symbol_name() == top
+                    || xaif_model::fortran_routine_name(r.symbol_name())
+                        == top.to_ascii_lowercase())
+        })
+        .map(|(id, _)| id)
+}
+
 /// `-t`: the global variables (of scopes that belong to no routine) that
 /// no routine reachable from `top` writes. Writes are assignments, call
 /// arguments and inlinable-call arguments; a marker that may stand for a
@@ -975,19 +1220,9 @@ fn quasi_constant(
     routines: &xaif_model::RoutineIndex,
     top: &str,
 ) -> Result<rustc_hash::FxHashSet<SymbolId>, TransformError> {
-    let start = p
-        .routines
-        .iter()
-        .find(|(_, r)| {
-            r.has_body(p)
-                && (r.symbol_name() == top
-                    || xaif_model::fortran_routine_name(r.symbol_name())
-                        == top.to_ascii_lowercase())
-        })
-        .map(|(id, _)| id)
-        .ok_or_else(|| {
-            TransformError::Input(format!("-t {top}: no routine of that name with code"))
-        })?;
+    let start = top_routine(p, top).ok_or_else(|| {
+        TransformError::Input(format!("-t {top}: no routine of that name with code"))
+    })?;
     let routine_scopes: rustc_hash::FxHashSet<&str> = p
         .routines
         .iter()

@@ -75,6 +75,59 @@ pub fn parse(p: &Program, cfg: CfgId) -> Option<Vec<Region>> {
     Some(regions)
 }
 
+/// The loop at loop vertex `v` as a [`Region::Loop`], when its body is
+/// structured and entered and left only through `v` (the rest of the graph
+/// may be unstructured): what a checkpointed loop of a routine reversed by
+/// block enumeration is reversed as, one unit.
+pub fn parse_loop(p: &Program, cfg: CfgId, v: VertexId) -> Option<Region> {
+    let g = CfgGraph::new(p, cfg);
+    let mut parser = Parser {
+        p,
+        g,
+        visited: FxHashSet::default(),
+    };
+    let edges = parser.g.successors(v).to_vec();
+    let [a, b] = edges.as_slice() else {
+        return None;
+    };
+    let is_body = |e: EdgeId| p.edges[e].condition_value() == Some(1);
+    let ((body_edge, body_start), (exit_edge, _)) = match (is_body(a.0), is_body(b.0)) {
+        (true, false) => (*a, *b),
+        (false, true) => (*b, *a),
+        _ => return None,
+    };
+    parser.visited.insert(v);
+    let (body, end) = parser.sequence(body_start)?;
+    if !matches!(parser.kind(end), VertexKind::EndLoop) || parser.single(end) != Some(v) {
+        return None;
+    }
+    parser.visited.insert(end);
+    // Entered only from the loop vertex, left only back to it.
+    let inside = |x: VertexId| x != v && parser.visited.contains(&x);
+    for &x in parser.visited.iter().filter(|&&x| x != v) {
+        let from_outside = parser
+            .g
+            .predecessors(x)
+            .iter()
+            .any(|(_, s)| !(inside(*s) || (*s == v && x == body_start)));
+        let to_outside = parser
+            .g
+            .successors(x)
+            .iter()
+            .any(|(_, t)| !(inside(*t) || (x == end && *t == v)));
+        if from_outside || to_outside {
+            return None;
+        }
+    }
+    Some(Region::Loop {
+        vertex: v,
+        body_edge,
+        body,
+        end,
+        exit_edge,
+    })
+}
+
 impl Parser<'_> {
     fn kind(&self, v: VertexId) -> &VertexKind {
         &self.p.vertices[v].kind
@@ -91,163 +144,195 @@ impl Parser<'_> {
     /// which is returned. Nested structures are parsed with an explicit
     /// stack of open sequences (branch arms, loop bodies).
     fn sequence(&mut self, first: VertexId) -> Option<(Vec<Region>, VertexId)> {
-        /// What to do when an open sequence reaches its end vertex.
-        enum Cont {
-            Root,
-            Arm {
-                vertex: VertexId,
-                edges: Vec<(EdgeId, VertexId)>,
-                arms: Vec<(EdgeId, Vec<Region>)>,
-                end: Option<VertexId>,
-            },
-            Body {
-                vertex: VertexId,
-                body_edge: EdgeId,
-                exit_edge: EdgeId,
-                exit: VertexId,
-            },
-        }
         let mut stack: Vec<(Vec<Region>, Cont)> = vec![(Vec::new(), Cont::Root)];
         let mut v = first;
         loop {
-            let stop = loop {
-                match self.kind(v) {
-                    VertexKind::Exit | VertexKind::EndBranch | VertexKind::EndLoop => {
-                        break Some(v)
-                    }
-                    VertexKind::Entry => return None,
-                    _ => {}
-                }
-                if !self.visited.insert(v) {
-                    return None;
-                }
-                let (out, _) = stack.last_mut()?;
-                match self.kind(v) {
-                    VertexKind::BasicBlock(_) => {
-                        out.push(Region::Block(v));
-                        v = self.single(v)?;
-                    }
-                    VertexKind::Label | VertexKind::Goto => {
-                        out.push(Region::Pass(v));
-                        v = self.single(v)?;
-                    }
-                    VertexKind::Branch(_) | VertexKind::If(_) => {
-                        let edges: Vec<(EdgeId, VertexId)> = self.g.successors(v).to_vec();
-                        let first_arm = edges.first()?.1;
-                        stack.push((
-                            Vec::new(),
-                            Cont::Arm {
-                                vertex: v,
-                                edges,
-                                arms: Vec::new(),
-                                end: None,
-                            },
-                        ));
-                        v = first_arm;
-                        break None;
-                    }
-                    VertexKind::ForLoop { .. }
-                    | VertexKind::PreLoop(_)
-                    | VertexKind::PostLoop(_) => {
-                        let edges = self.g.successors(v).to_vec();
-                        let [a, b] = edges.as_slice() else {
-                            return None;
-                        };
-                        let is_body = |e: EdgeId| self.p.edges[e].condition_value() == Some(1);
-                        let ((body_edge, body_start), (exit_edge, exit)) =
-                            match (is_body(a.0), is_body(b.0)) {
-                                (true, false) => (*a, *b),
-                                (false, true) => (*b, *a),
-                                _ => return None,
-                            };
-                        stack.push((
-                            Vec::new(),
-                            Cont::Body {
-                                vertex: v,
-                                body_edge,
-                                exit_edge,
-                                exit,
-                            },
-                        ));
-                        v = body_start;
-                        break None;
-                    }
-                    _ => return None,
-                }
-            };
-            let Some(stop) = stop else { continue };
-            let (items, cont) = stack.pop()?;
-            match cont {
-                Cont::Root => return Some((items, stop)),
-                Cont::Arm {
-                    vertex,
-                    edges,
-                    mut arms,
-                    end,
-                } => {
-                    if !matches!(self.kind(stop), VertexKind::EndBranch)
-                        || end.is_some_and(|x| x != stop)
-                    {
-                        return None;
-                    }
-                    let edge = edges[arms.len()].0;
-                    arms.push((edge, items));
-                    if let Some(&(_, t)) = edges.get(arms.len()) {
-                        stack.push((
-                            Vec::new(),
-                            Cont::Arm {
-                                vertex,
-                                edges,
-                                arms,
-                                end: Some(stop),
-                            },
-                        ));
-                        v = t;
-                        continue;
-                    }
-                    if !self.visited.insert(stop) || self.g.predecessors(stop).len() != arms.len() {
-                        return None;
-                    }
-                    let (out, _) = stack.last_mut()?;
-                    out.push(Region::Branch {
-                        vertex,
-                        arms,
-                        end: stop,
-                    });
-                    v = self.single(stop)?;
-                }
-                Cont::Body {
-                    vertex,
-                    body_edge,
-                    exit_edge,
-                    exit,
-                } => {
-                    if !matches!(self.kind(stop), VertexKind::EndLoop)
-                        || self.single(stop) != Some(vertex)
-                    {
-                        return None;
-                    }
-                    if !self.visited.insert(stop) {
-                        return None;
-                    }
-                    // The loop vertex is entered from before the loop and
-                    // from its EndLoop only.
-                    if self.g.predecessors(vertex).len() != 2 {
-                        return None;
-                    }
-                    let (out, _) = stack.last_mut()?;
-                    out.push(Region::Loop {
-                        vertex,
-                        body_edge,
-                        body: items,
-                        end: stop,
-                        exit_edge,
-                    });
-                    v = exit;
-                }
+            match self.scan(v, &mut stack)? {
+                Scan::Opened(inside) => v = inside,
+                Scan::Stop(stop) => match self.close(stop, &mut stack)? {
+                    Closed::Root(items) => return Some((items, stop)),
+                    Closed::Next(next) => v = next,
+                },
             }
         }
     }
+
+    /// Adds the blocks and passes from `v` on to the innermost open
+    /// sequence, up to an end vertex (`Scan::Stop`) or a branch or loop,
+    /// whose first arm or body it opens (`Scan::Opened`, with the vertex it
+    /// starts at).
+    fn scan(&mut self, mut v: VertexId, stack: &mut Vec<(Vec<Region>, Cont)>) -> Option<Scan> {
+        loop {
+            match self.kind(v) {
+                VertexKind::Exit | VertexKind::EndBranch | VertexKind::EndLoop => {
+                    return Some(Scan::Stop(v))
+                }
+                VertexKind::Entry => return None,
+                _ => {}
+            }
+            if !self.visited.insert(v) {
+                return None;
+            }
+            let (out, _) = stack.last_mut()?;
+            match self.kind(v) {
+                VertexKind::BasicBlock(_) => {
+                    out.push(Region::Block(v));
+                    v = self.single(v)?;
+                }
+                VertexKind::Label | VertexKind::Goto => {
+                    out.push(Region::Pass(v));
+                    v = self.single(v)?;
+                }
+                VertexKind::Branch(_) | VertexKind::If(_) => {
+                    let edges: Vec<(EdgeId, VertexId)> = self.g.successors(v).to_vec();
+                    let first_arm = edges.first()?.1;
+                    stack.push((
+                        Vec::new(),
+                        Cont::Arm {
+                            vertex: v,
+                            edges,
+                            arms: Vec::new(),
+                            end: None,
+                        },
+                    ));
+                    return Some(Scan::Opened(first_arm));
+                }
+                VertexKind::ForLoop { .. } | VertexKind::PreLoop(_) | VertexKind::PostLoop(_) => {
+                    let edges = self.g.successors(v).to_vec();
+                    let [a, b] = edges.as_slice() else {
+                        return None;
+                    };
+                    let is_body = |e: EdgeId| self.p.edges[e].condition_value() == Some(1);
+                    let ((body_edge, body_start), (exit_edge, exit)) =
+                        match (is_body(a.0), is_body(b.0)) {
+                            (true, false) => (*a, *b),
+                            (false, true) => (*b, *a),
+                            _ => return None,
+                        };
+                    stack.push((
+                        Vec::new(),
+                        Cont::Body {
+                            vertex: v,
+                            body_edge,
+                            exit_edge,
+                            exit,
+                        },
+                    ));
+                    return Some(Scan::Opened(body_start));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The innermost open sequence reached `stop`: closes it (an arm, the
+    /// next arm or the whole branch; a loop body and its loop) and says
+    /// where parsing goes on, or returns the outermost sequence.
+    fn close(&mut self, stop: VertexId, stack: &mut Vec<(Vec<Region>, Cont)>) -> Option<Closed> {
+        let (items, cont) = stack.pop()?;
+        match cont {
+            Cont::Root => Some(Closed::Root(items)),
+            Cont::Arm {
+                vertex,
+                edges,
+                mut arms,
+                end,
+            } => {
+                if !matches!(self.kind(stop), VertexKind::EndBranch)
+                    || end.is_some_and(|x| x != stop)
+                {
+                    return None;
+                }
+                let edge = edges[arms.len()].0;
+                arms.push((edge, items));
+                if let Some(&(_, t)) = edges.get(arms.len()) {
+                    stack.push((
+                        Vec::new(),
+                        Cont::Arm {
+                            vertex,
+                            edges,
+                            arms,
+                            end: Some(stop),
+                        },
+                    ));
+                    return Some(Closed::Next(t));
+                }
+                if !self.visited.insert(stop) || self.g.predecessors(stop).len() != arms.len() {
+                    return None;
+                }
+                let (out, _) = stack.last_mut()?;
+                out.push(Region::Branch {
+                    vertex,
+                    arms,
+                    end: stop,
+                });
+                Some(Closed::Next(self.single(stop)?))
+            }
+            Cont::Body {
+                vertex,
+                body_edge,
+                exit_edge,
+                exit,
+            } => {
+                if !matches!(self.kind(stop), VertexKind::EndLoop)
+                    || self.single(stop) != Some(vertex)
+                {
+                    return None;
+                }
+                if !self.visited.insert(stop) {
+                    return None;
+                }
+                // The loop vertex is entered from before the loop and
+                // from its EndLoop only.
+                if self.g.predecessors(vertex).len() != 2 {
+                    return None;
+                }
+                let (out, _) = stack.last_mut()?;
+                out.push(Region::Loop {
+                    vertex,
+                    body_edge,
+                    body: items,
+                    end: stop,
+                    exit_edge,
+                });
+                Some(Closed::Next(exit))
+            }
+        }
+    }
+}
+
+/// What to do when an open sequence of [`Parser::sequence`] reaches its
+/// end vertex.
+enum Cont {
+    Root,
+    Arm {
+        vertex: VertexId,
+        edges: Vec<(EdgeId, VertexId)>,
+        arms: Vec<(EdgeId, Vec<Region>)>,
+        end: Option<VertexId>,
+    },
+    Body {
+        vertex: VertexId,
+        body_edge: EdgeId,
+        exit_edge: EdgeId,
+        exit: VertexId,
+    },
+}
+
+/// Where [`Parser::scan`] stopped.
+enum Scan {
+    /// At an end vertex.
+    Stop(VertexId),
+    /// Having opened an arm or a loop body, which starts at this vertex.
+    Opened(VertexId),
+}
+
+/// What [`Parser::close`] did.
+enum Closed {
+    /// Closed the outermost sequence: its regions.
+    Root(Vec<Region>),
+    /// Parsing goes on at this vertex.
+    Next(VertexId),
 }
 
 /// One step of a walk over region sequences ([`walk`]).

@@ -29,6 +29,7 @@ use xaif_model::{
     RoutineId, StmtId, VarRef, VertexId, VertexKind,
 };
 
+use crate::checkpoint::{CheckpointedLoop, Checkpoints};
 use crate::explicit::{ExplicitLoop, LoopPlan, Step};
 use crate::region::{parse, walk, Event, Region};
 
@@ -147,19 +148,29 @@ impl CfgBuilder {
 }
 
 /// Dangling edges waiting for the next vertex.
-type Pending = Vec<(String, Option<i64>)>;
+pub(crate) type Pending = Vec<(String, Option<i64>)>;
 
-fn connect(b: &mut CfgBuilder, out: &mut Program, pending: &mut Pending, to: &str) {
+pub(crate) fn connect(b: &mut CfgBuilder, out: &mut Program, pending: &mut Pending, to: &str) {
     for (from, value) in pending.drain(..) {
         b.edge(out, &from, to, value);
     }
 }
 
-struct Ctx<'a> {
-    original: &'a Program,
-    code: &'a FxHashMap<VertexId, BlockCode>,
-    scope_id: String,
+/// What the reversal of one CFG reads, and how it names copied vertices.
+#[derive(Clone)]
+pub(crate) struct Ctx<'a> {
+    pub(crate) original: &'a Program,
+    pub(crate) code: &'a FxHashMap<VertexId, BlockCode>,
+    pub(crate) scope_id: String,
     plan: Option<&'a LoopPlan>,
+    /// Checkpointed loops and the plain form of the basic blocks their
+    /// advances run.
+    pub(crate) checkpoints: Option<&'a Checkpoints<'a>>,
+    /// Prepended to the original vertex ids of copies: a checkpointed
+    /// loop's body appears several times in one CFG.
+    pub(crate) prefix: String,
+    /// Copies made so far (each gets its own prefix).
+    pub(crate) copies: &'a std::cell::Cell<usize>,
 }
 
 impl Ctx<'_> {
@@ -167,13 +178,62 @@ impl Ctx<'_> {
         self.plan.and_then(|p| p.explicit.get(&v))
     }
 
-    /// The original `vertex_id` of `v`.
-    fn vertex_id(&self, v: VertexId) -> String {
-        self.original.vertices[v]
+    /// The checkpointed loop at loop vertex `v`, if it is one.
+    pub(crate) fn checkpointed(&self, v: VertexId) -> Option<&CheckpointedLoop> {
+        self.checkpoints.and_then(|c| c.loops.get(&v))
+    }
+
+    /// A context whose copies get a fresh vertex id prefix.
+    pub(crate) fn fresh_copy(&self) -> Self {
+        let n = self.copies.get() + 1;
+        self.copies.set(n);
+        Ctx {
+            prefix: format!("_ckp{n}_"),
+            ..self.clone()
+        }
+    }
+
+    /// `kind` with statements of its own in a copy (statement ids with
+    /// the copy's prefix appended), so that a checkpointed loop's body,
+    /// which appears several times in one CFG, never repeats a statement
+    /// id there; the kind itself outside copies.
+    pub(crate) fn own_statements(&self, out: &mut Program, kind: VertexKind) -> VertexKind {
+        if self.prefix.is_empty() {
+            return kind;
+        }
+        let mut renamed = |s: StmtId| -> StmtId {
+            let mut stmt = out.stmts[s].clone();
+            if let Some(id) = stmt.attrs.get("statement_id") {
+                let id = format!("{id}{}", self.prefix);
+                stmt.attrs.set("statement_id", &id);
+            }
+            out.stmts.alloc(stmt)
+        };
+        match kind {
+            VertexKind::BasicBlock(stmts) => {
+                VertexKind::BasicBlock(stmts.into_iter().map(&mut renamed).collect())
+            }
+            VertexKind::ForLoop {
+                init,
+                condition,
+                update,
+            } => VertexKind::ForLoop {
+                init: init.map(&mut renamed),
+                condition,
+                update: update.map(&mut renamed),
+            },
+            k => k,
+        }
+    }
+
+    /// The `vertex_id` of the copy of `v`: the original one with the
+    /// copy's prefix.
+    pub(crate) fn vertex_id(&self, v: VertexId) -> String {
+        let id = self.original.vertices[v]
             .attrs
             .get("vertex_id")
-            .unwrap_or("1")
-            .to_string()
+            .unwrap_or("1");
+        format!("{}{id}", self.prefix)
     }
 
     /// The variables restored around outermost explicit loop `v`.
@@ -243,11 +303,16 @@ pub fn embed_at(
     }
 }
 
-fn int_const(b: &mut ExprBuilder, v: i64) -> usize {
+pub(crate) fn int_const(b: &mut ExprBuilder, v: i64) -> usize {
     b.constant("integer", &v.to_string())
 }
 
-fn set_int(out: &mut Program, temps: &mut dyn Temps, var: &VarRef, value: i64) -> StmtId {
+pub(crate) fn set_int(
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    var: &VarRef,
+    value: i64,
+) -> StmtId {
     let mut e = ExprBuilder::new();
     int_const(&mut e, value);
     let mut lhs = var.clone();
@@ -256,7 +321,7 @@ fn set_int(out: &mut Program, temps: &mut dyn Temps, var: &VarRef, value: i64) -
         .alloc(assignment(&temps.statement("cfr_init"), lhs, e.finish()))
 }
 
-fn increment(out: &mut Program, temps: &mut dyn Temps, var: &VarRef) -> StmtId {
+pub(crate) fn increment(out: &mut Program, temps: &mut dyn Temps, var: &VarRef) -> StmtId {
     let mut e = ExprBuilder::new();
     let x = e.reference(var);
     let one = int_const(&mut e, 1);
@@ -270,27 +335,35 @@ fn increment(out: &mut Program, temps: &mut dyn Temps, var: &VarRef) -> StmtId {
     ))
 }
 
-fn tape_call(out: &mut Program, temps: &mut dyn Temps, name: &str, arg: ArgValue) -> StmtId {
+pub(crate) fn tape_call(
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    name: &str,
+    arg: ArgValue,
+) -> StmtId {
     let id = temps.statement(name);
     out.stmts.alloc(inlinable_call(name, &id, vec![arg]))
 }
 
-fn copy_vertex(
+/// A copy of vertex `v` of the original, with `kind`, under the
+/// context's prefix.
+pub(crate) fn copy_vertex(
+    c: &Ctx<'_>,
     b: &mut CfgBuilder,
     out: &mut Program,
-    original: &Program,
     v: VertexId,
     kind: VertexKind,
 ) -> String {
-    let attrs = original.vertices[v].attrs.clone();
-    let id = attrs.get("vertex_id").unwrap_or("1").to_string();
+    let attrs = c.original.vertices[v].attrs.clone();
+    let id = c.vertex_id(v);
+    let kind = c.own_statements(out, kind);
     b.vertex_with_id(out, &id, attrs, kind)
 }
 
 /// The taping CFG of `regions`, appended after the dangling edges in
 /// `pending` (which ends holding the edges that leave the last region).
 /// Driven by [`walk`] with explicit stacks of open arms and loops.
-fn taping_seq(
+pub(crate) fn taping_seq(
     c: &Ctx<'_>,
     b: &mut CfgBuilder,
     out: &mut Program,
@@ -298,145 +371,258 @@ fn taping_seq(
     regions: &[Region],
     pending: &mut Pending,
 ) {
-    // Dangling edges of each open sequence; the outermost is `pending`.
-    let mut pendings: Vec<Pending> = vec![std::mem::take(pending)];
-    // Open branches: the copied vertex and the arms' closing blocks.
-    let mut branches: Vec<(String, Pending)> = Vec::new();
-    // Open loops: the copied loop vertex and its counter.
-    let mut loops: Vec<(String, Option<VarRef>)> = Vec::new();
-    walk(regions, false, |event| {
-        let top = pendings.len() - 1;
+    let mut w = TapingWalk {
+        c,
+        b,
+        out,
+        temps,
+        pendings: vec![std::mem::take(pending)],
+        branches: Vec::new(),
+        loops: Vec::new(),
+        skip: 0,
+    };
+    walk(regions, false, |event| w.event(event));
+    *pending = w.pendings.pop().unwrap_or_default();
+}
+
+/// The state of [`taping_seq`]'s walk.
+struct TapingWalk<'w, 'a> {
+    c: &'w Ctx<'a>,
+    b: &'w mut CfgBuilder,
+    out: &'w mut Program,
+    temps: &'w mut dyn Temps,
+    /// Dangling edges of each open sequence; the outermost is the
+    /// caller's.
+    pendings: Vec<Pending>,
+    /// Open branches: the copied vertex and the arms' closing blocks.
+    branches: Vec<(String, Pending)>,
+    /// Open loops: the copied loop vertex and its counter.
+    loops: Vec<(String, Option<VarRef>)>,
+    /// Loops open inside a checkpointed loop, whose code
+    /// [`crate::checkpoint`] made.
+    skip: usize,
+}
+
+impl TapingWalk<'_, '_> {
+    fn top(&mut self) -> &mut Pending {
+        self.pendings.last_mut().expect("the outermost sequence")
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        if skipped(&mut self.skip, &event) {
+            return;
+        }
         match event {
-            Event::Block(v) => {
-                let stmts = c.code.get(&v).map(|x| x.taping.clone()).unwrap_or_default();
-                let id = copy_vertex(b, out, c.original, v, VertexKind::BasicBlock(stmts));
-                connect(b, out, &mut pendings[top], &id);
-                pendings[top].push((id, None));
-            }
+            Event::Block(v) => self.block(v),
             Event::Pass(v) => {
-                let id = copy_vertex(b, out, c.original, v, c.original.vertices[v].kind.clone());
-                connect(b, out, &mut pendings[top], &id);
-                pendings[top].push((id, None));
-            }
-            Event::BranchStart(Region::Branch { vertex, .. }) => {
-                let id = copy_vertex(
-                    b,
-                    out,
-                    c.original,
-                    *vertex,
-                    c.original.vertices[*vertex].kind.clone(),
+                let kind = self.c.original.vertices[v].kind.clone();
+                let id = copy_vertex(self.c, self.b, self.out, v, kind);
+                connect(
+                    self.b,
+                    self.out,
+                    self.pendings.last_mut().expect("open"),
+                    &id,
                 );
-                connect(b, out, &mut pendings[top], &id);
-                branches.push((id, Vec::new()));
+                self.top().push((id, None));
             }
+            Event::BranchStart(Region::Branch { vertex, .. }) => self.branch_start(*vertex),
             Event::ArmStart { edge, .. } => {
-                let Some((id, _)) = branches.last() else {
+                let Some((id, _)) = self.branches.last() else {
                     return;
                 };
-                pendings.push(vec![(id.clone(), c.original.edges[edge].condition_value())]);
+                let value = self.c.original.edges[edge].condition_value();
+                self.pendings.push(vec![(id.clone(), value)]);
             }
-            Event::ArmEnd { index } => {
-                let mut arm_pending = pendings.pop().unwrap_or_default();
-                let marker = tape_call(
-                    out,
-                    temps,
-                    "push_i_s0",
-                    ArgValue::Constant(
-                        Attrs::new()
-                            .with("vertex_id", "1")
-                            .with("type", "integer")
-                            .with("value", (index + 1).to_string()),
-                    ),
-                );
-                let push = b.block(out, &c.scope_id, vec![marker]);
-                connect(b, out, &mut arm_pending, &push);
-                if let Some((_, ends)) = branches.last_mut() {
-                    ends.push((push, None));
-                }
-            }
+            Event::ArmEnd { index } => self.arm_end(index),
             Event::BranchEnd(Region::Branch { end, .. }) => {
-                let (_, mut ends) = branches.pop().unwrap_or_default();
-                let end_id = copy_vertex(b, out, c.original, *end, VertexKind::EndBranch);
-                connect(b, out, &mut ends, &end_id);
-                pendings[top].push((end_id, None));
+                let (_, mut ends) = self.branches.pop().unwrap_or_default();
+                let end_id = copy_vertex(self.c, self.b, self.out, *end, VertexKind::EndBranch);
+                connect(self.b, self.out, &mut ends, &end_id);
+                self.top().push((end_id, None));
             }
-            Event::LoopStart(Region::Loop {
-                vertex, body_edge, ..
-            }) => {
-                // A loop that runs backwards in the adjoint needs no
-                // counter; the values its adjoint reads again are pushed
-                // once after the outermost explicit loop. Any other loop
-                // counts its iterations and pushes the count on exit.
-                let counter = c.explicit(*vertex).is_none().then(|| temps.integer(out));
-                if let Some(ctr) = &counter {
-                    let init = set_int(out, temps, ctr, 0);
-                    let init_block = b.block(out, &c.scope_id, vec![init]);
-                    connect(b, out, &mut pendings[top], &init_block);
-                    pendings[top].push((init_block, None));
-                }
-                let loop_id = copy_vertex(
-                    b,
-                    out,
-                    c.original,
-                    *vertex,
-                    c.original.vertices[*vertex].kind.clone(),
-                );
-                connect(b, out, &mut pendings[top], &loop_id);
-                pendings.push(vec![(
-                    loop_id.clone(),
-                    c.original.edges[*body_edge].condition_value(),
-                )]);
-                loops.push((loop_id, counter));
-            }
-            Event::LoopEnd(Region::Loop {
-                vertex,
-                end,
-                exit_edge,
-                ..
-            }) => {
-                let mut body_pending = pendings.pop().unwrap_or_default();
-                let top = pendings.len() - 1;
-                let (loop_id, counter) = loops.pop().unwrap_or_default();
-                if let Some(ctr) = &counter {
-                    let inc = increment(out, temps, ctr);
-                    let inc_block = b.block(out, &c.scope_id, vec![inc]);
-                    connect(b, out, &mut body_pending, &inc_block);
-                    body_pending.push((inc_block, None));
-                }
-                let end_id = copy_vertex(b, out, c.original, *end, VertexKind::EndLoop);
-                connect(b, out, &mut body_pending, &end_id);
-                b.edge(out, &end_id, &loop_id, None);
-                let pushed: Vec<VarRef> = match &counter {
-                    Some(ctr) => vec![ctr.clone()],
-                    None => c.restored(*vertex),
-                };
-                let exit_value = c.original.edges[*exit_edge].condition_value();
-                if pushed.is_empty() {
-                    pendings[top].push((loop_id, exit_value));
-                } else {
-                    let pushes = pushed
-                        .iter()
-                        .map(|r| tape_call(out, temps, "push_i_s0", ArgValue::Variable(r.clone())))
-                        .collect();
-                    let push_block = b.block(out, &c.scope_id, pushes);
-                    b.edge(out, &loop_id, &push_block, exit_value);
-                    pendings[top].push((push_block, None));
+            Event::LoopStart(r @ Region::Loop { vertex, .. }) => {
+                match self.c.checkpointed(*vertex) {
+                    Some(cl) => {
+                        self.skip = 1;
+                        let pending = self.pendings.last_mut().expect("open");
+                        crate::checkpoint::taping_sweep(
+                            self.c, self.b, self.out, self.temps, r, cl, pending,
+                        );
+                    }
+                    None => self.loop_start(r),
                 }
             }
+            Event::LoopEnd(r @ Region::Loop { .. }) => self.loop_end(r),
             // The walk reports branches and loops with their own regions.
             Event::BranchStart(_)
             | Event::BranchEnd(_)
             | Event::LoopStart(_)
             | Event::LoopEnd(_) => {}
         }
-    });
-    *pending = pendings.pop().unwrap_or_default();
+    }
+
+    /// A basic block in taping form.
+    fn block(&mut self, v: VertexId) {
+        let stmts = self
+            .c
+            .code
+            .get(&v)
+            .map(|x| x.taping.clone())
+            .unwrap_or_default();
+        let id = copy_vertex(self.c, self.b, self.out, v, VertexKind::BasicBlock(stmts));
+        connect(
+            self.b,
+            self.out,
+            self.pendings.last_mut().expect("open"),
+            &id,
+        );
+        self.top().push((id, None));
+    }
+
+    /// The branching vertex, copied.
+    fn branch_start(&mut self, vertex: VertexId) {
+        let kind = self.c.original.vertices[vertex].kind.clone();
+        let id = copy_vertex(self.c, self.b, self.out, vertex, kind);
+        connect(
+            self.b,
+            self.out,
+            self.pendings.last_mut().expect("open"),
+            &id,
+        );
+        self.branches.push((id, Vec::new()));
+    }
+
+    /// The end of arm `index`: a block pushing its number.
+    fn arm_end(&mut self, index: usize) {
+        let mut arm_pending = self.pendings.pop().unwrap_or_default();
+        let marker = tape_call(
+            self.out,
+            self.temps,
+            "push_i_s0",
+            ArgValue::Constant(
+                Attrs::new()
+                    .with("vertex_id", "1")
+                    .with("type", "integer")
+                    .with("value", (index + 1).to_string()),
+            ),
+        );
+        let push = self.b.block(self.out, &self.c.scope_id, vec![marker]);
+        connect(self.b, self.out, &mut arm_pending, &push);
+        if let Some((_, ends)) = self.branches.last_mut() {
+            ends.push((push, None));
+        }
+    }
+
+    /// A loop vertex, copied, with its counter set to 0 before it.
+    fn loop_start(&mut self, r: &Region) {
+        let Region::Loop {
+            vertex, body_edge, ..
+        } = r
+        else {
+            return;
+        };
+        let c = self.c;
+        // A loop that runs backwards in the adjoint needs no counter; the
+        // values its adjoint reads again are pushed once after the
+        // outermost explicit loop. Any other loop counts its iterations
+        // and pushes the count on exit.
+        let counter = c
+            .explicit(*vertex)
+            .is_none()
+            .then(|| self.temps.integer(self.out));
+        if let Some(ctr) = &counter {
+            let init = set_int(self.out, self.temps, ctr, 0);
+            let init_block = self.b.block(self.out, &c.scope_id, vec![init]);
+            connect(
+                self.b,
+                self.out,
+                self.pendings.last_mut().expect("open"),
+                &init_block,
+            );
+            self.top().push((init_block, None));
+        }
+        let kind = c.original.vertices[*vertex].kind.clone();
+        let loop_id = copy_vertex(c, self.b, self.out, *vertex, kind);
+        connect(
+            self.b,
+            self.out,
+            self.pendings.last_mut().expect("open"),
+            &loop_id,
+        );
+        let value = c.original.edges[*body_edge].condition_value();
+        self.pendings.push(vec![(loop_id.clone(), value)]);
+        self.loops.push((loop_id, counter));
+    }
+
+    /// The loop's `EndLoop`, its counter's increment and the push of the
+    /// count (or of the restored invariants) on its exit.
+    fn loop_end(&mut self, r: &Region) {
+        let Region::Loop {
+            vertex,
+            end,
+            exit_edge,
+            ..
+        } = r
+        else {
+            return;
+        };
+        let c = self.c;
+        let mut body_pending = self.pendings.pop().unwrap_or_default();
+        let (loop_id, counter) = self.loops.pop().unwrap_or_default();
+        if let Some(ctr) = &counter {
+            let inc = increment(self.out, self.temps, ctr);
+            let inc_block = self.b.block(self.out, &c.scope_id, vec![inc]);
+            connect(self.b, self.out, &mut body_pending, &inc_block);
+            body_pending.push((inc_block, None));
+        }
+        let end_id = copy_vertex(c, self.b, self.out, *end, VertexKind::EndLoop);
+        connect(self.b, self.out, &mut body_pending, &end_id);
+        self.b.edge(self.out, &end_id, &loop_id, None);
+        let pushed: Vec<VarRef> = match &counter {
+            Some(ctr) => vec![ctr.clone()],
+            None => c.restored(*vertex),
+        };
+        let exit_value = c.original.edges[*exit_edge].condition_value();
+        if pushed.is_empty() {
+            self.top().push((loop_id, exit_value));
+        } else {
+            let pushes = pushed
+                .iter()
+                .map(|r| {
+                    tape_call(
+                        self.out,
+                        self.temps,
+                        "push_i_s0",
+                        ArgValue::Variable(r.clone()),
+                    )
+                })
+                .collect();
+            let push_block = self.b.block(self.out, &c.scope_id, pushes);
+            self.b.edge(self.out, &loop_id, &push_block, exit_value);
+            self.top().push((push_block, None));
+        }
+    }
+}
+
+/// Whether `event` lies inside a checkpointed loop whose code is made
+/// apart (`skip` counts the loops open there, the checkpointed one
+/// included).
+fn skipped(skip: &mut usize, event: &Event<'_>) -> bool {
+    if *skip == 0 {
+        return false;
+    }
+    match event {
+        Event::LoopStart(_) => *skip += 1,
+        Event::LoopEnd(_) => *skip -= 1,
+        _ => {}
+    }
+    true
 }
 
 /// The adjoint CFG of `regions` (in reverse order), appended after the
 /// dangling edges in `pending`. Driven by [`walk`] with explicit stacks of
 /// open arms and loops.
-fn adjoint_seq(
+pub(crate) fn adjoint_seq(
     c: &Ctx<'_>,
     b: &mut CfgBuilder,
     out: &mut Program,
@@ -444,149 +630,256 @@ fn adjoint_seq(
     regions: &[Region],
     pending: &mut Pending,
 ) {
-    let mut pendings: Vec<Pending> = vec![std::mem::take(pending)];
-    // Open branches: the adjoint branch vertex and the arms' loose ends.
-    let mut branches: Vec<(String, Pending)> = Vec::new();
-    // Open loops: the adjoint `ForLoop` vertex.
-    let mut loops: Vec<String> = Vec::new();
-    walk(regions, true, |event| {
-        let top = pendings.len() - 1;
+    let mut w = AdjointWalk {
+        c,
+        b,
+        out,
+        temps,
+        pendings: vec![std::mem::take(pending)],
+        branches: Vec::new(),
+        loops: Vec::new(),
+        skip: 0,
+    };
+    walk(regions, true, |event| w.event(event));
+    *pending = w.pendings.pop().unwrap_or_default();
+}
+
+/// The state of [`adjoint_seq`]'s walk.
+struct AdjointWalk<'w, 'a> {
+    c: &'w Ctx<'a>,
+    b: &'w mut CfgBuilder,
+    out: &'w mut Program,
+    temps: &'w mut dyn Temps,
+    pendings: Vec<Pending>,
+    /// Open branches: the adjoint branch vertex and the arms' loose ends.
+    branches: Vec<(String, Pending)>,
+    /// Open loops: the adjoint `ForLoop` vertex.
+    loops: Vec<String>,
+    /// Loops open inside a checkpointed loop (see [`skipped`]).
+    skip: usize,
+}
+
+impl AdjointWalk<'_, '_> {
+    fn top(&mut self) -> &mut Pending {
+        self.pendings.last_mut().expect("the outermost sequence")
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        if skipped(&mut self.skip, &event) {
+            return;
+        }
         match event {
-            Event::Block(v) => {
-                let stmts = c
-                    .code
-                    .get(&v)
-                    .map(|x| x.adjoint.clone())
-                    .unwrap_or_default();
-                let mut attrs = c.original.vertices[v].attrs.clone();
-                let id = attrs.get("vertex_id").unwrap_or("1").to_string();
-                attrs.set("vertex_id", &id);
-                let id = b.vertex_with_id(out, &id, attrs, VertexKind::BasicBlock(stmts));
-                connect(b, out, &mut pendings[top], &id);
-                pendings[top].push((id, None));
-            }
+            Event::Block(v) => self.block(v),
             Event::Pass(_) => {}
-            Event::BranchStart(Region::Branch { end, .. }) => {
-                let marker = temps.integer(out);
-                let pop = tape_call(out, temps, "pop_i_s0", ArgValue::Variable(marker.clone()));
-                let pop_block = b.block(out, &c.scope_id, vec![pop]);
-                connect(b, out, &mut pendings[top], &pop_block);
-                let mut cond = ExprBuilder::new();
-                cond.reference(&marker);
-                let branch = b.vertex_with_id(
-                    out,
-                    &format!("_adj_{}", c.vertex_id(*end)),
-                    Attrs::new().with("annotation", "_cfr_"),
-                    VertexKind::Branch(Some(cond.finish())),
-                );
-                b.edge(out, &pop_block, &branch, None);
-                branches.push((branch, Vec::new()));
-            }
+            Event::BranchStart(Region::Branch { end, .. }) => self.branch_start(*end),
             Event::ArmStart { index, .. } => {
-                let Some((branch, _)) = branches.last() else {
+                let Some((branch, _)) = self.branches.last() else {
                     return;
                 };
-                pendings.push(vec![(branch.clone(), Some(index as i64 + 1))]);
+                self.pendings
+                    .push(vec![(branch.clone(), Some(index as i64 + 1))]);
             }
             Event::ArmEnd { .. } => {
-                let arm_pending = pendings.pop().unwrap_or_default();
-                if let Some((_, ends)) = branches.last_mut() {
+                let arm_pending = self.pendings.pop().unwrap_or_default();
+                if let Some((_, ends)) = self.branches.last_mut() {
                     ends.extend(arm_pending);
                 }
             }
             Event::BranchEnd(Region::Branch { vertex, .. }) => {
-                let (_, mut ends) = branches.pop().unwrap_or_default();
-                let end_branch = b.vertex_with_id(
-                    out,
-                    &format!("_adj_{}", c.vertex_id(*vertex)),
+                let (_, mut ends) = self.branches.pop().unwrap_or_default();
+                let end_branch = self.b.vertex_with_id(
+                    self.out,
+                    &format!("_adj_{}", self.c.vertex_id(*vertex)),
                     Attrs::new().with("annotation", "_cfr_"),
                     VertexKind::EndBranch,
                 );
-                connect(b, out, &mut ends, &end_branch);
-                pendings[top].push((end_branch, None));
+                connect(self.b, self.out, &mut ends, &end_branch);
+                self.top().push((end_branch, None));
             }
-            Event::LoopStart(Region::Loop { vertex, end, .. }) => {
-                let before = &mut pendings[top];
-                let (header, reversal) = match c.explicit(*vertex) {
-                    Some(h) => {
-                        // Restore the invariants, then run the variable
-                        // backwards.
-                        let restored = c.restored(*vertex);
-                        if !restored.is_empty() {
-                            let pops = restored
-                                .iter()
-                                .rev()
-                                .map(|r| {
-                                    tape_call(out, temps, "pop_i_s0", ArgValue::Variable(r.clone()))
-                                })
-                                .collect();
-                            let pop_block = b.block(out, &c.scope_id, pops);
-                            connect(b, out, before, &pop_block);
-                            before.push((pop_block, None));
-                        }
-                        (backwards(out, temps, h), "explicit")
-                    }
-                    None => {
-                        // Pop the count and run the body that often.
-                        let bound = temps.integer(out);
-                        let k = temps.integer(out);
-                        let pop =
-                            tape_call(out, temps, "pop_i_s0", ArgValue::Variable(bound.clone()));
-                        let pop_block = b.block(out, &c.scope_id, vec![pop]);
-                        connect(b, out, before, &pop_block);
-                        before.push((pop_block, None));
-                        let init = set_int(out, temps, &k, 1);
-                        let update = increment(out, temps, &k);
-                        let mut cond = ExprBuilder::new();
-                        let kv = cond.reference(&k);
-                        let bv = cond.reference(&bound);
-                        cond.vertex(
-                            Attrs::new().with("name", "less_or_equal"),
-                            xaif_model::ExprVertexKind::BooleanOperation,
+            Event::LoopStart(r @ Region::Loop { vertex, .. }) => {
+                match self.c.checkpointed(*vertex) {
+                    Some(cl) => {
+                        self.skip = 1;
+                        let pending = self.pendings.last_mut().expect("open");
+                        crate::checkpoint::adjoint_sweep(
+                            self.c, self.b, self.out, self.temps, r, cl, pending,
                         );
-                        cond.edge(kv, 2, 1);
-                        cond.edge(bv, 2, 2);
-                        ((init, cond.finish(), update), "anonymous")
                     }
-                };
-                let (init, condition, update) = header;
-                let for_loop = b.vertex_with_id(
-                    out,
-                    &format!("_adj_{}", c.vertex_id(*end)),
-                    Attrs::new()
-                        .with("annotation", "_cfr_")
-                        .with("reversal", reversal),
-                    VertexKind::ForLoop {
-                        init: Some(init),
-                        condition: Some(condition),
-                        update: Some(update),
-                    },
-                );
-                connect(b, out, before, &for_loop);
-                pendings.push(vec![(for_loop.clone(), Some(1))]);
-                loops.push(for_loop);
+                    None => self.loop_start(r),
+                }
             }
-            Event::LoopEnd(Region::Loop { vertex, .. }) => {
-                let mut body_pending = pendings.pop().unwrap_or_default();
-                let top = pendings.len() - 1;
-                let for_loop = loops.pop().unwrap_or_default();
-                let end_loop = b.vertex_with_id(
-                    out,
-                    &format!("_adj_{}", c.vertex_id(*vertex)),
-                    Attrs::new().with("annotation", "_cfr_"),
-                    VertexKind::EndLoop,
-                );
-                connect(b, out, &mut body_pending, &end_loop);
-                b.edge(out, &end_loop, &for_loop, None);
-                pendings[top].push((for_loop, None));
-            }
+            Event::LoopEnd(Region::Loop { vertex, .. }) => self.loop_end(*vertex),
             Event::BranchStart(_)
             | Event::BranchEnd(_)
             | Event::LoopStart(_)
             | Event::LoopEnd(_) => {}
         }
-    });
-    *pending = pendings.pop().unwrap_or_default();
+    }
+
+    /// A basic block in adjoint form.
+    fn block(&mut self, v: VertexId) {
+        let stmts = self
+            .c
+            .code
+            .get(&v)
+            .map(|x| x.adjoint.clone())
+            .unwrap_or_default();
+        let mut attrs = self.c.original.vertices[v].attrs.clone();
+        let id = self.c.vertex_id(v);
+        attrs.set("vertex_id", &id);
+        let id = self
+            .b
+            .vertex_with_id(self.out, &id, attrs, VertexKind::BasicBlock(stmts));
+        connect(
+            self.b,
+            self.out,
+            self.pendings.last_mut().expect("open"),
+            &id,
+        );
+        self.top().push((id, None));
+    }
+
+    /// The pop of the arm number and the adjoint branch on it.
+    fn branch_start(&mut self, end: VertexId) {
+        let c = self.c;
+        let marker = self.temps.integer(self.out);
+        let pop = tape_call(
+            self.out,
+            self.temps,
+            "pop_i_s0",
+            ArgValue::Variable(marker.clone()),
+        );
+        let pop_block = self.b.block(self.out, &c.scope_id, vec![pop]);
+        connect(
+            self.b,
+            self.out,
+            self.pendings.last_mut().expect("open"),
+            &pop_block,
+        );
+        let mut cond = ExprBuilder::new();
+        cond.reference(&marker);
+        let branch = self.b.vertex_with_id(
+            self.out,
+            &format!("_adj_{}", c.vertex_id(end)),
+            Attrs::new().with("annotation", "_cfr_"),
+            VertexKind::Branch(Some(cond.finish())),
+        );
+        self.b.edge(self.out, &pop_block, &branch, None);
+        self.branches.push((branch, Vec::new()));
+    }
+
+    /// The adjoint loop's header: the explicit loop run backwards (its
+    /// invariants restored first), or a count popped and run.
+    fn loop_start(&mut self, r: &Region) {
+        let Region::Loop { vertex, end, .. } = r else {
+            return;
+        };
+        let c = self.c;
+        let (header, reversal) = match c.explicit(*vertex) {
+            Some(h) => {
+                // Restore the invariants, then run the variable backwards.
+                let restored = c.restored(*vertex);
+                if !restored.is_empty() {
+                    let pops = restored
+                        .iter()
+                        .rev()
+                        .map(|r| {
+                            tape_call(
+                                self.out,
+                                self.temps,
+                                "pop_i_s0",
+                                ArgValue::Variable(r.clone()),
+                            )
+                        })
+                        .collect();
+                    let pop_block = self.b.block(self.out, &c.scope_id, pops);
+                    connect(
+                        self.b,
+                        self.out,
+                        self.pendings.last_mut().expect("open"),
+                        &pop_block,
+                    );
+                    self.top().push((pop_block, None));
+                }
+                (backwards(self.out, self.temps, h), "explicit")
+            }
+            None => (self.counted_header(), "anonymous"),
+        };
+        let (init, condition, update) = header;
+        let for_loop = self.b.vertex_with_id(
+            self.out,
+            &format!("_adj_{}", c.vertex_id(*end)),
+            Attrs::new()
+                .with("annotation", "_cfr_")
+                .with("reversal", reversal),
+            VertexKind::ForLoop {
+                init: Some(init),
+                condition: Some(condition),
+                update: Some(update),
+            },
+        );
+        connect(
+            self.b,
+            self.out,
+            self.pendings.last_mut().expect("open"),
+            &for_loop,
+        );
+        self.pendings.push(vec![(for_loop.clone(), Some(1))]);
+        self.loops.push(for_loop);
+    }
+
+    /// Pops the count of a counted loop before it; its header runs `k`
+    /// from 1 to the count.
+    fn counted_header(&mut self) -> (StmtId, xaif_model::Expr, StmtId) {
+        let bound = self.temps.integer(self.out);
+        let k = self.temps.integer(self.out);
+        let pop = tape_call(
+            self.out,
+            self.temps,
+            "pop_i_s0",
+            ArgValue::Variable(bound.clone()),
+        );
+        let pop_block = self.b.block(self.out, &self.c.scope_id, vec![pop]);
+        connect(
+            self.b,
+            self.out,
+            self.pendings.last_mut().expect("open"),
+            &pop_block,
+        );
+        self.top().push((pop_block, None));
+        let init = set_int(self.out, self.temps, &k, 1);
+        let update = increment(self.out, self.temps, &k);
+        (init, at_most(&k, &bound), update)
+    }
+
+    /// The adjoint loop's `EndLoop`.
+    fn loop_end(&mut self, vertex: VertexId) {
+        let mut body_pending = self.pendings.pop().unwrap_or_default();
+        let for_loop = self.loops.pop().unwrap_or_default();
+        let end_loop = self.b.vertex_with_id(
+            self.out,
+            &format!("_adj_{}", self.c.vertex_id(vertex)),
+            Attrs::new().with("annotation", "_cfr_"),
+            VertexKind::EndLoop,
+        );
+        connect(self.b, self.out, &mut body_pending, &end_loop);
+        self.b.edge(self.out, &end_loop, &for_loop, None);
+        self.top().push((for_loop, None));
+    }
+}
+
+/// `k <= bound`.
+pub(crate) fn at_most(k: &VarRef, bound: &VarRef) -> xaif_model::Expr {
+    let mut cond = ExprBuilder::new();
+    let kv = cond.reference(k);
+    let bv = cond.reference(bound);
+    cond.vertex(
+        Attrs::new().with("name", "less_or_equal"),
+        xaif_model::ExprVertexKind::BooleanOperation,
+    );
+    cond.edge(kv, 2, 1);
+    cond.edge(bv, 2, 2);
+    cond.finish()
 }
 
 /// The header of the adjoint of an explicit loop: `i` from its last value
@@ -704,6 +997,8 @@ pub struct Reversal<'a> {
     pub force_enumeration: bool,
     /// Which loops run backwards explicitly (`None`: every loop counted).
     pub plan: Option<&'a LoopPlan>,
+    /// Loops reversed by binomial checkpointing (`--checkpoint-loop`).
+    pub checkpoints: Option<&'a Checkpoints<'a>>,
 }
 
 /// Reverses `r.cfg` into two new bodies of `r.routine` in `out`.
@@ -716,12 +1011,17 @@ pub fn reverse(r: &Reversal<'_>, out: &mut Program, temps: &mut dyn Temps) -> Re
         scope_id,
         force_enumeration,
         plan,
+        checkpoints,
     } = *r;
+    let copies = std::cell::Cell::new(0);
     let c = Ctx {
         original,
         code,
         scope_id: scope_id.to_string(),
         plan,
+        checkpoints,
+        prefix: String::new(),
+        copies: &copies,
     };
     let regions = if force_enumeration || original.cfgs[cfg].items.is_empty() {
         None
@@ -738,10 +1038,10 @@ pub fn reverse(r: &Reversal<'_>, out: &mut Program, temps: &mut dyn Temps) -> Re
             let exit = g.exit.expect("structured graphs have an exit");
             // Taping.
             let mut tb = CfgBuilder::new(out, routine, "_aug_");
-            let e = copy_vertex(&mut tb, out, original, entry, VertexKind::Entry);
+            let e = copy_vertex(&c, &mut tb, out, entry, VertexKind::Entry);
             let mut pending = vec![(e, None)];
             taping_seq(&c, &mut tb, out, temps, &regions, &mut pending);
-            let x = copy_vertex(&mut tb, out, original, exit, VertexKind::Exit);
+            let x = copy_vertex(&c, &mut tb, out, exit, VertexKind::Exit);
             connect(&mut tb, out, &mut pending, &x);
             // Adjoint.
             let mut ab = CfgBuilder::new(out, routine, "_adj_v_");
@@ -760,6 +1060,58 @@ pub fn reverse(r: &Reversal<'_>, out: &mut Program, temps: &mut dyn Temps) -> Re
     }
 }
 
+/// A checkpointed loop of a routine reversed by block enumeration: the
+/// loop, its body structured, is one unit of the enumeration.
+struct Unit<'c> {
+    region: Region,
+    cl: &'c CheckpointedLoop,
+    /// The loop's vertices but the loop vertex (its body and `EndLoop`).
+    inside: rustc_hash::FxHashSet<VertexId>,
+    /// The unit's first and last vertex in the taping CFG.
+    entry: String,
+    exit: String,
+}
+
+/// The checkpointed loops of `cfg` as units (their entries and exits not
+/// yet made).
+fn units<'c>(c: &Ctx<'c>, cfg: CfgId) -> FxHashMap<VertexId, Unit<'c>> {
+    let mut out = FxHashMap::default();
+    let Some(checkpoints) = c.checkpoints else {
+        return out;
+    };
+    for (&v, cl) in &checkpoints.loops {
+        let Some(region) = crate::region::parse_loop(c.original, cfg, v) else {
+            continue;
+        };
+        let mut inside = rustc_hash::FxHashSet::default();
+        if let Region::Loop { body, end, .. } = &region {
+            inside.insert(*end);
+            walk(body, false, |e| match e {
+                Event::Block(x) | Event::Pass(x) => {
+                    inside.insert(x);
+                }
+                Event::BranchStart(Region::Branch { vertex, end, .. })
+                | Event::LoopStart(Region::Loop { vertex, end, .. }) => {
+                    inside.insert(*vertex);
+                    inside.insert(*end);
+                }
+                _ => {}
+            });
+        }
+        out.insert(
+            v,
+            Unit {
+                region,
+                cl,
+                inside,
+                entry: String::new(),
+                exit: String::new(),
+            },
+        );
+    }
+    out
+}
+
 /// Block enumeration for unstructured graphs.
 fn enumerate(
     c: &Ctx<'_>,
@@ -768,13 +1120,71 @@ fn enumerate(
     cfg: CfgId,
     temps: &mut dyn Temps,
 ) -> Reversed {
-    let original = c.original;
-    let g = CfgGraph::new(original, cfg);
-    let mut numbers: Vec<(VertexId, i64)> = Vec::new();
+    let g = CfgGraph::new(c.original, cfg);
+    let mut units = units(c, cfg);
     // Taping: the original graph, each block with adjoint work pushing its
     // number at its end, and 0 pushed after the entry.
     let mut tb = CfgBuilder::new(out, routine, "_aug_");
+    let numbers = enumerated_vertices(c, &g, &mut tb, out, temps, &mut units);
+    enumerated_edges(c, &g, &mut tb, out, temps, &units);
+    let adjoint = enumerated_adjoint(c, out, routine, temps, &numbers, &units);
+    Reversed {
+        taping: tb.cfg,
+        adjoint,
+        structured: false,
+    }
+}
+
+/// The taping CFG's vertices: each block's taping code, with the push of
+/// its number when its adjoint does anything; a checkpointed loop's taping
+/// sweep and the push of its number. Returns the numbers.
+fn enumerated_vertices(
+    c: &Ctx<'_>,
+    g: &CfgGraph,
+    tb: &mut CfgBuilder,
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    units: &mut FxHashMap<VertexId, Unit<'_>>,
+) -> Vec<(VertexId, i64)> {
+    let original = c.original;
+    let mut numbers: Vec<(VertexId, i64)> = Vec::new();
+    let push_number = |out: &mut Program, temps: &mut dyn Temps, n: i64| {
+        tape_call(
+            out,
+            temps,
+            "push_i_s0",
+            ArgValue::Constant(
+                Attrs::new()
+                    .with("vertex_id", "1")
+                    .with("type", "integer")
+                    .with("value", n.to_string()),
+            ),
+        )
+    };
     for &v in &g.vertices {
+        if units.values().any(|u| u.inside.contains(&v)) {
+            continue;
+        }
+        if let Some(unit) = units.get_mut(&v) {
+            let n = numbers.len() as i64 + 1;
+            numbers.push((v, n));
+            unit.entry = tb.block(out, &c.scope_id, Vec::new());
+            let mut pending = vec![(unit.entry.clone(), None)];
+            let cu = c.fresh_copy();
+            crate::checkpoint::taping_sweep(
+                &cu,
+                tb,
+                out,
+                temps,
+                &unit.region,
+                unit.cl,
+                &mut pending,
+            );
+            let push = push_number(out, temps, n);
+            unit.exit = tb.block(out, &c.scope_id, vec![push]);
+            connect(tb, out, &mut pending, &unit.exit);
+            continue;
+        }
         let vertex = &original.vertices[v];
         let kind = match &vertex.kind {
             VertexKind::BasicBlock(_) => {
@@ -783,24 +1193,28 @@ fn enumerate(
                 if !code.adjoint.is_empty() {
                     let n = numbers.len() as i64 + 1;
                     numbers.push((v, n));
-                    stmts.push(tape_call(
-                        out,
-                        temps,
-                        "push_i_s0",
-                        ArgValue::Constant(
-                            Attrs::new()
-                                .with("vertex_id", "1")
-                                .with("type", "integer")
-                                .with("value", n.to_string()),
-                        ),
-                    ));
+                    stmts.push(push_number(out, temps, n));
                 }
                 VertexKind::BasicBlock(stmts)
             }
             k => k.clone(),
         };
-        copy_vertex(&mut tb, out, original, v, kind);
+        copy_vertex(c, tb, out, v, kind);
     }
+    numbers
+}
+
+/// The taping CFG's edges: the original ones, 0 pushed after the entry, a
+/// checkpointed loop entered at its unit's entry and left from its exit.
+fn enumerated_edges(
+    c: &Ctx<'_>,
+    g: &CfgGraph,
+    tb: &mut CfgBuilder,
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    units: &FxHashMap<VertexId, Unit<'_>>,
+) {
+    let original = c.original;
     let entry = g.entry.map(|e| {
         original.vertices[e]
             .attrs
@@ -820,19 +1234,31 @@ fn enumerate(
         ),
     );
     let start = tb.block(out, &c.scope_id, vec![zero]);
+    let id = |v: VertexId| {
+        original.vertices[v]
+            .attrs
+            .get("vertex_id")
+            .unwrap_or("1")
+            .to_string()
+    };
     for &v in &g.vertices {
+        if units.values().any(|u| u.inside.contains(&v)) {
+            continue;
+        }
         for (e, t) in g.successors(v) {
-            let s_id = original.vertices[v]
-                .attrs
-                .get("vertex_id")
-                .unwrap_or("1")
-                .to_string();
-            let t_id = original.vertices[*t]
-                .attrs
-                .get("vertex_id")
-                .unwrap_or("1")
-                .to_string();
-            let value = original.edges[*e].condition_value();
+            let (s_id, mut value) = (id(v), original.edges[*e].condition_value());
+            let s_id = match units.get(&v) {
+                Some(u) if u.inside.contains(t) => continue,
+                Some(u) => {
+                    value = None;
+                    u.exit.clone()
+                }
+                None => s_id,
+            };
+            let t_id = match units.get(t) {
+                Some(u) => u.entry.clone(),
+                None => id(*t),
+            };
             if Some(&s_id) == entry.as_ref() {
                 tb.edge(out, &s_id, &start, value);
                 tb.edge(out, &start, &t_id, None);
@@ -841,7 +1267,19 @@ fn enumerate(
             }
         }
     }
-    // Adjoint: pop; while (popped /= 0) { dispatch; pop }.
+}
+
+/// The adjoint CFG of block enumeration: pop; while (popped /= 0) {
+/// dispatch to the adjoint of that block or checkpointed loop; pop }.
+fn enumerated_adjoint(
+    c: &Ctx<'_>,
+    out: &mut Program,
+    routine: RoutineId,
+    temps: &mut dyn Temps,
+    numbers: &[(VertexId, i64)],
+    units: &FxHashMap<VertexId, Unit<'_>>,
+) -> CfgId {
+    let original = c.original;
     let mut ab = CfgBuilder::new(out, routine, "_adj_v_");
     let which = temps.integer(out);
     let entry_v = ab.vertex(out, Attrs::new(), VertexKind::Entry);
@@ -859,31 +1297,51 @@ fn enumerate(
     cond.edge(zero_c, 2, 2);
     let while_v = ab.vertex(out, Attrs::new(), VertexKind::PreLoop(Some(cond.finish())));
     ab.edge(out, &first_pop, &while_v, None);
-    let mut sel = ExprBuilder::new();
-    sel.reference(&which);
-    let branch = ab.vertex(out, Attrs::new(), VertexKind::Branch(Some(sel.finish())));
-    ab.edge(out, &while_v, &branch, Some(1));
-    let end_branch = ab.vertex(out, Attrs::new(), VertexKind::EndBranch);
-    for (v, n) in &numbers {
-        let stmts = c.code.get(v).map(|x| x.adjoint.clone()).unwrap_or_default();
-        let mut attrs = original.vertices[*v].attrs.clone();
-        let id = format!("_adj_{}", attrs.get("vertex_id").unwrap_or("1"));
-        attrs.set("vertex_id", &id);
-        let blk = ab.vertex_with_id(out, &id, attrs, VertexKind::BasicBlock(stmts));
-        ab.edge(out, &branch, &blk, Some(*n));
-        ab.edge(out, &blk, &end_branch, None);
-    }
+    // The dispatch; without numbered blocks there is none (a branch
+    // without a case would be a dead end, docs/cfg-rules.md): the loop
+    // body only pops.
+    let dispatch = (!numbers.is_empty()).then(|| {
+        let mut sel = ExprBuilder::new();
+        sel.reference(&which);
+        let branch = ab.vertex(out, Attrs::new(), VertexKind::Branch(Some(sel.finish())));
+        ab.edge(out, &while_v, &branch, Some(1));
+        let end_branch = ab.vertex(out, Attrs::new(), VertexKind::EndBranch);
+        for (v, n) in numbers {
+            if let Some(u) = units.get(v) {
+                let mut pending = vec![(branch.clone(), Some(*n))];
+                let cu = c.fresh_copy();
+                crate::checkpoint::adjoint_sweep(
+                    &cu,
+                    &mut ab,
+                    out,
+                    temps,
+                    &u.region,
+                    u.cl,
+                    &mut pending,
+                );
+                connect(&mut ab, out, &mut pending, &end_branch);
+                continue;
+            }
+            let stmts = c.code.get(v).map(|x| x.adjoint.clone()).unwrap_or_default();
+            let mut attrs = original.vertices[*v].attrs.clone();
+            let id = format!("_adj_{}", attrs.get("vertex_id").unwrap_or("1"));
+            attrs.set("vertex_id", &id);
+            let blk = ab.vertex_with_id(out, &id, attrs, VertexKind::BasicBlock(stmts));
+            ab.edge(out, &branch, &blk, Some(*n));
+            ab.edge(out, &blk, &end_branch, None);
+        }
+        end_branch
+    });
     let pop = tape_call(out, temps, "pop_i_s0", ArgValue::Variable(which));
     let next_pop = ab.block(out, &c.scope_id, vec![pop]);
-    ab.edge(out, &end_branch, &next_pop, None);
+    match &dispatch {
+        Some(end_branch) => ab.edge(out, end_branch, &next_pop, None),
+        None => ab.edge(out, &while_v, &next_pop, Some(1)),
+    }
     let end_loop = ab.vertex(out, Attrs::new(), VertexKind::EndLoop);
     ab.edge(out, &next_pop, &end_loop, None);
     ab.edge(out, &end_loop, &while_v, None);
     let exit_v = ab.vertex(out, Attrs::new(), VertexKind::Exit);
     ab.edge(out, &while_v, &exit_v, None);
-    Reversed {
-        taping: tb.cfg,
-        adjoint: ab.cfg,
-        structured: false,
-    }
+    ab.cfg
 }

@@ -22,9 +22,9 @@ use xaif_model::{
 
 use crate::dep::{Dep, DepProblem};
 use crate::error::DataflowError;
-use crate::facts::ProgramFacts;
+use crate::facts::{Effect, ProgramFacts, RoutineFacts};
 use crate::framework::{
-    bottom_up, summarize, top_down, Contribution, Direction, RoutineSummary, Solver,
+    bottom_up, summarize, top_down, Contribution, Direction, Record, RoutineSummary, Solver,
 };
 use crate::loc::{base_name, StorageId};
 use crate::LocSet;
@@ -248,11 +248,64 @@ fn seeds(facts: &ProgramFacts, vars: &[(RoutineId, StorageId)]) -> FxHashMap<Rou
 }
 
 /// Runs `Dep`, varied and useful analyses.
+///
+/// The steps: resolve the independents and dependents, summarise every
+/// routine's dependences bottom-up, propagate varied sets forward from the
+/// independents and useful sets backward from the dependents, then read
+/// off each routine's and statement's activity, settle which storages are
+/// used differentiably, and give the verdict per storage and symbol.
 pub fn analyze_activity(
     facts: &ProgramFacts,
     spec: &ActivitySpec,
     solver: Solver,
 ) -> Result<Activity, DataflowError> {
+    let (independents, dependents) = endpoints(facts, spec)?;
+    let dep = dependences(facts, solver);
+    let vary = propagate(
+        facts,
+        solver,
+        &dep,
+        seeds(facts, &independents),
+        Direction::Forward,
+    );
+    let useful = propagate(
+        facts,
+        solver,
+        &dep,
+        seeds(facts, &dependents),
+        Direction::Backward,
+    );
+    let mut act = Activity {
+        storages: vec![false; facts.storages.len()],
+        pointwise: vec![false; facts.storages.len()],
+        used: vec![false; facts.storages.len()],
+        varied: vec![false; facts.storages.len()],
+        useful: vec![false; facts.storages.len()],
+        independents,
+        dependents,
+        ..Activity::default()
+    };
+    for &r in &facts.callgraph.routines {
+        routine_activity(facts, r, &vary[&r], &useful[&r], &dep, &mut act);
+    }
+    for (_, st) in act.independents.iter().chain(&act.dependents) {
+        act.used[st.index()] = true;
+    }
+    used_through_calls(facts, &mut act);
+    verdicts(facts, &mut act);
+    act.dep = dep;
+    Ok(act)
+}
+
+/// Resolved independents or dependents: (routine, storage) pairs.
+type Endpoints = Vec<(RoutineId, StorageId)>;
+
+/// Resolves the independents and dependents of `spec`; either list left
+/// empty is the top routine's active formals.
+fn endpoints(
+    facts: &ProgramFacts,
+    spec: &ActivitySpec,
+) -> Result<(Endpoints, Endpoints), DataflowError> {
     let mut independents = spec
         .independents
         .iter()
@@ -269,8 +322,12 @@ pub fn analyze_activity(
     if dependents.is_empty() {
         dependents = default_spec(facts);
     }
-    let cg = &facts.callgraph;
-    let dep = bottom_up(cg, |r, table| {
+    Ok((independents, dependents))
+}
+
+/// The `Dep` summary of every routine (and of its loops), callees first.
+fn dependences(facts: &ProgramFacts, solver: Solver) -> FxHashMap<RoutineId, RoutineSummary<Dep>> {
+    bottom_up(&facts.callgraph, |r, table| {
         let prob = DepProblem {
             facts,
             routine: r,
@@ -278,7 +335,20 @@ pub fn analyze_activity(
             direction: Direction::Forward,
         };
         summarize(&prob, &facts.flows[&r], solver)
-    });
+    })
+}
+
+/// Varied sets (`Forward`, from the independents) or useful sets
+/// (`Backward`, from the dependents) through every routine, crossing
+/// calls into their callees: per routine, the fact at its boundary and
+/// the record of its statements and nodes.
+fn propagate(
+    facts: &ProgramFacts,
+    solver: Solver,
+    dep: &FxHashMap<RoutineId, RoutineSummary<Dep>>,
+    seeds: FxHashMap<RoutineId, LocSet>,
+    direction: Direction,
+) -> FxHashMap<RoutineId, (LocSet, Record<LocSet>)> {
     let contribute = |_: &DepProblem, r: RoutineId, s: StmtId, fact: &LocSet| {
         let call = facts.effect(r, s).call.as_ref()?;
         Some(Contribution {
@@ -286,162 +356,165 @@ pub fn analyze_activity(
             fact: call.to_callee(fact),
         })
     };
-    let vary = top_down(
-        cg,
+    top_down(
+        &facts.callgraph,
         &facts.flows,
         solver,
-        &dep,
-        seeds(facts, &independents),
+        dep,
+        seeds,
         |r| DepProblem {
             facts,
             routine: r,
-            table: &dep,
-            direction: Direction::Forward,
+            table: dep,
+            direction,
         },
         contribute,
-    );
-    let useful = top_down(
-        cg,
-        &facts.flows,
-        solver,
-        &dep,
-        seeds(facts, &dependents),
-        |r| DepProblem {
-            facts,
-            routine: r,
-            table: &dep,
-            direction: Direction::Backward,
-        },
-        contribute,
-    );
+    )
+}
 
-    let mut act = Activity {
-        storages: vec![false; facts.storages.len()],
-        pointwise: vec![false; facts.storages.len()],
-        used: vec![false; facts.storages.len()],
-        varied: vec![false; facts.storages.len()],
-        useful: vec![false; facts.storages.len()],
-        independents,
-        dependents,
-        ..Activity::default()
-    };
-    for &r in &cg.routines {
-        let rf = &facts.routines[&r];
-        let (entry_vary, vrec) = &vary[&r];
-        let (exit_useful, urec) = &useful[&r];
-        let mut active = rf.empty();
-        let note = |v: &LocSet, u: &LocSet, active: &mut LocSet| {
-            let mut both = v.clone();
-            both.intersect_with(u);
-            active.union_with(&both);
+/// Adds `v ∩ u` (varied and useful) to `active`.
+fn note_active(v: &LocSet, u: &LocSet, active: &mut LocSet) {
+    let mut both = v.clone();
+    both.intersect_with(u);
+    active.union_with(&both);
+}
+
+/// Reads off routine `r`'s activity from its varied and useful records:
+/// its statements' and vertices' facts, the slots active in it, and the
+/// storages it finds varied, useful, active pointwise or used.
+fn routine_activity(
+    facts: &ProgramFacts,
+    r: RoutineId,
+    (entry_vary, vrec): &(LocSet, Record<LocSet>),
+    (exit_useful, urec): &(LocSet, Record<LocSet>),
+    dep: &FxHashMap<RoutineId, RoutineSummary<Dep>>,
+    act: &mut Activity,
+) {
+    let rf = &facts.routines[&r];
+    let mut active = rf.empty();
+    note_active(entry_vary, &urec.end, &mut active);
+    note_active(&vrec.end, exit_useful, &mut active);
+    for (&s, (vb, va)) in &vrec.stmts {
+        let Some((ub, ua)) = urec.stmts.get(&s) else {
+            continue;
         };
-        note(entry_vary, &urec.end, &mut active);
-        note(&vrec.end, exit_useful, &mut active);
-        for (&s, (vb, va)) in &vrec.stmts {
-            let Some((ub, ua)) = urec.stmts.get(&s) else {
-                continue;
-            };
-            note(vb, ub, &mut active);
-            note(va, ua, &mut active);
-            let e = facts.effect(r, s);
-            let mut touched: LocSet = e.writes.iter().copied().collect();
-            if let Some(call) = &e.call {
-                for list in &call.may {
-                    for &c in list {
-                        touched.insert(c);
-                    }
-                }
-            }
-            let mut live = vb.clone();
-            live.intersect_with(ub);
-            let mut live_after = va.clone();
-            live_after.intersect_with(ua);
-            live.union_with(&live_after);
-            let is_active = if e.call.is_some() || e.opaque {
-                touched.intersects(&live)
-            } else {
-                touched.intersects(&live_after)
-                    && LocSet::from_slots(e.dp.iter().copied()).intersects(vb)
-            };
-            if is_active {
-                let mut used = rf.empty();
-                if e.call.is_none() {
-                    let mut w: LocSet = e.writes.iter().copied().collect();
-                    w.intersect_with(&live_after);
-                    used.union_with(&w);
-                    let mut d: LocSet = e.dp.iter().copied().collect();
-                    d.intersect_with(vb);
-                    used.union_with(&d);
-                    if e.opaque {
-                        let mut t = touched.clone();
-                        t.intersect_with(&live);
-                        used.union_with(&t);
-                    }
-                }
-                for x in used.iter() {
-                    act.used[rf.universe.slot(x).storage.index()] = true;
-                }
-            }
-            act.stmts.insert(
-                s,
-                StmtActivity {
-                    routine: r,
-                    in_vary: vb.clone(),
-                    out_vary: va.clone(),
-                    in_useful: ub.clone(),
-                    out_useful: ua.clone(),
-                    active: is_active,
-                },
-            );
-        }
-        for (n, node) in rf.flow.nodes.iter().enumerate() {
-            if let (Some((vb, va)), Some((ub, ua))) = (&vrec.nodes[n], &urec.nodes[n]) {
-                note(vb, ub, &mut active);
-                note(va, ua, &mut active);
-                if node.role == crate::flow::NodeRole::Vertex {
-                    act.vertices.insert(
-                        node.vertex,
-                        BlockActivity {
-                            vary: (vb.clone(), va.clone()),
-                            useful: (ub.clone(), ua.clone()),
-                        },
-                    );
-                }
-            }
-        }
-        let mark = |set: &LocSet, table: &mut Vec<bool>| {
-            for s in set.iter() {
-                table[rf.universe.slot(s).storage.index()] = true;
-            }
-        };
-        mark(&active, &mut act.pointwise);
-        mark(entry_vary, &mut act.varied);
-        mark(exit_useful, &mut act.useful);
-        for (vb, va) in vrec.stmts.values() {
-            mark(vb, &mut act.varied);
-            mark(va, &mut act.varied);
-        }
-        for (ub, ua) in urec.stmts.values() {
-            mark(ub, &mut act.useful);
-            mark(ua, &mut act.useful);
-        }
-        act.routines.insert(
-            r,
-            RoutineActivity {
-                dep: dep.get(&r).and_then(|d| d.summary.clone()),
-                entry_vary: entry_vary.clone(),
-                exit_useful: exit_useful.clone(),
-                active,
+        note_active(vb, ub, &mut active);
+        note_active(va, ua, &mut active);
+        let e = facts.effect(r, s);
+        let is_active = statement_active(rf, e, (vb, va), (ub, ua), &mut act.used);
+        act.stmts.insert(
+            s,
+            StmtActivity {
+                routine: r,
+                in_vary: vb.clone(),
+                out_vary: va.clone(),
+                in_useful: ub.clone(),
+                out_useful: ua.clone(),
+                active: is_active,
             },
         );
     }
-    for (_, st) in act.independents.iter().chain(&act.dependents) {
-        act.used[st.index()] = true;
+    for (n, node) in rf.flow.nodes.iter().enumerate() {
+        if let (Some((vb, va)), Some((ub, ua))) = (&vrec.nodes[n], &urec.nodes[n]) {
+            note_active(vb, ub, &mut active);
+            note_active(va, ua, &mut active);
+            if node.role == crate::flow::NodeRole::Vertex {
+                act.vertices.insert(
+                    node.vertex,
+                    BlockActivity {
+                        vary: (vb.clone(), va.clone()),
+                        useful: (ub.clone(), ua.clone()),
+                    },
+                );
+            }
+        }
     }
-    // A storage bound at a call to a storage used in the callee is used too
-    // (the actual must carry the derivative the callee computes).
-    // Callees first, so one pass settles everything but recursion.
-    let bottom_up_order: Vec<RoutineId> = cg.sccs.iter().flatten().copied().collect();
+    let mark = |set: &LocSet, table: &mut Vec<bool>| {
+        for s in set.iter() {
+            table[rf.universe.slot(s).storage.index()] = true;
+        }
+    };
+    mark(&active, &mut act.pointwise);
+    mark(entry_vary, &mut act.varied);
+    mark(exit_useful, &mut act.useful);
+    for (vb, va) in vrec.stmts.values() {
+        mark(vb, &mut act.varied);
+        mark(va, &mut act.varied);
+    }
+    for (ub, ua) in urec.stmts.values() {
+        mark(ub, &mut act.useful);
+        mark(ua, &mut act.useful);
+    }
+    act.routines.insert(
+        r,
+        RoutineActivity {
+            dep: dep.get(&r).and_then(|d| d.summary.clone()),
+            entry_vary: entry_vary.clone(),
+            exit_useful: exit_useful.clone(),
+            active,
+        },
+    );
+}
+
+/// Whether a statement of effect `e` (in routine `rf`) computes a
+/// derivative, given what is varied and useful before and after it: a
+/// call or opaque statement touches a live (varied and useful) location;
+/// another writes one live after it from a varied differentiable read.
+/// Marks in `used_storages` the storages an active statement uses
+/// differentiably.
+fn statement_active(
+    rf: &RoutineFacts,
+    e: &Effect,
+    (vb, va): (&LocSet, &LocSet),
+    (ub, ua): (&LocSet, &LocSet),
+    used_storages: &mut [bool],
+) -> bool {
+    let mut touched: LocSet = e.writes.iter().copied().collect();
+    if let Some(call) = &e.call {
+        for list in &call.may {
+            for &c in list {
+                touched.insert(c);
+            }
+        }
+    }
+    let mut live = vb.clone();
+    live.intersect_with(ub);
+    let mut live_after = va.clone();
+    live_after.intersect_with(ua);
+    live.union_with(&live_after);
+    let is_active = if e.call.is_some() || e.opaque {
+        touched.intersects(&live)
+    } else {
+        touched.intersects(&live_after) && LocSet::from_slots(e.dp.iter().copied()).intersects(vb)
+    };
+    if is_active {
+        let mut used = rf.empty();
+        if e.call.is_none() {
+            let mut w: LocSet = e.writes.iter().copied().collect();
+            w.intersect_with(&live_after);
+            used.union_with(&w);
+            let mut d: LocSet = e.dp.iter().copied().collect();
+            d.intersect_with(vb);
+            used.union_with(&d);
+            if e.opaque {
+                let mut t = touched.clone();
+                t.intersect_with(&live);
+                used.union_with(&t);
+            }
+        }
+        for x in used.iter() {
+            used_storages[rf.universe.slot(x).storage.index()] = true;
+        }
+    }
+    is_active
+}
+
+/// A storage bound at a call to a storage used in the callee is used too
+/// (the actual must carry the derivative the callee computes), when it is
+/// active pointwise. Callees first, so one pass settles everything but
+/// recursion, which repeats until nothing changes.
+fn used_through_calls(facts: &ProgramFacts, act: &mut Activity) {
+    let bottom_up_order: Vec<RoutineId> = facts.callgraph.sccs.iter().flatten().copied().collect();
     loop {
         let mut changed = false;
         for &r in &bottom_up_order {
@@ -468,6 +541,11 @@ pub fn analyze_activity(
             break;
         }
     }
+}
+
+/// The verdicts: a storage is active when it is active pointwise and used
+/// differentiably; a variable symbol is active when its storage is.
+fn verdicts(facts: &ProgramFacts, act: &mut Activity) {
     for i in 0..facts.storages.len() {
         act.storages[i] = act.pointwise[i] && act.used[i];
     }
@@ -478,8 +556,6 @@ pub fn analyze_activity(
             }
         }
     }
-    act.dep = dep;
-    Ok(act)
 }
 
 /// Where our activity differs from the front end's `active` flags.

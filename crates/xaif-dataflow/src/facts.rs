@@ -163,116 +163,28 @@ impl<'p> ProgramFacts<'p> {
     /// it may also read and overwrite every global variable, which then
     /// depends on all arguments and globals (seed "TBR analysis" §4: the
     /// call's `Dep` relates everything it may touch).
+    ///
+    /// The steps: the flow graphs of the routines with a body and their
+    /// call graph, the storages each routine names (its callees' shared
+    /// ones included), each routine's universe of slots, every
+    /// statement's effect, and the indexes by symbol and statement.
     pub fn with_black_boxes(p: &'p Program, pessimistic: bool) -> Self {
         let mut res = Resolver::new(p);
-        let mut routines = Vec::new();
-        let mut flows = FxHashMap::default();
-        for item in &p.items {
-            if let xaif_model::CallGraphItem::Routine(r) = item {
-                let routine = &p.routines[*r];
-                if let RoutineBody::Graph(cfg) = routine.body {
-                    if routine.has_body(p) && !flows.contains_key(r) {
-                        let structured = routine.attrs.get("structured") != Some("0")
-                            && routine.attrs.get("structured") != Some("false");
-                        flows.insert(*r, FlowGraph::new(p, cfg, structured));
-                        routines.push(*r);
-                    }
-                }
-            }
-        }
+        let (routines, flows) = flow_graphs(p);
         let callgraph = CallGraph::new(p, routines.clone(), &flows);
-
-        // Storages each routine names, with the constant elements it names.
         let mut used: FxHashMap<RoutineId, Used> = FxHashMap::default();
         let mut formals: FxHashMap<RoutineId, Vec<Option<StorageId>>> = FxHashMap::default();
         for &r in &routines {
-            let mut u: BTreeMap<StorageId, BTreeSet<Box<[i64]>>> = BTreeMap::new();
-            let mut f = Vec::new();
-            if let Some(args) = &p.routines[r].arguments {
-                for a in &args.args {
-                    let (Some(pos), Some(sym)) = (a.int("position"), res.symbols.resolve(a)) else {
-                        continue;
-                    };
-                    let st = res.storage_of(r, sym);
-                    let pos = pos.max(1) as usize;
-                    if f.len() < pos {
-                        f.resize(pos, None);
-                    }
-                    f[pos - 1] = Some(st);
-                    u.entry(st).or_default();
-                }
-            }
-            let fg = &flows[&r];
-            let mut note = |res: &mut Resolver, g: &xaif_model::RefGraph| {
-                if let Some(acc) = res.access(r, g) {
-                    let keys = u.entry(acc.storage).or_default();
-                    if let Shape::Elem(k) = acc.shape {
-                        keys.insert(k);
-                    }
-                }
-            };
-            for node in &fg.nodes {
-                for &s in &node.stmts {
-                    let mut refs = Vec::new();
-                    stmt_refs(p, s, &mut |g| refs.push(g));
-                    for g in refs {
-                        note(&mut res, g);
-                    }
-                }
-                if node.role == crate::flow::NodeRole::Vertex {
-                    if let Some(c) = p.vertices[node.vertex].kind.condition() {
-                        let mut refs = Vec::new();
-                        for_each_ref_in_expr(c, &mut |g| refs.push(g));
-                        for g in refs {
-                            note(&mut res, g);
-                        }
-                    }
-                }
-            }
-            if pessimistic && calls_black_box(p, fg) {
-                for sym in global_variables(p) {
-                    let st = res.storage_of(r, sym);
-                    if matches!(res.storages[st.index()].key, StorageKey::Shared(_)) {
-                        u.entry(st).or_default();
-                    }
-                }
+            let mut u = Used::new();
+            let f = formal_storages(p, &mut res, r, &mut u);
+            named_storages(p, &mut res, r, &flows[&r], &mut u);
+            if pessimistic && calls_black_box(p, &flows[&r]) {
+                global_storages(p, &mut res, r, &mut u);
             }
             used.insert(r, u);
             formals.insert(r, f);
         }
-        // Shared storages of callees belong to their callers' universes.
-        let is_local_of = |res: &Resolver, st: StorageId, r: RoutineId| matches!(res.storages[st.index()].key, StorageKey::Local { routine, .. } if routine == r);
-        loop {
-            let mut changed = false;
-            for scc in &callgraph.sccs {
-                for &r in scc {
-                    for c in callgraph.callees(r) {
-                        if c == r {
-                            continue;
-                        }
-                        let shared: Vec<(StorageId, BTreeSet<Box<[i64]>>)> = used[&c]
-                            .iter()
-                            .filter(|(st, _)| !is_local_of(&res, **st, c))
-                            .map(|(st, k)| (*st, k.clone()))
-                            .collect();
-                        let mine = used.get_mut(&r).expect("analysed routine");
-                        for (st, keys) in shared {
-                            let entry = mine.entry(st).or_insert_with(|| {
-                                changed = true;
-                                BTreeSet::new()
-                            });
-                            for k in keys {
-                                changed |= entry.insert(k);
-                            }
-                        }
-                    }
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-
+        share_callee_storages(&res, &callgraph, &mut used);
         let mut facts: FxHashMap<RoutineId, RoutineFacts> = FxHashMap::default();
         for &r in &routines {
             let routine = &p.routines[r];
@@ -287,18 +199,8 @@ impl<'p> ProgramFacts<'p> {
                 },
             );
         }
-        // Statement effects.
         for &r in &routines {
-            let mut effects = FxHashMap::default();
-            let stmts: Vec<StmtId> = flows[&r]
-                .nodes
-                .iter()
-                .flat_map(|n| n.stmts.iter().copied())
-                .collect();
-            for s in stmts {
-                let e = effect(p, &mut res, &facts, &callgraph, r, s, pessimistic);
-                effects.insert(s, e);
-            }
+            let effects = statement_effects(p, &mut res, &facts, &callgraph, r, pessimistic);
             facts.get_mut(&r).expect("analysed routine").effects = effects;
         }
         let mut symbol_storage = FxHashMap::default();
@@ -381,6 +283,159 @@ impl<'p> ProgramFacts<'p> {
             .get(&s)
             .unwrap_or_else(|| EMPTY.get_or_init(Effect::default))
     }
+}
+
+/// The routines with a body, in call graph order, and their flow graphs
+/// (structured unless marked `structured="0"` or `"false"`).
+fn flow_graphs(p: &Program) -> (Vec<RoutineId>, FxHashMap<RoutineId, FlowGraph>) {
+    let mut routines = Vec::new();
+    let mut flows = FxHashMap::default();
+    for item in &p.items {
+        if let xaif_model::CallGraphItem::Routine(r) = item {
+            let routine = &p.routines[*r];
+            if let RoutineBody::Graph(cfg) = routine.body {
+                if routine.has_body(p) && !flows.contains_key(r) {
+                    let structured = routine.attrs.get("structured") != Some("0")
+                        && routine.attrs.get("structured") != Some("false");
+                    flows.insert(*r, FlowGraph::new(p, cfg, structured));
+                    routines.push(*r);
+                }
+            }
+        }
+    }
+    (routines, flows)
+}
+
+/// The storage of each formal of routine `r`, by position (1 first); each
+/// is noted in `u`.
+fn formal_storages(
+    p: &Program,
+    res: &mut Resolver,
+    r: RoutineId,
+    u: &mut Used,
+) -> Vec<Option<StorageId>> {
+    let mut f = Vec::new();
+    if let Some(args) = &p.routines[r].arguments {
+        for a in &args.args {
+            let (Some(pos), Some(sym)) = (a.int("position"), res.symbols.resolve(a)) else {
+                continue;
+            };
+            let st = res.storage_of(r, sym);
+            let pos = pos.max(1) as usize;
+            if f.len() < pos {
+                f.resize(pos, None);
+            }
+            f[pos - 1] = Some(st);
+            u.entry(st).or_default();
+        }
+    }
+    f
+}
+
+/// Notes in `u` the storages routine `r` (flow graph `fg`) names in its
+/// statements and conditions, with the constant elements it names.
+fn named_storages(p: &Program, res: &mut Resolver, r: RoutineId, fg: &FlowGraph, u: &mut Used) {
+    let mut note = |res: &mut Resolver, g: &xaif_model::RefGraph| {
+        if let Some(acc) = res.access(r, g) {
+            let keys = u.entry(acc.storage).or_default();
+            if let Shape::Elem(k) = acc.shape {
+                keys.insert(k);
+            }
+        }
+    };
+    for node in &fg.nodes {
+        for &s in &node.stmts {
+            let mut refs = Vec::new();
+            stmt_refs(p, s, &mut |g| refs.push(g));
+            for g in refs {
+                note(res, g);
+            }
+        }
+        if node.role == crate::flow::NodeRole::Vertex {
+            if let Some(c) = p.vertices[node.vertex].kind.condition() {
+                let mut refs = Vec::new();
+                for_each_ref_in_expr(c, &mut |g| refs.push(g));
+                for g in refs {
+                    note(res, g);
+                }
+            }
+        }
+    }
+}
+
+/// Notes in `u` every global variable's shared storage: under `-b` a
+/// routine that calls a black box may touch them all.
+fn global_storages(p: &Program, res: &mut Resolver, r: RoutineId, u: &mut Used) {
+    for sym in global_variables(p) {
+        let st = res.storage_of(r, sym);
+        if matches!(res.storages[st.index()].key, StorageKey::Shared(_)) {
+            u.entry(st).or_default();
+        }
+    }
+}
+
+/// Shared storages of callees belong to their callers' universes: adds
+/// them, with their constant elements, until nothing changes (recursion).
+fn share_callee_storages(
+    res: &Resolver,
+    callgraph: &CallGraph,
+    used: &mut FxHashMap<RoutineId, Used>,
+) {
+    let is_local_of = |res: &Resolver, st: StorageId, r: RoutineId| matches!(res.storages[st.index()].key, StorageKey::Local { routine, .. } if routine == r);
+    loop {
+        let mut changed = false;
+        for scc in &callgraph.sccs {
+            for &r in scc {
+                for c in callgraph.callees(r) {
+                    if c == r {
+                        continue;
+                    }
+                    let shared: Vec<(StorageId, BTreeSet<Box<[i64]>>)> = used[&c]
+                        .iter()
+                        .filter(|(st, _)| !is_local_of(res, **st, c))
+                        .map(|(st, k)| (*st, k.clone()))
+                        .collect();
+                    let mine = used.get_mut(&r).expect("analysed routine");
+                    for (st, keys) in shared {
+                        let entry = mine.entry(st).or_insert_with(|| {
+                            changed = true;
+                            BTreeSet::new()
+                        });
+                        for k in keys {
+                            changed |= entry.insert(k);
+                        }
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+}
+
+/// The effect of every statement of routine `r`, in its flow graph's
+/// order.
+fn statement_effects(
+    p: &Program,
+    res: &mut Resolver,
+    facts: &FxHashMap<RoutineId, RoutineFacts>,
+    callgraph: &CallGraph,
+    r: RoutineId,
+    pessimistic: bool,
+) -> FxHashMap<StmtId, Effect> {
+    let mut effects = FxHashMap::default();
+    let stmts: Vec<StmtId> = facts[&r]
+        .flow
+        .nodes
+        .iter()
+        .flat_map(|n| n.stmts.iter().copied())
+        .collect();
+    for s in stmts {
+        let e = effect(p, res, facts, callgraph, r, s, pessimistic);
+        effects.insert(s, e);
+    }
+    effects
 }
 
 impl ProgramFacts<'_> {

@@ -373,186 +373,254 @@ impl Parser<'_> {
     /// sequences (an arm of a branch, a loop body), so the nesting depth of
     /// the CFG, which XAIF writes flat, never becomes native recursion.
     fn seq(&mut self, first: VertexId, out: &mut Vec<Region>) -> Option<VertexId> {
-        /// What to do when an open sequence reaches its end vertex.
-        enum Cont {
-            /// The outermost sequence: return.
-            Root,
-            /// An arm of branch `v`: parse the next arm or close the branch.
-            Arm {
-                v: VertexId,
-                succ: Vec<VertexId>,
-                next: usize,
-                arms: Vec<Region>,
-                end: Option<VertexId>,
-            },
-            /// The body of loop `v`.
-            Body {
-                v: VertexId,
-                id: u32,
-                exit: VertexId,
-            },
-        }
-        let mut stack: Vec<(Vec<Region>, Cont)> = vec![(std::mem::take(out), Cont::Root)];
+        let mut stack: Vec<Open> = vec![(std::mem::take(out), Cont::Root)];
         let mut v = first;
         loop {
             // Run the innermost open sequence up to its end vertex, or open
             // a nested one.
-            let end = loop {
-                let (items, _) = stack.last_mut()?;
-                let kind = &self.p.vertices[v].kind;
-                match kind {
-                    VertexKind::Exit => {
-                        self.mark(v)?;
-                        break Some(v);
-                    }
-                    VertexKind::EndBranch | VertexKind::EndLoop => break Some(v),
-                    VertexKind::Entry => return None,
-                    VertexKind::BasicBlock(_) | VertexKind::Goto | VertexKind::Label => {
-                        if self.g.predecessors(v).len() != 1 {
-                            return None;
-                        }
-                        self.mark(v)?;
-                        items.push(Region::Node(self.of_vertex[&v]));
-                        v = self.single_succ(v)?;
-                    }
-                    VertexKind::Branch(_) | VertexKind::If(_) => {
-                        if self.g.predecessors(v).len() != 1 {
-                            return None;
-                        }
-                        self.mark(v)?;
-                        let succ: Vec<VertexId> =
-                            self.g.successors(v).iter().map(|x| x.1).collect();
-                        let first_arm = *succ.first()?;
-                        stack.push((
-                            Vec::new(),
-                            Cont::Arm {
-                                v,
-                                succ,
-                                next: 1,
-                                arms: Vec::new(),
-                                end: None,
-                            },
-                        ));
-                        v = first_arm;
-                        break None;
-                    }
-                    VertexKind::ForLoop { .. }
-                    | VertexKind::PreLoop(_)
-                    | VertexKind::PostLoop(_) => {
-                        let preds = self.g.predecessors(v);
-                        if preds.len() != 2 {
-                            return None;
-                        }
-                        self.mark(v)?;
-                        let body_e = body_edge(self.p, self.g, v)?;
-                        let succ = self.g.successors(v);
-                        if succ.len() != 2 {
-                            return None;
-                        }
-                        let body_t = succ.iter().find(|(e, _)| *e == body_e)?.1;
-                        let exit = succ.iter().find(|(e, _)| *e != body_e)?.1;
-                        let id = self.loops.len() as u32;
-                        self.loops.push(v);
-                        stack.push((Vec::new(), Cont::Body { v, id, exit }));
-                        v = body_t;
-                        break None;
-                    }
+            let end = match self.advance(&mut stack, v)? {
+                Advance::Opened(next) => {
+                    v = next;
+                    continue;
                 }
+                Advance::Ended(end) => end,
             };
-            let Some(end) = end else { continue };
             // The innermost sequence ended at `end`.
             let (items, cont) = stack.pop()?;
-            match cont {
+            v = match cont {
                 Cont::Root => {
                     *out = items;
                     return Some(end);
                 }
-                Cont::Arm {
-                    v: branch,
-                    succ,
-                    next,
-                    mut arms,
-                    end: previous,
-                } => {
-                    if !matches!(self.p.vertices[end].kind, VertexKind::EndBranch)
-                        || previous.is_some_and(|x| x != end)
-                    {
-                        return None;
-                    }
-                    arms.push(Region::Seq(items));
-                    if let Some(&t) = succ.get(next) {
-                        stack.push((
-                            Vec::new(),
-                            Cont::Arm {
-                                v: branch,
-                                succ,
-                                next: next + 1,
-                                arms,
-                                end: Some(end),
-                            },
-                        ));
-                        v = t;
-                        continue;
-                    }
-                    if self.g.predecessors(end).len() != succ.len() {
-                        return None;
-                    }
-                    self.mark(end)?;
-                    let (parent, _) = stack.last_mut()?;
-                    parent.push(Region::Node(self.of_vertex[&branch]));
-                    parent.push(Region::Branch(arms));
-                    parent.push(Region::Node(self.of_vertex[&end]));
-                    v = self.single_succ(end)?;
+                Cont::Arm(branch) => self.close_arm(&mut stack, items, end, branch)?,
+                Cont::Body(open) => self.close_body(&mut stack, items, end, open)?,
+            };
+        }
+    }
+
+    /// Adds the vertices from `v` on to the innermost open sequence until
+    /// it reaches its end vertex, or a branch or a loop opens a nested one.
+    fn advance(&mut self, stack: &mut Vec<Open>, mut v: VertexId) -> Option<Advance> {
+        loop {
+            let (items, _) = stack.last_mut()?;
+            let kind = &self.p.vertices[v].kind;
+            match kind {
+                VertexKind::Exit => {
+                    self.mark(v)?;
+                    return Some(Advance::Ended(v));
                 }
-                Cont::Body {
-                    v: header,
-                    id,
-                    exit,
-                } => {
-                    let mut body = items;
-                    if !matches!(self.p.vertices[end].kind, VertexKind::EndLoop)
-                        || self.g.predecessors(end).len() != 1
-                        || self.single_succ(end)? != header
-                    {
+                VertexKind::EndBranch | VertexKind::EndLoop => return Some(Advance::Ended(v)),
+                VertexKind::Entry => return None,
+                VertexKind::BasicBlock(_) | VertexKind::Goto | VertexKind::Label => {
+                    if self.g.predecessors(v).len() != 1 {
                         return None;
                     }
-                    self.mark(end)?;
-                    body.push(Region::Node(self.of_vertex[&end]));
-                    let node = Region::Node(self.of_vertex[&header]);
-                    let kind = &self.p.vertices[header].kind;
-                    let (parent, _) = stack.last_mut()?;
-                    match kind {
-                        VertexKind::ForLoop { .. } => {
-                            body.push(Region::Node(*self.extra.get(&(header, 1))?));
-                            parent.push(Region::Node(*self.extra.get(&(header, 0))?));
-                            parent.push(node);
-                            parent.push(Region::Loop {
-                                body: Box::new(Region::Seq(body)),
-                                post_test: false,
-                                id,
-                            });
-                        }
-                        VertexKind::PreLoop(_) => {
-                            parent.push(node);
-                            parent.push(Region::Loop {
-                                body: Box::new(Region::Seq(body)),
-                                post_test: false,
-                                id,
-                            });
-                        }
-                        _ => {
-                            parent.push(Region::Node(*self.extra.get(&(header, 2))?));
-                            parent.push(node);
-                            parent.push(Region::Loop {
-                                body: Box::new(Region::Seq(body)),
-                                post_test: true,
-                                id,
-                            });
-                        }
-                    }
-                    v = exit;
+                    self.mark(v)?;
+                    items.push(Region::Node(self.of_vertex[&v]));
+                    v = self.single_succ(v)?;
+                }
+                VertexKind::Branch(_) | VertexKind::If(_) => {
+                    return self.open_branch(stack, v).map(Advance::Opened)
+                }
+                VertexKind::ForLoop { .. } | VertexKind::PreLoop(_) | VertexKind::PostLoop(_) => {
+                    return self.open_loop(stack, v).map(Advance::Opened)
                 }
             }
         }
     }
+
+    /// Opens branch `v` on `stack`; returns its first arm's first vertex.
+    fn open_branch(&mut self, stack: &mut Vec<Open>, v: VertexId) -> Option<VertexId> {
+        if self.g.predecessors(v).len() != 1 {
+            return None;
+        }
+        self.mark(v)?;
+        let succ: Vec<VertexId> = self.g.successors(v).iter().map(|x| x.1).collect();
+        let first_arm = *succ.first()?;
+        stack.push((
+            Vec::new(),
+            Cont::Arm(OpenBranch {
+                v,
+                succ,
+                next: 1,
+                arms: Vec::new(),
+                end: None,
+            }),
+        ));
+        Some(first_arm)
+    }
+
+    /// Opens loop `v` (entered from before it and from its `EndLoop`) on
+    /// `stack`; returns its body's first vertex.
+    fn open_loop(&mut self, stack: &mut Vec<Open>, v: VertexId) -> Option<VertexId> {
+        let preds = self.g.predecessors(v);
+        if preds.len() != 2 {
+            return None;
+        }
+        self.mark(v)?;
+        let body_e = body_edge(self.p, self.g, v)?;
+        let succ = self.g.successors(v);
+        if succ.len() != 2 {
+            return None;
+        }
+        let body_t = succ.iter().find(|(e, _)| *e == body_e)?.1;
+        let exit = succ.iter().find(|(e, _)| *e != body_e)?.1;
+        let id = self.loops.len() as u32;
+        self.loops.push(v);
+        stack.push((Vec::new(), Cont::Body(OpenLoop { v, id, exit })));
+        Some(body_t)
+    }
+
+    /// An arm of `branch` ended at `end` with `items`: the next arm opens,
+    /// or, after the last one, the branch closes at its `EndBranch` into
+    /// the enclosing sequence. Returns the vertex to go on from.
+    fn close_arm(
+        &mut self,
+        stack: &mut Vec<Open>,
+        items: Vec<Region>,
+        end: VertexId,
+        branch: OpenBranch,
+    ) -> Option<VertexId> {
+        let OpenBranch {
+            v: branch,
+            succ,
+            next,
+            mut arms,
+            end: previous,
+        } = branch;
+        if !matches!(self.p.vertices[end].kind, VertexKind::EndBranch)
+            || previous.is_some_and(|x| x != end)
+        {
+            return None;
+        }
+        arms.push(Region::Seq(items));
+        if let Some(&t) = succ.get(next) {
+            stack.push((
+                Vec::new(),
+                Cont::Arm(OpenBranch {
+                    v: branch,
+                    succ,
+                    next: next + 1,
+                    arms,
+                    end: Some(end),
+                }),
+            ));
+            return Some(t);
+        }
+        if self.g.predecessors(end).len() != succ.len() {
+            return None;
+        }
+        self.mark(end)?;
+        let (parent, _) = stack.last_mut()?;
+        parent.push(Region::Node(self.of_vertex[&branch]));
+        parent.push(Region::Branch(arms));
+        parent.push(Region::Node(self.of_vertex[&end]));
+        self.single_succ(end)
+    }
+
+    /// The body `items` of loop `open` ended at `end`, its `EndLoop`: the
+    /// loop closes into the enclosing sequence (with its initialization and
+    /// update nodes for a `ForLoop`, its first entry for a `PostLoop`).
+    /// Returns the loop's exit vertex, to go on from.
+    fn close_body(
+        &mut self,
+        stack: &mut [Open],
+        items: Vec<Region>,
+        end: VertexId,
+        open: OpenLoop,
+    ) -> Option<VertexId> {
+        let OpenLoop {
+            v: header,
+            id,
+            exit,
+        } = open;
+        let mut body = items;
+        if !matches!(self.p.vertices[end].kind, VertexKind::EndLoop)
+            || self.g.predecessors(end).len() != 1
+            || self.single_succ(end)? != header
+        {
+            return None;
+        }
+        self.mark(end)?;
+        body.push(Region::Node(self.of_vertex[&end]));
+        let node = Region::Node(self.of_vertex[&header]);
+        let kind = &self.p.vertices[header].kind;
+        let (parent, _) = stack.last_mut()?;
+        match kind {
+            VertexKind::ForLoop { .. } => {
+                body.push(Region::Node(*self.extra.get(&(header, 1))?));
+                parent.push(Region::Node(*self.extra.get(&(header, 0))?));
+                parent.push(node);
+                parent.push(Region::Loop {
+                    body: Box::new(Region::Seq(body)),
+                    post_test: false,
+                    id,
+                });
+            }
+            VertexKind::PreLoop(_) => {
+                parent.push(node);
+                parent.push(Region::Loop {
+                    body: Box::new(Region::Seq(body)),
+                    post_test: false,
+                    id,
+                });
+            }
+            _ => {
+                parent.push(Region::Node(*self.extra.get(&(header, 2))?));
+                parent.push(node);
+                parent.push(Region::Loop {
+                    body: Box::new(Region::Seq(body)),
+                    post_test: true,
+                    id,
+                });
+            }
+        }
+        Some(exit)
+    }
+}
+
+/// An open sequence of the parser: its regions so far, and what to do
+/// when it reaches its end vertex.
+type Open = (Vec<Region>, Cont);
+
+/// What to do when an open sequence reaches its end vertex.
+enum Cont {
+    /// The outermost sequence: return.
+    Root,
+    /// An arm of a branch: parse the next arm or close the branch.
+    Arm(OpenBranch),
+    /// The body of a loop.
+    Body(OpenLoop),
+}
+
+/// A branch being parsed.
+struct OpenBranch {
+    /// The branch vertex.
+    v: VertexId,
+    /// The first vertex of each arm.
+    succ: Vec<VertexId>,
+    /// The arm to parse after the current one.
+    next: usize,
+    /// The arms parsed so far.
+    arms: Vec<Region>,
+    /// The `EndBranch` the arms parsed so far end at.
+    end: Option<VertexId>,
+}
+
+/// A loop being parsed.
+struct OpenLoop {
+    /// The loop vertex.
+    v: VertexId,
+    /// Its number in the routine.
+    id: u32,
+    /// The vertex after the loop.
+    exit: VertexId,
+}
+
+/// How [`Parser::advance`] stopped.
+enum Advance {
+    /// The innermost open sequence reached its end vertex.
+    Ended(VertexId),
+    /// A nested sequence opened, starting at this vertex.
+    Opened(VertexId),
 }

@@ -17,6 +17,7 @@
 //!   passivation;
 //! - [`tbr`]: `Req`/`Kill`, `InReq`/`OutReq`, what to record and what to
 //!   tape, per statement, block, routine and call site;
+//! - [`snapshot`]: what the snapshot of a checkpointed loop holds;
 //! - [`report`]: the printable report of `xaifb analyze`.
 //!
 //! Results live in side tables keyed by model handles; the IR is never
@@ -35,6 +36,7 @@ pub mod flow;
 pub mod framework;
 pub mod loc;
 pub mod report;
+pub mod snapshot;
 pub mod tbr;
 
 pub use activity::{
@@ -212,4 +214,21 @@ pub fn analyze_checkpoints<'p>(
         may_read: may_read.then(|| tbr::analyze_may_read(&facts, solver)),
     };
     Ok((facts, sets))
+}
+
+/// The state of each checkpointed loop `(routine, loop vertex)` of
+/// `loops` ([`snapshot::loop_states`]), from facts built once within
+/// [`DEFAULT_BUDGET`] (pessimistic about routines without a body when
+/// `pessimistic`). `changes` false takes every variable a loop reads
+/// before writing as changing.
+pub fn analyze_loop_states(
+    p: &Program,
+    solver: Solver,
+    pessimistic: bool,
+    loops: &[(xaif_model::RoutineId, xaif_model::VertexId)],
+    changes: bool,
+) -> Result<Vec<Vec<xaif_model::SymbolId>>, DataflowError> {
+    let facts = ProgramFacts::with_black_boxes(p, pessimistic);
+    within_budget(p, &facts, DEFAULT_BUDGET)?;
+    Ok(snapshot::loop_states(&facts, solver, loops, changes))
 }

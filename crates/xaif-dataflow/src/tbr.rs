@@ -43,11 +43,12 @@
 
 use rustc_hash::FxHashMap;
 use xaif_model::{
-    Assignment, CfgVertex, ExprVertexKind, Routine, RoutineId, SecondaryMap, Stmt, StmtId, StmtKind,
+    Assignment, CfgVertex, Expr, ExprGraph, ExprVertexKind, Routine, RoutineId, SecondaryMap, Stmt,
+    StmtId, StmtKind,
 };
 
 use crate::activity::Activity;
-use crate::facts::{read_slots, ProgramFacts};
+use crate::facts::{read_slots, Effect, ProgramFacts};
 use crate::framework::{
     bottom_up, summarize, top_down, Contribution, Direction, Propagation, Record, RoutineSummary,
     Solver, Summaries,
@@ -472,6 +473,11 @@ struct Scope<'a, 'p> {
     u: &'a Universe,
 }
 
+/// The requirements of an assignment: the subscripts of an active
+/// left-hand side (its adjoint is addressed with them), and, when the
+/// left-hand side is useful and the right-hand side active, the operands
+/// of the nonlinear operations on an active path and the subscripts of
+/// its active references.
 fn assignment_requirements(
     sc: &Scope,
     a: &Assignment,
@@ -479,19 +485,9 @@ fn assignment_requirements(
     (lhs_useful, lhs_active): (bool, bool),
     l: &mut Local,
 ) {
-    let (facts, r, u) = (sc.facts, sc.r, sc.u);
-    let p = facts.program;
-    let lhs_name = lhs_symbol_name(p, &a.lhs.graph);
     if lhs_active {
-        let mut slots = LocSet::new();
-        let mut refs = Vec::new();
-        for_each_subscript_ref(&a.lhs.graph, &mut |g| refs.push(g));
-        for g in refs {
-            if let Some(acc) = facts.res.lookup(r, g) {
-                slots.union_with(&read_slots(u, &acc).into_iter().collect());
-            }
-        }
-        push_req(l, slots, Reason::Index { array: lhs_name });
+        let array = lhs_symbol_name(sc.facts.program, &a.lhs.graph);
+        push_req(l, lhs_index_slots(sc, a), Reason::Index { array });
         l.active = true;
     }
     if !lhs_useful {
@@ -501,40 +497,46 @@ fn assignment_requirements(
     let Some(g) = crate::loc::expr_graph(e) else {
         return;
     };
-    let n = e.vertices.len();
     // Every pass over the expression is bottom-up in this order or a walk
     // with an explicit stack: expressions are flat in XAIF, so their depth
     // is bounded only by the file.
     let order = g.postorder();
-    // Slots each vertex reads itself (its own references).
-    let own = |v: usize| -> LocSet {
-        let mut out = LocSet::new();
-        let mut refs = Vec::new();
-        match &e.vertices[v].kind {
-            ExprVertexKind::VariableReference(rg) => {
-                crate::loc::for_each_ref(rg, &mut |x| refs.push(x));
-            }
-            ExprVertexKind::FunctionCall(args) => {
-                for a in args {
-                    crate::loc::for_each_ref(&a.graph, &mut |x| refs.push(x));
-                }
-            }
-            _ => {}
+    let active = vertex_activity(sc, e, &g, &order, &sa.in_vary);
+    if active[g.root] != Some(true) {
+        return;
+    }
+    l.active = true;
+    let (own_slots, reads_any) = own_slots(sc, e, &g, &order);
+    let pending = gather_requirements(sc, e, &g, &active, &reads_any);
+    settle_requirements(pending, &own_slots, &g, l);
+}
+
+/// The slots the subscripts of an assignment's left-hand side read.
+fn lhs_index_slots(sc: &Scope, a: &Assignment) -> LocSet {
+    let mut slots = LocSet::new();
+    let mut refs = Vec::new();
+    for_each_subscript_ref(&a.lhs.graph, &mut |g| refs.push(g));
+    for g in refs {
+        if let Some(acc) = sc.facts.res.lookup(sc.r, g) {
+            slots.union_with(&read_slots(sc.u, &acc).into_iter().collect());
         }
-        for x in refs {
-            if let Some(acc) = facts.res.lookup(r, x) {
-                for s in read_slots(u, &acc) {
-                    out.insert(s);
-                }
-            }
-        }
-        out
-    };
-    // Activity of each expression vertex: it contains a varied variable in
-    // a differentiable position.
-    let vary = &sa.in_vary;
-    let mut active = vec![None::<bool>; n];
-    for &v in &order {
+    }
+    slots
+}
+
+/// Activity of each expression vertex (in `order`, bottom-up): it
+/// contains a variable varied before the statement (`vary`) in a
+/// differentiable position.
+fn vertex_activity(
+    sc: &Scope,
+    e: &Expr,
+    g: &ExprGraph,
+    order: &[usize],
+    vary: &LocSet,
+) -> Vec<Option<bool>> {
+    let (facts, r, u) = (sc.facts, sc.r, sc.u);
+    let mut active = vec![None::<bool>; e.vertices.len()];
+    for &v in order {
         let vertex = &e.vertices[v];
         let differentiable_read = |rg: &xaif_model::RefGraph| {
             facts.res.lookup(r, rg).is_some_and(|acc| {
@@ -562,59 +564,145 @@ fn assignment_requirements(
         };
         active[v] = Some(x);
     }
-    if active[g.root] != Some(true) {
-        return;
-    }
-    l.active = true;
-    // Own slots, computed once, and whether the subexpression rooted at
-    // each vertex reads any slot at all.
+    active
+}
+
+/// The slots each expression vertex reads itself (its own references),
+/// and whether the subexpression rooted at each vertex reads any slot at
+/// all; computed once, bottom-up in `order`.
+fn own_slots(sc: &Scope, e: &Expr, g: &ExprGraph, order: &[usize]) -> (Vec<LocSet>, Vec<bool>) {
+    let n = e.vertices.len();
     let mut own_slots: Vec<LocSet> = vec![LocSet::new(); n];
     let mut reads_any = vec![false; n];
-    for &v in &order {
-        own_slots[v] = own(v);
+    for &v in order {
+        own_slots[v] = vertex_own_slots(sc, e, v);
         reads_any[v] = !own_slots[v].is_empty() || g.args[v].iter().any(|&w| reads_any[w]);
     }
-    // Requirements on the variables of subexpressions (VARs of the seed) are
-    // gathered per reason as the roots of those subexpressions and unioned
-    // at the end with one walk per reason, so a chain of nonlinear operations
-    // costs time linear in its length, not quadratic. A reason takes the
-    // place of its first non-empty contribution, as if every contribution
-    // were added when met.
-    enum Pending {
-        Slots(LocSet, Reason),
-        Roots(Vec<usize>, Reason),
-    }
-    struct Gather<'r> {
-        pending: Vec<Pending>,
-        operand_reason: FxHashMap<Reason, usize>,
-        reads_any: &'r [bool],
-    }
-    impl Gather<'_> {
-        fn vars_of(&mut self, roots: &[usize], reason: Reason) {
-            if !roots.iter().any(|&w| self.reads_any[w]) {
-                return;
+    (own_slots, reads_any)
+}
+
+/// The slots vertex `v` reads itself: its reference's, or its function
+/// call arguments'.
+fn vertex_own_slots(sc: &Scope, e: &Expr, v: usize) -> LocSet {
+    let mut out = LocSet::new();
+    let mut refs = Vec::new();
+    match &e.vertices[v].kind {
+        ExprVertexKind::VariableReference(rg) => {
+            crate::loc::for_each_ref(rg, &mut |x| refs.push(x));
+        }
+        ExprVertexKind::FunctionCall(args) => {
+            for a in args {
+                crate::loc::for_each_ref(&a.graph, &mut |x| refs.push(x));
             }
-            match self.operand_reason.get(&reason) {
-                Some(&i) => {
-                    if let Pending::Roots(list, _) = &mut self.pending[i] {
-                        list.extend_from_slice(roots);
-                    }
-                }
-                None => {
-                    self.operand_reason
-                        .insert(reason.clone(), self.pending.len());
-                    self.pending.push(Pending::Roots(roots.to_vec(), reason));
-                }
+        }
+        _ => {}
+    }
+    for x in refs {
+        if let Some(acc) = sc.facts.res.lookup(sc.r, x) {
+            for s in read_slots(sc.u, &acc) {
+                out.insert(s);
             }
         }
     }
+    out
+}
+
+/// A requirement of an assignment's right-hand side, in the order met:
+/// slots already known, or the roots of subexpressions whose variables
+/// (VARs of the seed) are required.
+///
+/// Requirements on the variables of subexpressions are gathered per reason
+/// as the roots of those subexpressions and unioned at the end with one
+/// walk per reason ([`settle_requirements`]), so a chain of nonlinear
+/// operations costs time linear in its length, not quadratic. A reason
+/// takes the place of its first non-empty contribution, as if every
+/// contribution were added when met.
+enum Pending {
+    Slots(LocSet, Reason),
+    Roots(Vec<usize>, Reason),
+}
+
+/// The requirements gathered so far, with the place of each reason's
+/// subexpression roots.
+struct Gather<'r> {
+    pending: Vec<Pending>,
+    operand_reason: FxHashMap<Reason, usize>,
+    reads_any: &'r [bool],
+}
+
+impl Gather<'_> {
+    /// Requires the variables of the subexpressions rooted at `roots`, for
+    /// `reason`, when they read anything.
+    fn vars_of(&mut self, roots: &[usize], reason: Reason) {
+        if !roots.iter().any(|&w| self.reads_any[w]) {
+            return;
+        }
+        match self.operand_reason.get(&reason) {
+            Some(&i) => {
+                if let Pending::Roots(list, _) = &mut self.pending[i] {
+                    list.extend_from_slice(roots);
+                }
+            }
+            None => {
+                self.operand_reason
+                    .insert(reason.clone(), self.pending.len());
+                self.pending.push(Pending::Roots(roots.to_vec(), reason));
+            }
+        }
+    }
+
+    /// The requirements of the active intrinsic `name` with arguments
+    /// `args`: none for linear operations, the other factor's variables
+    /// for a product with an active factor, the divisor's (and for an
+    /// active divisor the dividend's) for a quotient, every operand's
+    /// otherwise.
+    fn intrinsic(&mut self, name: &str, args: &[usize], active: &[Option<bool>]) {
+        let act_arg = |i: usize| args.get(i).is_some_and(|&w| active[w] == Some(true));
+        let op = || Reason::Operand {
+            op: name.to_string(),
+        };
+        match name {
+            "add_scal_scal" | "sub_scal_scal" | "minus_scal" | "real_scal" | "sum_arr"
+            | "transpose_arr" | "reshape_arr" => {}
+            "mul_scal_scal" if args.len() == 2 => {
+                if act_arg(0) {
+                    self.vars_of(&[args[1]], op());
+                }
+                if act_arg(1) {
+                    self.vars_of(&[args[0]], op());
+                }
+            }
+            "div_scal_scal" if args.len() == 2 => {
+                if act_arg(0) {
+                    self.vars_of(&[args[1]], op());
+                }
+                if act_arg(1) {
+                    self.vars_of(&[args[0], args[1]], op());
+                }
+            }
+            _ => self.vars_of(args, op()),
+        }
+    }
+}
+
+/// Walks the active vertices of the right-hand side from its root (an
+/// explicit stack) and gathers their requirements: the subscripts of
+/// active references, the operands of calls and nonlinear intrinsics.
+fn gather_requirements(
+    sc: &Scope,
+    e: &Expr,
+    g: &ExprGraph,
+    active: &[Option<bool>],
+    reads_any: &[bool],
+) -> Vec<Pending> {
+    let p = sc.facts.program;
     let mut gather = Gather {
         pending: Vec::new(),
         operand_reason: FxHashMap::default(),
-        reads_any: &reads_any,
+        reads_any,
     };
     let mut stack = vec![g.root];
-    let mut seen = vec![false; n];
+    let mut seen = vec![false; e.vertices.len()];
     while let Some(v) = stack.pop() {
         if std::mem::replace(&mut seen[v], true) {
             continue;
@@ -629,7 +717,7 @@ fn assignment_requirements(
                 let mut slots = LocSet::new();
                 let mut refs = Vec::new();
                 for_each_subscript_ref(rg, &mut |x| refs.push(x));
-                insert_read_slots(facts, r, u, refs, &mut slots);
+                insert_read_slots(sc.facts, sc.r, sc.u, refs, &mut slots);
                 if !slots.is_empty() {
                     gather.pending.push(Pending::Slots(
                         slots,
@@ -648,38 +736,20 @@ fn assignment_requirements(
                 );
             }
             ExprVertexKind::Intrinsic => {
-                let name = vertex.attrs.get("name").unwrap_or("").to_string();
-                let act_arg = |i: usize| args.get(i).is_some_and(|&w| active[w] == Some(true));
-                let op = || Reason::Operand { op: name.clone() };
-                match name.as_str() {
-                    "add_scal_scal" | "sub_scal_scal" | "minus_scal" | "real_scal" | "sum_arr"
-                    | "transpose_arr" | "reshape_arr" => {}
-                    "mul_scal_scal" if args.len() == 2 => {
-                        if act_arg(0) {
-                            gather.vars_of(&[args[1]], op());
-                        }
-                        if act_arg(1) {
-                            gather.vars_of(&[args[0]], op());
-                        }
-                    }
-                    "div_scal_scal" if args.len() == 2 => {
-                        if act_arg(0) {
-                            gather.vars_of(&[args[1]], op());
-                        }
-                        if act_arg(1) {
-                            gather.vars_of(&[args[0], args[1]], op());
-                        }
-                    }
-                    _ => gather.vars_of(args, op()),
-                }
+                gather.intrinsic(vertex.attrs.get("name").unwrap_or(""), args, active);
             }
             _ => {}
         }
         stack.extend(args.iter().copied().filter(|&w| active[w] == Some(true)));
     }
-    // One walk per operand reason over the subexpressions it collected.
-    let mut mark = vec![usize::MAX; n];
-    for (k, item) in gather.pending.into_iter().enumerate() {
+    gather.pending
+}
+
+/// Adds the gathered requirements to `l` in order, with one walk per
+/// operand reason over the subexpressions it collected.
+fn settle_requirements(pending: Vec<Pending>, own_slots: &[LocSet], g: &ExprGraph, l: &mut Local) {
+    let mut mark = vec![usize::MAX; own_slots.len()];
+    for (k, item) in pending.into_iter().enumerate() {
         match item {
             Pending::Slots(slots, reason) => push_req(l, slots, reason),
             Pending::Roots(roots, reason) => {
@@ -756,6 +826,17 @@ fn written_later(
     )
 }
 
+/// What may be written after each flow node and statement of every
+/// analysed routine until the adjoint sweep starts (split reversal, over
+/// all calling contexts), with the routines' may-write summaries it needs.
+pub(crate) fn written_later_records(
+    facts: &ProgramFacts,
+    solver: Solver,
+) -> FxHashMap<RoutineId, (LocSet, Record<LocSet>)> {
+    let writes = union(facts, solver, Collect::Writes);
+    written_later(facts, solver, &writes)
+}
+
 /// What every analysed routine and its callees may read, as slots of the
 /// routine's universe (callees' reads of formals mapped to the actual
 /// arguments): the `Read` side-effect list a front end's analysis gives,
@@ -792,10 +873,21 @@ pub fn analyze_may_read(facts: &ProgramFacts, solver: Solver) -> SecondaryMap<Ro
 
 /// The slots the conditions of routine `r`'s branches and loops read.
 fn condition_reads(facts: &ProgramFacts, r: RoutineId) -> LocSet {
+    let nodes: Vec<u32> = (0..facts.flows[&r].nodes.len() as u32).collect();
+    condition_reads_of_nodes(facts, r, &nodes)
+}
+
+/// The slots the conditions of the flow nodes `nodes` of routine `r` read.
+pub(crate) fn condition_reads_of_nodes(
+    facts: &ProgramFacts,
+    r: RoutineId,
+    nodes: &[u32],
+) -> LocSet {
     let p = facts.program;
     let u = &facts.routines[&r].universe;
     let mut out = LocSet::with_capacity(u.len());
-    for node in &facts.flows[&r].nodes {
+    let all = &facts.flows[&r].nodes;
+    for node in nodes.iter().filter_map(|&n| all.get(n as usize)) {
         if node.role != crate::flow::NodeRole::Vertex {
             continue;
         }
@@ -864,6 +956,12 @@ pub fn analyze_overwrites(
 }
 
 /// Runs TBR analysis on top of `act`.
+///
+/// The steps: each statement's own requirements, the routines' `Req`/`Kill`
+/// summaries bottom-up, the requirements in calling context top-down, the
+/// routines' may-write and may-read sets and what is overwritten after
+/// each statement, then the facts per statement, call site, vertex and
+/// routine.
 pub fn analyze_tbr(facts: &ProgramFacts, act: &Activity, solver: Solver) -> Tbr {
     let cg = &facts.callgraph;
     let local: FxHashMap<RoutineId, FxHashMap<StmtId, Local>> = cg
@@ -871,8 +969,38 @@ pub fn analyze_tbr(facts: &ProgramFacts, act: &Activity, solver: Solver) -> Tbr 
         .iter()
         .map(|&r| (r, local_requirements(facts, act, r)))
         .collect();
+    let req = requirement_summaries(facts, &local, solver);
+    let inreq = requirements_in_context(facts, &local, &req, solver);
+    let writes = union(facts, solver, Collect::Writes);
+    let reads = union(facts, solver, Collect::Reads);
+    let later = written_later(facts, solver, &writes);
+    let tables = TbrTables {
+        facts,
+        local: &local,
+        req: &req,
+        writes: &writes,
+        reads: &reads,
+    };
+    let mut out = Tbr::default();
+    for &r in &cg.routines {
+        tables.routine(r, &inreq[&r], &later[&r], &mut out);
+    }
+    let _ = for_each_ref_in_expr;
+    out
+}
+
+/// Every routine's own requirements, by statement.
+type LocalRequirements = FxHashMap<RoutineId, FxHashMap<StmtId, Local>>;
+
+/// The `Req`/`Kill` summary of every routine (and of its loops), callees
+/// first.
+fn requirement_summaries(
+    facts: &ProgramFacts,
+    local: &LocalRequirements,
+    solver: Solver,
+) -> FxHashMap<RoutineId, RoutineSummary<ReqKill>> {
     let empty = FxHashMap::default();
-    let req = bottom_up(cg, |r, table| {
+    bottom_up(&facts.callgraph, |r, table| {
         let prob = ReqProblem {
             facts,
             routine: r,
@@ -880,7 +1008,19 @@ pub fn analyze_tbr(facts: &ProgramFacts, act: &Activity, solver: Solver) -> Tbr 
             table,
         };
         summarize(&prob, &facts.flows[&r], solver)
-    });
+    })
+}
+
+/// The requirements before and after every statement in calling context,
+/// flowing from callers into callees: per routine, the requirement on
+/// entry and the record of its statements and nodes.
+fn requirements_in_context(
+    facts: &ProgramFacts,
+    local: &LocalRequirements,
+    req: &FxHashMap<RoutineId, RoutineSummary<ReqKill>>,
+    solver: Solver,
+) -> FxHashMap<RoutineId, (LocSet, Record<LocSet>)> {
+    let empty = FxHashMap::default();
     let contribute_fwd = |_: &ReqProblem, r: RoutineId, s: StmtId, fact: &LocSet| {
         let call = facts.effect(r, s).call.as_ref()?;
         Some(Contribution {
@@ -888,133 +1028,57 @@ pub fn analyze_tbr(facts: &ProgramFacts, act: &Activity, solver: Solver) -> Tbr 
             fact: call.to_callee(fact),
         })
     };
-    let inreq = top_down(
-        cg,
+    top_down(
+        &facts.callgraph,
         &facts.flows,
         solver,
-        &req,
+        req,
         FxHashMap::default(),
         |r| ReqProblem {
             facts,
             routine: r,
             local: local.get(&r).unwrap_or(&empty),
-            table: &req,
+            table: req,
         },
         contribute_fwd,
-    );
-    let writes = union(facts, solver, Collect::Writes);
-    let reads = union(facts, solver, Collect::Reads);
-    let later = written_later(facts, solver, &writes);
+    )
+}
 
-    let mut out = Tbr::default();
-    for &r in &cg.routines {
-        let rf = &facts.routines[&r];
-        let n = rf.universe.len();
+/// The analyses [`analyze_tbr`] reads its facts from.
+struct TbrTables<'a, 'p> {
+    facts: &'a ProgramFacts<'p>,
+    local: &'a LocalRequirements,
+    req: &'a FxHashMap<RoutineId, RoutineSummary<ReqKill>>,
+    writes: &'a FxHashMap<RoutineId, RoutineSummary<LocSet>>,
+    reads: &'a FxHashMap<RoutineId, RoutineSummary<LocSet>>,
+}
+
+impl TbrTables<'_, '_> {
+    /// The facts of routine `r`, its statements, call sites and vertices,
+    /// from its requirements in context (`inreq`) and what is overwritten
+    /// after each of its statements (`later`).
+    fn routine(
+        &self,
+        r: RoutineId,
+        (in_req_s, rrec): &(LocSet, Record<LocSet>),
+        (after_s, lrec): &(LocSet, Record<LocSet>),
+        out: &mut Tbr,
+    ) {
+        let rf = &self.facts.routines[&r];
+        let empty = FxHashMap::default();
         let prob = ReqProblem {
-            facts,
+            facts: self.facts,
             routine: r,
-            local: local.get(&r).unwrap_or(&empty),
-            table: &req,
+            local: self.local.get(&r).unwrap_or(&empty),
+            table: self.req,
         };
-        let (in_req_s, rrec) = &inreq[&r];
-        let (after_s, lrec) = &later[&r];
-        let wsum = |s: StmtId| -> LocSet {
-            let e = facts.effect(r, s);
-            let mut w: LocSet = e.writes.iter().copied().collect();
-            if let Some(call) = &e.call {
-                if let Some(Some(cw)) = writes.get(&call.callee).map(|x| x.summary.as_ref()) {
-                    w.union_with(&call.to_caller(cw, n));
-                }
-            }
-            w
-        };
-        for (&s, (ib, ia)) in &rrec.stmts {
-            let e = facts.effect(r, s);
-            let l = local.get(&r).and_then(|m| m.get(&s));
-            let (summary, required) = prob
-                .stmt_parts(s)
-                .unwrap_or((ReqKill::default(), LocSet::new()));
-            let mut reasons = l.map(|l| l.reasons.clone()).unwrap_or_default();
-            if let Some(call) = &e.call {
-                if let Some(Some(cs)) = req.get(&call.callee).map(|x| x.summary.as_ref()) {
-                    let slots = call.to_caller(&cs.req, n);
-                    if !slots.is_empty() {
-                        reasons.push(Requirement {
-                            slots,
-                            reason: Reason::Callee {
-                                routine: facts.routines[&call.callee].name.clone(),
-                            },
-                        });
-                    }
-                }
-            }
-            let w = wsum(s);
-            let mut recorded = LocSet::new();
-            if e.call.is_none() {
-                let mut needed = ib.clone();
-                needed.union_with(&required);
-                let own: LocSet = e.writes.iter().copied().collect();
-                recorded = own;
-                recorded.intersect_with(&needed);
-            }
+        for (&s, before_after) in &rrec.stmts {
             let overwritten_later = lrec
                 .stmts
                 .get(&s)
                 .map(|(_, after)| after.clone())
                 .unwrap_or_default();
-            let mut exposed = w.clone();
-            exposed.union_with(&overwritten_later);
-            let mut to_tape = required.clone();
-            to_tape.intersect_with(&exposed);
-            let active = l.is_some_and(|l| l.active) || !required.is_empty();
-            out.stmts.insert(
-                s,
-                StmtTbr {
-                    routine: r,
-                    active,
-                    required: required.clone(),
-                    reasons,
-                    summary,
-                    in_req: ib.clone(),
-                    out_req: ia.clone(),
-                    recorded,
-                    overwritten_later: overwritten_later.clone(),
-                    to_tape,
-                },
-            );
-            if let Some(call) = &e.call {
-                let sum = |t: &FxHashMap<RoutineId, RoutineSummary<LocSet>>| {
-                    t.get(&call.callee)
-                        .and_then(|x| x.summary.as_ref())
-                        .map(|x| call.to_caller(x, n))
-                        .unwrap_or_default()
-                };
-                let callee_reads = sum(&reads);
-                let callee_writes = sum(&writes);
-                let callee_required = req
-                    .get(&call.callee)
-                    .and_then(|x| x.summary.as_ref())
-                    .map(|x| call.to_caller(&x.req, n))
-                    .unwrap_or_default();
-                let mut to_tape = callee_required.clone();
-                to_tape.intersect_with(&overwritten_later);
-                let mut changed = callee_writes.clone();
-                changed.union_with(&overwritten_later);
-                let mut checkpoint = callee_reads.clone();
-                checkpoint.intersect_with(&changed);
-                out.calls.insert(
-                    s,
-                    CallSiteTbr {
-                        callee: call.callee,
-                        callee_required,
-                        callee_reads,
-                        callee_writes,
-                        overwritten_later,
-                        to_tape,
-                        checkpoint,
-                    },
-                );
-            }
+            self.statement(&prob, s, before_after, overwritten_later, out);
         }
         for (i, node) in rf.flow.nodes.iter().enumerate() {
             if node.role != crate::flow::NodeRole::Vertex {
@@ -1033,13 +1097,15 @@ pub fn analyze_tbr(facts: &ProgramFacts, act: &Activity, solver: Solver) -> Tbr 
         out.routines.insert(
             r,
             RoutineTbr {
-                summary: req.get(&r).and_then(|x| x.summary.clone()),
+                summary: self.req.get(&r).and_then(|x| x.summary.clone()),
                 in_req: in_req_s.clone(),
-                may_write: writes
+                may_write: self
+                    .writes
                     .get(&r)
                     .and_then(|x| x.summary.clone())
                     .unwrap_or_default(),
-                may_read: reads
+                may_read: self
+                    .reads
                     .get(&r)
                     .and_then(|x| x.summary.clone())
                     .unwrap_or_default(),
@@ -1047,6 +1113,132 @@ pub fn analyze_tbr(facts: &ProgramFacts, act: &Activity, solver: Solver) -> Tbr 
             },
         );
     }
-    let _ = for_each_ref_in_expr;
-    out
+
+    /// The facts of statement `s` of the routine of `prob`, required
+    /// `(ib, ia)` before and after it: what it requires and why, what it
+    /// must record and tape; for a call, also its call site's facts.
+    fn statement(
+        &self,
+        prob: &ReqProblem,
+        s: StmtId,
+        (ib, ia): &(LocSet, LocSet),
+        overwritten_later: LocSet,
+        out: &mut Tbr,
+    ) {
+        let r = prob.routine;
+        let n = self.facts.routines[&r].universe.len();
+        let e = self.facts.effect(r, s);
+        let l = prob.local.get(&s);
+        let (summary, required) = prob
+            .stmt_parts(s)
+            .unwrap_or((ReqKill::default(), LocSet::new()));
+        let reasons = self.reasons(e, l, n);
+        let w = self.written(e, n);
+        let mut recorded = LocSet::new();
+        if e.call.is_none() {
+            let mut needed = ib.clone();
+            needed.union_with(&required);
+            let own: LocSet = e.writes.iter().copied().collect();
+            recorded = own;
+            recorded.intersect_with(&needed);
+        }
+        let mut exposed = w.clone();
+        exposed.union_with(&overwritten_later);
+        let mut to_tape = required.clone();
+        to_tape.intersect_with(&exposed);
+        let active = l.is_some_and(|l| l.active) || !required.is_empty();
+        out.stmts.insert(
+            s,
+            StmtTbr {
+                routine: r,
+                active,
+                required: required.clone(),
+                reasons,
+                summary,
+                in_req: ib.clone(),
+                out_req: ia.clone(),
+                recorded,
+                overwritten_later: overwritten_later.clone(),
+                to_tape,
+            },
+        );
+        if let Some(call) = &e.call {
+            out.calls
+                .insert(s, self.call_site(call, n, overwritten_later));
+        }
+    }
+
+    /// Why a statement of effect `e` (in a routine of `n` slots) requires
+    /// what it does: its own reasons (`l`), then for a call what the
+    /// callee requires.
+    fn reasons(&self, e: &Effect, l: Option<&Local>, n: usize) -> Vec<Requirement> {
+        let facts = self.facts;
+        let mut reasons = l.map(|l| l.reasons.clone()).unwrap_or_default();
+        if let Some(call) = &e.call {
+            if let Some(Some(cs)) = self.req.get(&call.callee).map(|x| x.summary.as_ref()) {
+                let slots = call.to_caller(&cs.req, n);
+                if !slots.is_empty() {
+                    reasons.push(Requirement {
+                        slots,
+                        reason: Reason::Callee {
+                            routine: facts.routines[&call.callee].name.clone(),
+                        },
+                    });
+                }
+            }
+        }
+        reasons
+    }
+
+    /// The slots a statement of effect `e` (in a routine of `n` slots) may
+    /// write, a call's callee's writes included.
+    fn written(&self, e: &Effect, n: usize) -> LocSet {
+        let mut w: LocSet = e.writes.iter().copied().collect();
+        if let Some(call) = &e.call {
+            if let Some(Some(cw)) = self.writes.get(&call.callee).map(|x| x.summary.as_ref()) {
+                w.union_with(&call.to_caller(cw, n));
+            }
+        }
+        w
+    }
+
+    /// The facts of a call site (in the caller's `n` slots): what the
+    /// callee requires, reads and writes, what to tape of it and which of
+    /// its reads the argument checkpoint must save.
+    fn call_site(
+        &self,
+        call: &crate::facts::CallEffect,
+        n: usize,
+        overwritten_later: LocSet,
+    ) -> CallSiteTbr {
+        let sum = |t: &FxHashMap<RoutineId, RoutineSummary<LocSet>>| {
+            t.get(&call.callee)
+                .and_then(|x| x.summary.as_ref())
+                .map(|x| call.to_caller(x, n))
+                .unwrap_or_default()
+        };
+        let callee_reads = sum(self.reads);
+        let callee_writes = sum(self.writes);
+        let callee_required = self
+            .req
+            .get(&call.callee)
+            .and_then(|x| x.summary.as_ref())
+            .map(|x| call.to_caller(&x.req, n))
+            .unwrap_or_default();
+        let mut to_tape = callee_required.clone();
+        to_tape.intersect_with(&overwritten_later);
+        let mut changed = callee_writes.clone();
+        changed.union_with(&overwritten_later);
+        let mut checkpoint = callee_reads.clone();
+        checkpoint.intersect_with(&changed);
+        CallSiteTbr {
+            callee: call.callee,
+            callee_required,
+            callee_reads,
+            callee_writes,
+            overwritten_later,
+            to_tape,
+            checkpoint,
+        }
+    }
 }

@@ -286,6 +286,19 @@ pub enum InlineOp {
     Count(bool),
     /// An `oad_trace_*` call of trace output: writes one record.
     Trace(TraceRecord),
+    /// `oad_revolve_begin(steps, snapshots, line)`: the taping sweep of a
+    /// checkpointed loop begins (`docs/checkpointing.md`).
+    RevolveBegin,
+    /// `oad_revolve_resume(line)`: its adjoint sweep begins.
+    RevolveResume,
+    /// `oad_revolve_next(action, count)`: the schedule's next action.
+    RevolveNext,
+    /// `oad_revolve_store_<type>_<shape>[_a](x)`: `x` into the snapshot
+    /// being stored.
+    RevolveStore(Ty),
+    /// `oad_revolve_restore_<type>_<shape>[_a](x)`: `x` from the snapshot
+    /// being restored (variables in the reverse order of the store).
+    RevolveRestore(Ty),
 }
 
 /// The records of OpenAD's trace run-time support (`OAD_trace.f90`).
@@ -513,6 +526,10 @@ pub struct CRoutine {
     /// does not carry (`OPR_STID`), with its line: a local read before any
     /// translated statement wrote it then has an unknown value.
     pub dropped_store: Option<(String, u32)>,
+    /// Whether its argument checkpoints are restored in the order they
+    /// were stored (`-f` output: one record per store, read from its
+    /// start) instead of off a stack in reverse.
+    pub restore_in_store_order: bool,
 }
 
 impl CRoutine {
@@ -537,9 +554,8 @@ pub struct Prog {
     pub global_names: FxHashMap<String, u32>,
     /// Routine `symbol_id` to index.
     pub by_symbol: FxHashMap<String, usize>,
-    /// Whether the program is a transformation result (see
-    /// [`Program::is_output`]): only those hold derivative code.
-    pub is_output: bool,
+    /// What kind of XAIF the program is: which run modes execute it.
+    pub kind: crate::kind::ProgramKind,
 }
 
 impl Prog {
@@ -664,6 +680,7 @@ impl<'a> Compiler<'a> {
                     body: Body::Empty,
                     line: self.line(routine.attrs.span),
                     dropped_store: None,
+                    restore_in_store_order: crate::kind::restores_in_store_order(p, routine),
                 });
                 self.routine_scope.push(scope);
                 self.slot_of.push(FxHashMap::default());
@@ -733,7 +750,7 @@ impl<'a> Compiler<'a> {
             globals: self.globals,
             global_names: self.global_names,
             by_symbol: self.by_symbol,
-            is_output: p.is_output(),
+            kind: crate::kind::ProgramKind::of(p),
         }
     }
 
@@ -1504,9 +1521,51 @@ fn inline_op(name: &str) -> Option<InlineOp> {
             if let Some(record) = name.strip_prefix("oad_trace_") {
                 return TraceRecord::from_name(record).map(InlineOp::Trace);
             }
+            if let Some(op) = revolve_op(name) {
+                return Some(op);
+            }
             return checkpoint_op(name);
         }
     })
+}
+
+/// The run-time calls of checkpointed loops (`oad_revolve_*`).
+fn revolve_op(name: &str) -> Option<InlineOp> {
+    let rest = name.strip_prefix("oad_revolve_")?;
+    Some(match rest {
+        "begin" => InlineOp::RevolveBegin,
+        "resume" => InlineOp::RevolveResume,
+        "next" => InlineOp::RevolveNext,
+        _ => {
+            let (store, typed) = if let Some(t) = rest.strip_prefix("store_") {
+                (true, t)
+            } else {
+                (false, rest.strip_prefix("restore_")?)
+            };
+            let ty = element_type(typed)?;
+            if store {
+                InlineOp::RevolveStore(ty)
+            } else {
+                InlineOp::RevolveRestore(ty)
+            }
+        }
+    })
+}
+
+/// The element type a checkpoint call's name begins with
+/// (`real_vector_a` is real).
+fn element_type(typed: &str) -> Option<Ty> {
+    if typed.starts_with("real_") {
+        Some(Ty::Real)
+    } else if typed.starts_with("integer_") {
+        Some(Ty::Int)
+    } else if typed.starts_with("bool_") {
+        Some(Ty::Bool)
+    } else if typed.starts_with("string_") {
+        Some(Ty::Str)
+    } else {
+        None
+    }
 }
 
 /// `cp_arg_store_real_vector_a_d` and friends.
@@ -1524,17 +1583,7 @@ fn checkpoint_op(name: &str) -> Option<InlineOp> {
     } else {
         return None;
     };
-    let ty = if rest.starts_with("real_") {
-        Ty::Real
-    } else if rest.starts_with("integer_") {
-        Ty::Int
-    } else if rest.starts_with("bool_") {
-        Ty::Bool
-    } else if rest.starts_with("string_") {
-        Ty::Str
-    } else {
-        return None;
-    };
+    let ty = element_type(rest)?;
     let deriv = rest.ends_with("_a_d");
     Some(if store {
         InlineOp::CpStore { ty, deriv }

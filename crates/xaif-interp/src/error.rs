@@ -91,9 +91,16 @@ pub enum ErrorKind {
         /// What the file holds instead.
         reason: String,
     },
+    /// A divided-difference step that cannot give a meaningful quotient.
+    #[error("divided-difference step: {0}")]
+    Step(String),
     /// The harness cannot be set up for this program.
     #[error("harness: {0}")]
     Harness(String),
+    /// A run-time call of a checkpointed loop out of order
+    /// (`oad_revolve_*`, `docs/checkpointing.md`).
+    #[error("checkpointed loop: {0}")]
+    Checkpointing(String),
 }
 
 /// An execution error with the routine and source line where it happened.

@@ -4,8 +4,10 @@
 //! compiles it: Fortran argument passing by reference, DO-loop trip counts
 //! fixed on entry, active values with derivative parts, derivative
 //! propagators, the inlinable calls of tangent and adjoint code, global LIFO
-//! tapes, per-routine argument checkpoint stacks, and the mode-flag state
-//! machines of the split and joint subroutine templates.
+//! tapes, per-routine argument checkpoint stacks, the mode-flag state
+//! machines of the split and joint subroutine templates, and the run-time
+//! calls of checkpointed loops (`oad_revolve_*`, scheduled by
+//! `xaif-revolve`, with their snapshots: `docs/checkpointing.md`).
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -118,6 +120,57 @@ pub struct Stats {
     pub counted_multiplications: u64,
     /// Additions counted by `countadd` calls (`-C` output).
     pub counted_additions: u64,
+    /// Elements stored into the snapshots of checkpointed loops.
+    pub snapshot_stored: u64,
+    /// Largest number of elements held at once by the snapshots of
+    /// checkpointed loops.
+    pub peak_snapshot_elements: u64,
+    /// Steps of checkpointed loops run without taping (advances), over
+    /// every instance.
+    pub checkpointed_forward_steps: u64,
+    /// Reversed instances of checkpointed loops (all of them, also beyond
+    /// the records kept).
+    pub checkpointed_instances: u64,
+    /// One record per reversed instance of a checkpointed loop, in the
+    /// order they finished (reported by `xaifb run --stats-json` at the top
+    /// level, beside these counters).
+    #[serde(skip)]
+    pub checkpointed_loops: Vec<LoopRecord>,
+}
+
+/// What one reversed instance of a checkpointed loop did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LoopRecord {
+    /// The routine (XAIF `symbol_id`) whose loop it is.
+    pub routine: String,
+    /// The loop's line (the `lineNumber` of its `ForLoop`).
+    pub line: i64,
+    /// Its iterations.
+    pub iterations: u64,
+    /// The snapshots it was allowed.
+    pub snapshots: u64,
+    /// Iterations run without taping, over both sweeps (each iteration is
+    /// also taped once).
+    pub forward_steps: u64,
+    /// The most snapshots it held at once.
+    pub peak_snapshots: u64,
+    /// The most elements its snapshots held at once.
+    pub peak_snapshot_elements: u64,
+}
+
+/// What the machine keeps about a running or paused checkpointed loop.
+#[derive(Clone, Debug)]
+struct LoopTag {
+    routine: usize,
+    line: i64,
+    /// The flags of the taping sweep, set for taped steps.
+    taping: Flags,
+    /// The flags of the adjoint sweep, set for reversed steps.
+    adjoint: Flags,
+    /// The first snapshot frame of this instance.
+    base: usize,
+    /// The most elements its frames held.
+    peak_elements: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -149,6 +202,43 @@ impl Stacks {
     fn len(&self) -> usize {
         self.real.len() + self.int.len() + self.bool.len() + self.str.len()
     }
+}
+
+/// A record of argument checkpoints being restored in store order: where
+/// it starts in each of the routine's stacks (real, integer, logical,
+/// string) and what is read next.
+#[derive(Clone, Copy)]
+struct RecordRead {
+    routine: usize,
+    start: [usize; 4],
+    next: [usize; 4],
+}
+
+/// The top of the stack of type `ty` (`deriv`: a derivative part, kept on
+/// the real stack), taken off.
+fn take_top(stack: &mut Stacks, ty: Ty, deriv: bool) -> Option<Scalar> {
+    if deriv {
+        return stack.real.pop().map(Scalar::Real);
+    }
+    Some(match ty {
+        Ty::Real => Scalar::Real(stack.real.pop()?),
+        Ty::Int => Scalar::Int(stack.int.pop()?),
+        Ty::Bool => Scalar::Bool(stack.bool.pop()?),
+        Ty::Str => Scalar::Str(stack.str.pop()?),
+    })
+}
+
+/// The value at read position `next` of the stack of type `ty`, which
+/// moves on by one (the record is dropped whole at its end).
+fn take_next(stack: &Stacks, next: &mut [usize; 4], ty: Ty, deriv: bool) -> Option<Scalar> {
+    let (slot, value) = match (ty, deriv) {
+        (_, true) | (Ty::Real, false) => (0, stack.real.get(next[0]).copied().map(Scalar::Real)),
+        (Ty::Int, false) => (1, stack.int.get(next[1]).copied().map(Scalar::Int)),
+        (Ty::Bool, false) => (2, stack.bool.get(next[2]).copied().map(Scalar::Bool)),
+        (Ty::Str, false) => (3, stack.str.get(next[3]).cloned().map(Scalar::Str)),
+    };
+    next[slot] += 1;
+    value
 }
 
 #[derive(Clone, Copy)]
@@ -185,6 +275,12 @@ pub struct Machine<'p> {
     tapes: Stacks,
     checkpoints: Vec<Stacks>,
     checkpoint_total: usize,
+    /// Per routine, the start of each record of checkpoints to be restored
+    /// in store order (routines of `-f` output only).
+    records: Vec<Vec<[usize; 4]>>,
+    records_total: usize,
+    /// The record being restored in store order, if any.
+    reading: Option<RecordRead>,
     /// Counters.
     pub stats: Stats,
     limits: Limits,
@@ -203,10 +299,24 @@ pub struct Machine<'p> {
     derivative_code: bool,
     /// Trace records written so far (trace output), one per line.
     pub trace: Vec<String>,
+    /// Checkpointed loops running and paused.
+    loops: xaif_revolve::Runtime<LoopTag>,
+    /// Their snapshots, one frame per snapshot, oldest first.
+    snapshots: Vec<Stacks>,
+    /// Elements held by `snapshots`.
+    snapshot_total: usize,
+    /// Where the next restore call reads in the top frame (real, integer,
+    /// logical, string elements left).
+    restore_cursor: [usize; 4],
 }
 
 /// Work between two readings of the clock: about a millisecond.
 const CLOCK_EVERY: u64 = 4096;
+
+/// Records of reversed checkpointed loop instances kept per machine
+/// (`docs/limits.md`): a loop nested in a long one is reversed once per
+/// outer iteration; beyond this many the counters still count them.
+pub const MAX_LOOP_RECORDS: usize = 100_000;
 
 fn err(kind: ErrorKind) -> InterpError {
     InterpError::new(kind)
@@ -240,6 +350,9 @@ impl<'p> Machine<'p> {
             tapes: Stacks::default(),
             checkpoints: vec![Stacks::default(); prog.routines.len()],
             checkpoint_total: 0,
+            records: vec![Vec::new(); prog.routines.len()],
+            records_total: 0,
+            reading: None,
             stats: Stats::default(),
             limits,
             run_start: 0,
@@ -250,6 +363,10 @@ impl<'p> Machine<'p> {
             remembered: FxHashMap::default(),
             derivative_code: false,
             trace: Vec::new(),
+            loops: xaif_revolve::Runtime::new(),
+            snapshots: Vec::new(),
+            snapshot_total: 0,
+            restore_cursor: [0; 4],
         }
     }
 
@@ -271,9 +388,14 @@ impl<'p> Machine<'p> {
         self.tapes = Stacks::default();
     }
 
-    /// Whether every tape and checkpoint stack is empty.
+    /// Whether every tape and checkpoint stack is empty and no
+    /// checkpointed loop is running, paused or holding snapshots.
     pub fn tapes_empty(&self) -> bool {
-        self.tapes.len() == 0 && self.checkpoints.iter().all(|c| c.len() == 0)
+        self.tapes.len() == 0
+            && self.checkpoints.iter().all(|c| c.len() == 0)
+            && self.loops.is_empty()
+            && self.snapshots.is_empty()
+            && self.records_total == 0
     }
 
     /// Sizes of the double and integer tapes.
@@ -300,7 +422,12 @@ impl<'p> Machine<'p> {
 
     /// Elements held now by storage, frames, tapes and checkpoints.
     pub fn elements_in_use(&self) -> usize {
-        self.mem.elements() + self.frame_slots + self.tapes.len() + self.checkpoint_total
+        self.mem.elements()
+            + self.frame_slots
+            + self.tapes.len()
+            + self.checkpoint_total
+            + self.snapshot_total
+            + self.records_total
     }
 
     /// Checks that `need` more elements stay within the element limit
@@ -673,11 +800,20 @@ impl<'p> Machine<'p> {
                     Ok(())
                 }
                 Template::Joint => {
+                    let records = routine.restore_in_store_order;
                     if self.flags.arg_store {
+                        if records {
+                            self.open_record(r)?;
+                        }
                         self.run_placeholder(r, 4)?;
                     }
                     if self.flags.arg_restore {
-                        self.run_placeholder(r, 6)?;
+                        if records {
+                            self.begin_record_read(r)?;
+                        }
+                        let restored = self.run_placeholder(r, 6);
+                        self.end_record_read();
+                        restored?;
                     }
                     if self.flags.plain {
                         let saved = self.flags;
@@ -902,6 +1038,16 @@ impl<'p> Machine<'p> {
     }
 
     fn pick(&self, v: &CVertex, selector: i64) -> Result<usize> {
+        // Several edges and no case value on any: nothing says which to
+        // take (the gate lets such a branch pass, docs/cfg-rules.md).
+        if v.succ.len() > 1 && v.succ.iter().all(|(c, _)| c.is_none()) {
+            return Err(self.locate(
+                err(ErrorKind::Unsupported(
+                    "a branch whose edges carry no case values".into(),
+                )),
+                v.line,
+            ));
+        }
         if let Some((_, t)) = v.succ.iter().find(|(c, _)| *c == Some(selector)) {
             return Ok(*t);
         }
@@ -912,6 +1058,18 @@ impl<'p> Machine<'p> {
     }
 
     fn loop_edge(&self, v: &CVertex, go: bool) -> Result<usize> {
+        // Without a body edge nothing says which edge is the exit: the
+        // gate lets such a loop pass (docs/cfg-rules.md), the oracle
+        // refuses to guess.
+        if !v.succ.iter().any(|(c, _)| *c == Some(1)) {
+            return Err(self.locate(
+                err(ErrorKind::Unsupported(
+                    "a loop whose edges do not mark its body (no edge with condition value 1)"
+                        .into(),
+                )),
+                v.line,
+            ));
+        }
         let found = if go {
             v.succ.iter().find(|(c, _)| *c == Some(1))
         } else {
@@ -1624,11 +1782,15 @@ impl<'p> Machine<'p> {
     fn arg_place(&mut self, args: &'p [CArg], k: usize, op: InlineOp) -> Result<Place> {
         match args.get(k) {
             Some(CArg::Ref(r)) => {
-                if matches!(
-                    op,
-                    InlineOp::Pop(_) | InlineOp::CpRestore { deriv: false, .. } | InlineOp::Convert
-                ) && k == 0
-                {
+                let writes = match op {
+                    InlineOp::Pop(_)
+                    | InlineOp::CpRestore { deriv: false, .. }
+                    | InlineOp::Convert
+                    | InlineOp::RevolveRestore(_) => k == 0,
+                    InlineOp::RevolveNext => true,
+                    _ => false,
+                };
+                if writes {
                     self.note_write(r);
                 }
                 self.place(r, None)
@@ -1658,245 +1820,30 @@ impl<'p> Machine<'p> {
         }
     }
 
+    /// Runs an inlinable call: one step function per family of calls.
     #[inline(never)]
     fn inline(&mut self, op: InlineOp, args: &'p [CArg]) -> Result<()> {
         match op {
-            InlineOp::Push(ty) => {
-                let v = self.arg_value(args, 0, op)?;
-                let n = v.len();
-                self.reserve(n as u128, || format!("the {} tape", ty.name()))?;
-                for i in 0..n {
-                    let s = v.elem(i);
-                    match ty {
-                        Ty::Real => self
-                            .tapes
-                            .real
-                            .push(s.as_real().ok_or_else(|| {
-                                err(ErrorKind::Type("push of a non-real".into()))
-                            })?),
-                        Ty::Int => self.tapes.int.push(s.as_int().ok_or_else(|| {
-                            err(ErrorKind::Type("push_i of a non-integer".into()))
-                        })?),
-                        Ty::Bool => self.tapes.bool.push(s.as_bool().ok_or_else(|| {
-                            err(ErrorKind::Type("push_b of a non-logical".into()))
-                        })?),
-                        Ty::Str => match s {
-                            Scalar::Str(x) => self.tapes.str.push(x.clone()),
-                            _ => return Err(err(ErrorKind::Type("push_s of a non-string".into()))),
-                        },
-                    }
-                }
-                let n = n as u64;
-                match ty {
-                    Ty::Real => {
-                        self.stats.doubles_pushed += n;
-                        self.stats.peak_double_tape = self
-                            .stats
-                            .peak_double_tape
-                            .max(self.tapes.real.len() as u64);
-                    }
-                    Ty::Int => {
-                        self.stats.integers_pushed += n;
-                        self.stats.peak_integer_tape = self
-                            .stats
-                            .peak_integer_tape
-                            .max(self.tapes.int.len() as u64);
-                    }
-                    Ty::Bool => self.stats.logicals_pushed += n,
-                    Ty::Str => self.stats.strings_pushed += n,
-                }
-                Ok(())
-            }
-            InlineOp::Pop(ty) => {
-                let p = self.arg_place(args, 0, op)?;
-                let offs = Self::offsets(&p);
-                let n = offs.len();
-                let have = match ty {
-                    Ty::Real => self.tapes.real.len(),
-                    Ty::Int => self.tapes.int.len(),
-                    Ty::Bool => self.tapes.bool.len(),
-                    Ty::Str => self.tapes.str.len(),
-                };
-                if have < n {
-                    return Err(err(ErrorKind::Underflow(format!("the {} tape", ty.name()))));
-                }
-                let start = have - n;
-                for (i, off) in offs.into_iter().enumerate() {
-                    let s = match ty {
-                        Ty::Real => Scalar::Real(self.tapes.real[start + i]),
-                        Ty::Int => Scalar::Int(self.tapes.int[start + i]),
-                        Ty::Bool => Scalar::Bool(self.tapes.bool[start + i]),
-                        Ty::Str => Scalar::Str(self.tapes.str[start + i].clone()),
-                    };
-                    self.mem.set(p.buf, off, &s).ok_or_else(|| {
-                        err(ErrorKind::Type(format!(
-                            "pop of a {} into a different type",
-                            ty.name()
-                        )))
-                    })?;
-                }
-                match ty {
-                    Ty::Real => self.tapes.real.truncate(start),
-                    Ty::Int => self.tapes.int.truncate(start),
-                    Ty::Bool => self.tapes.bool.truncate(start),
-                    Ty::Str => self.tapes.str.truncate(start),
-                }
-                Ok(())
-            }
+            InlineOp::Push(ty) => self.push(ty, args, op),
+            InlineOp::Pop(ty) => self.pop(ty, args, op),
             InlineOp::SetDeriv
             | InlineOp::SetNegDeriv
             | InlineOp::IncDerivTarget
-            | InlineOp::DecDerivTarget => {
-                let sp = self.arg_place(args, 1, op)?;
-                let src = self.derivs(&sp);
-                let tp = self.arg_place(args, 0, op)?;
-                let n = src.len().max(tp.len()) as u64;
-                match op {
-                    InlineOp::SetDeriv => self.update_derivs(&tp, &src, |_, s| s, "setderiv"),
-                    InlineOp::SetNegDeriv => {
-                        self.update_derivs(&tp, &src, |_, s| -s, "setnegderiv")
-                    }
-                    InlineOp::IncDerivTarget => {
-                        self.count(n);
-                        self.update_derivs(&tp, &src, |t, s| t + s, "incderiv")
-                    }
-                    _ => {
-                        self.count(n);
-                        self.update_derivs(&tp, &src, |t, s| t - s, "decderiv")
-                    }
-                }
-            }
-            InlineOp::Saxpy | InlineOp::Sax => {
-                let a = self.arg_value(args, 0, op)?;
-                let xp = self.arg_place(args, 1, op)?;
-                let xd = self.derivs(&xp);
-                let yp = self.arg_place(args, 2, op)?;
-                let n = yp.len().max(1);
-                Self::conform(n, a.len(), "Saxpy factor")?;
-                Self::conform(n, xd.len(), "Saxpy operand")?;
-                let mut add = Vec::with_capacity(n);
-                for i in 0..n {
-                    let ai = a
-                        .elem(if a.len() == 1 { 0 } else { i })
-                        .as_real()
-                        .ok_or_else(|| err(ErrorKind::Type("a non-numeric Saxpy factor".into())))?;
-                    add.push(ai * xd[if xd.len() == 1 { 0 } else { i }]);
-                }
-                self.count(2 * n as u64);
-                if op == InlineOp::Sax {
-                    self.update_derivs(&yp, &add, |_, s| s, "sax")
-                } else {
-                    self.update_derivs(&yp, &add, |t, s| t + s, "Saxpy")
-                }
-            }
-            InlineOp::IncDeriv | InlineOp::DecDeriv => {
-                let xp = self.arg_place(args, 0, op)?;
-                let xd = self.derivs(&xp);
-                let yp = self.arg_place(args, 1, op)?;
-                self.count(yp.len().max(1) as u64);
-                if op == InlineOp::IncDeriv {
-                    self.update_derivs(&yp, &xd, |t, s| t + s, "IncDeriv")
-                } else {
-                    self.update_derivs(&yp, &xd, |t, s| t - s, "DecDeriv")
-                }
-            }
+            | InlineOp::DecDerivTarget => self.tangent_update(op, args),
+            InlineOp::Saxpy | InlineOp::Sax => self.saxpy(op, args),
+            InlineOp::IncDeriv | InlineOp::DecDeriv => self.adjoint_update(op, args),
             InlineOp::ZeroDeriv => {
                 let p = self.arg_place(args, 0, op)?;
                 self.update_derivs(&p, &[0.0], |_, s| s, "ZeroDeriv")
             }
-            InlineOp::CpStore { ty, deriv } => {
-                let p = self.arg_place(args, 0, op)?;
-                let r = self.frames.last().map(|f| f.routine).unwrap_or(0);
-                let offs = Self::offsets(&p);
-                let n = offs.len();
-                self.reserve(n as u128, || format!("the {} checkpoint stack", ty.name()))?;
-                for off in offs {
-                    let stack = &mut self.checkpoints[r];
-                    if deriv {
-                        stack.real.push(self.mem.get_d(p.buf, off));
-                        continue;
-                    }
-                    match (ty, self.mem.get(p.buf, off)) {
-                        (Ty::Real, s) => stack.real.push(s.as_real().unwrap_or(0.0)),
-                        (Ty::Int, s) => stack.int.push(s.as_int().unwrap_or(0)),
-                        (Ty::Bool, s) => stack.bool.push(s.as_bool().unwrap_or(false)),
-                        (Ty::Str, Scalar::Str(s)) => stack.str.push(s),
-                        (Ty::Str, _) => {
-                            return Err(err(ErrorKind::Type(
-                                "a string checkpoint of a non-string".into(),
-                            )))
-                        }
-                    }
-                }
-                self.checkpoint_total += n;
-                self.stats.checkpoint_stored += n as u64;
-                self.stats.peak_checkpoint =
-                    self.stats.peak_checkpoint.max(self.checkpoint_total as u64);
-                Ok(())
-            }
-            InlineOp::CpRestore { ty, deriv } => {
-                let p = self.arg_place(args, 0, op)?;
-                let r = self.frames.last().map(|f| f.routine).unwrap_or(0);
-                let mut offs = Self::offsets(&p);
-                offs.reverse();
-                let n = offs.len();
-                for off in offs {
-                    let stack = &mut self.checkpoints[r];
-                    let underflow = || {
-                        err(ErrorKind::Underflow(format!(
-                            "the {} checkpoint stack",
-                            ty.name()
-                        )))
-                    };
-                    if deriv {
-                        let x = stack.real.pop().ok_or_else(underflow)?;
-                        self.mem.set_d(p.buf, off, x);
-                        continue;
-                    }
-                    let s = match ty {
-                        Ty::Real => Scalar::Real(stack.real.pop().ok_or_else(underflow)?),
-                        Ty::Int => Scalar::Int(stack.int.pop().ok_or_else(underflow)?),
-                        Ty::Bool => Scalar::Bool(stack.bool.pop().ok_or_else(underflow)?),
-                        Ty::Str => Scalar::Str(stack.str.pop().ok_or_else(underflow)?),
-                    };
-                    self.mem.set(p.buf, off, &s).ok_or_else(|| {
-                        err(ErrorKind::Type(
-                            "a checkpoint restored into a different type".into(),
-                        ))
-                    })?;
-                }
-                self.checkpoint_total = self.checkpoint_total.saturating_sub(n);
-                Ok(())
-            }
+            InlineOp::CpStore { ty, deriv } => self.checkpoint_store(ty, deriv, args, op),
+            InlineOp::CpRestore { ty, deriv } => self.checkpoint_restore(ty, deriv, args, op),
             InlineOp::Convert => {
                 let from = self.arg_value(args, 1, op)?;
                 let to = self.arg_place(args, 0, op)?;
                 self.write(&to, &from, false, "oad_convert target")
             }
-            InlineOp::AllocateMatching | InlineOp::AllocateShape => {
-                let Some(CArg::Ref(target)) = args.first() else {
-                    return Err(err(ErrorKind::Unsupported(format!(
-                        "{op:?} without a variable to allocate"
-                    ))));
-                };
-                let shape: Shape = if op == InlineOp::AllocateMatching {
-                    self.arg_place(args, 1, op)?.shape()
-                } else {
-                    let mut s = Shape::new();
-                    for k in 1..args.len() {
-                        let n = self
-                            .arg_value(args, k, op)?
-                            .scalar()
-                            .and_then(Scalar::as_int)
-                            .ok_or_else(|| {
-                                err(ErrorKind::Type("an extent that is not an integer".into()))
-                            })?;
-                        s.push(usize::try_from(n.max(0)).unwrap_or(usize::MAX));
-                    }
-                    s
-                };
-                self.allocate(target, &shape)
-            }
+            InlineOp::AllocateMatching | InlineOp::AllocateShape => self.allocate_call(op, args),
             InlineOp::ShapeTest => Ok(()),
             InlineOp::Count(mult) => {
                 let n = self
@@ -1912,41 +1859,566 @@ impl<'p> Machine<'p> {
                 }
                 Ok(())
             }
-            InlineOp::Trace(record) => {
-                let text = |m: &mut Self, k: usize| -> Result<String> {
-                    Ok(match m.arg_value(args, k, op)?.elem(0) {
-                        Scalar::Str(s) => s.trim_end().to_string(),
-                        Scalar::Int(i) => i.to_string(),
-                        other => format!("{other:?}"),
-                    })
-                };
-                use crate::compile::TraceRecord as T;
-                let line = match record {
-                    T::Call => format!(
-                        "<Call name=\"{}\" line=\"{}\">",
-                        text(self, 0)?,
-                        text(self, 1)?
-                    ),
-                    T::ECall => "</Call>".into(),
-                    T::Arg => format!("<Arg name=\"{}\">", text(self, 0)?),
-                    T::EArg => "</Arg>".into(),
-                    T::Index => format!("<Index val=\"{}\"/>", text(self, 0)?),
-                    T::Loop => format!("<Loop line=\"{}\">", text(self, 0)?),
-                    T::ELoop => "</Loop>".into(),
-                    T::Branch => format!("<Branch line=\"{}\">", text(self, 0)?),
-                    T::EBranch => "</Branch>".into(),
-                    T::Initialization => "<Initialization>".into(),
-                    T::EInitialization => "</Initialization>".into(),
-                    T::Condition => "<Condition>".into(),
-                    T::ECondition => "</Condition>".into(),
-                    T::Update => "<Update>".into(),
-                    T::EUpdate => "</Update>".into(),
-                    T::CfVal => format!("<Cfval val=\"{}\"/>", text(self, 0)?),
-                };
-                self.trace.push(line);
-                Ok(())
+            InlineOp::Trace(record) => self.trace_record(record, args, op),
+            InlineOp::RevolveBegin => self.revolve_begin(args, op),
+            InlineOp::RevolveResume => self.revolve_resume(args, op),
+            InlineOp::RevolveNext => self.revolve_next(args, op),
+            InlineOp::RevolveStore(ty) => self.revolve_store(ty, args, op),
+            InlineOp::RevolveRestore(ty) => self.revolve_restore(ty, args, op),
+        }
+    }
+
+    /// `push_*`: the argument's elements onto the tape of `ty`.
+    fn push(&mut self, ty: Ty, args: &'p [CArg], op: InlineOp) -> Result<()> {
+        let v = self.arg_value(args, 0, op)?;
+        let n = v.len();
+        self.reserve(n as u128, || format!("the {} tape", ty.name()))?;
+        for i in 0..n {
+            let s = v.elem(i);
+            match ty {
+                Ty::Real => self.tapes.real.push(
+                    s.as_real()
+                        .ok_or_else(|| err(ErrorKind::Type("push of a non-real".into())))?,
+                ),
+                Ty::Int => self.tapes.int.push(
+                    s.as_int()
+                        .ok_or_else(|| err(ErrorKind::Type("push_i of a non-integer".into())))?,
+                ),
+                Ty::Bool => self.tapes.bool.push(
+                    s.as_bool()
+                        .ok_or_else(|| err(ErrorKind::Type("push_b of a non-logical".into())))?,
+                ),
+                Ty::Str => match s {
+                    Scalar::Str(x) => self.tapes.str.push(x.clone()),
+                    _ => return Err(err(ErrorKind::Type("push_s of a non-string".into()))),
+                },
             }
         }
+        let n = n as u64;
+        match ty {
+            Ty::Real => {
+                self.stats.doubles_pushed += n;
+                self.stats.peak_double_tape = self
+                    .stats
+                    .peak_double_tape
+                    .max(self.tapes.real.len() as u64);
+            }
+            Ty::Int => {
+                self.stats.integers_pushed += n;
+                self.stats.peak_integer_tape = self
+                    .stats
+                    .peak_integer_tape
+                    .max(self.tapes.int.len() as u64);
+            }
+            Ty::Bool => self.stats.logicals_pushed += n,
+            Ty::Str => self.stats.strings_pushed += n,
+        }
+        Ok(())
+    }
+
+    /// `pop_*`: the top elements of the tape of `ty` into the argument.
+    fn pop(&mut self, ty: Ty, args: &'p [CArg], op: InlineOp) -> Result<()> {
+        let p = self.arg_place(args, 0, op)?;
+        let offs = Self::offsets(&p);
+        let n = offs.len();
+        let have = match ty {
+            Ty::Real => self.tapes.real.len(),
+            Ty::Int => self.tapes.int.len(),
+            Ty::Bool => self.tapes.bool.len(),
+            Ty::Str => self.tapes.str.len(),
+        };
+        if have < n {
+            return Err(err(ErrorKind::Underflow(format!("the {} tape", ty.name()))));
+        }
+        let start = have - n;
+        for (i, off) in offs.into_iter().enumerate() {
+            let s = match ty {
+                Ty::Real => Scalar::Real(self.tapes.real[start + i]),
+                Ty::Int => Scalar::Int(self.tapes.int[start + i]),
+                Ty::Bool => Scalar::Bool(self.tapes.bool[start + i]),
+                Ty::Str => Scalar::Str(self.tapes.str[start + i].clone()),
+            };
+            self.mem.set(p.buf, off, &s).ok_or_else(|| {
+                err(ErrorKind::Type(format!(
+                    "pop of a {} into a different type",
+                    ty.name()
+                )))
+            })?;
+        }
+        match ty {
+            Ty::Real => self.tapes.real.truncate(start),
+            Ty::Int => self.tapes.int.truncate(start),
+            Ty::Bool => self.tapes.bool.truncate(start),
+            Ty::Str => self.tapes.str.truncate(start),
+        }
+        Ok(())
+    }
+
+    /// The tangent module's `setderiv`, `setnegderiv`, `incderiv` and
+    /// `decderiv` (target first).
+    fn tangent_update(&mut self, op: InlineOp, args: &'p [CArg]) -> Result<()> {
+        let sp = self.arg_place(args, 1, op)?;
+        let src = self.derivs(&sp);
+        let tp = self.arg_place(args, 0, op)?;
+        let n = src.len().max(tp.len()) as u64;
+        match op {
+            InlineOp::SetDeriv => self.update_derivs(&tp, &src, |_, s| s, "setderiv"),
+            InlineOp::SetNegDeriv => self.update_derivs(&tp, &src, |_, s| -s, "setnegderiv"),
+            InlineOp::IncDerivTarget => {
+                self.count(n);
+                self.update_derivs(&tp, &src, |t, s| t + s, "incderiv")
+            }
+            _ => {
+                self.count(n);
+                self.update_derivs(&tp, &src, |t, s| t - s, "decderiv")
+            }
+        }
+    }
+
+    /// `Saxpy(a, x, y)` (y.d += a·x.d) and the tangent `sax` (y.d := a·x.d).
+    fn saxpy(&mut self, op: InlineOp, args: &'p [CArg]) -> Result<()> {
+        let a = self.arg_value(args, 0, op)?;
+        let xp = self.arg_place(args, 1, op)?;
+        let xd = self.derivs(&xp);
+        let yp = self.arg_place(args, 2, op)?;
+        let n = yp.len().max(1);
+        Self::conform(n, a.len(), "Saxpy factor")?;
+        Self::conform(n, xd.len(), "Saxpy operand")?;
+        let mut add = Vec::with_capacity(n);
+        for i in 0..n {
+            let ai = a
+                .elem(if a.len() == 1 { 0 } else { i })
+                .as_real()
+                .ok_or_else(|| err(ErrorKind::Type("a non-numeric Saxpy factor".into())))?;
+            add.push(ai * xd[if xd.len() == 1 { 0 } else { i }]);
+        }
+        self.count(2 * n as u64);
+        if op == InlineOp::Sax {
+            self.update_derivs(&yp, &add, |_, s| s, "sax")
+        } else {
+            self.update_derivs(&yp, &add, |t, s| t + s, "Saxpy")
+        }
+    }
+
+    /// The adjoint's `IncDeriv(x, y)` and `DecDeriv(x, y)` (source first).
+    fn adjoint_update(&mut self, op: InlineOp, args: &'p [CArg]) -> Result<()> {
+        let xp = self.arg_place(args, 0, op)?;
+        let xd = self.derivs(&xp);
+        let yp = self.arg_place(args, 1, op)?;
+        self.count(yp.len().max(1) as u64);
+        if op == InlineOp::IncDeriv {
+            self.update_derivs(&yp, &xd, |t, s| t + s, "IncDeriv")
+        } else {
+            self.update_derivs(&yp, &xd, |t, s| t - s, "DecDeriv")
+        }
+    }
+
+    /// `cp_arg_store_*`: the argument onto the current routine's own
+    /// checkpoint stack.
+    fn checkpoint_store(
+        &mut self,
+        ty: Ty,
+        deriv: bool,
+        args: &'p [CArg],
+        op: InlineOp,
+    ) -> Result<()> {
+        let p = self.arg_place(args, 0, op)?;
+        let r = self.frames.last().map(|f| f.routine).unwrap_or(0);
+        let offs = Self::offsets(&p);
+        let n = offs.len();
+        self.reserve(n as u128, || format!("the {} checkpoint stack", ty.name()))?;
+        for off in offs {
+            let stack = &mut self.checkpoints[r];
+            if deriv {
+                stack.real.push(self.mem.get_d(p.buf, off));
+                continue;
+            }
+            push_element(stack, ty, self.mem.get(p.buf, off), "a string checkpoint")?;
+        }
+        self.checkpoint_total += n;
+        self.stats.checkpoint_stored += n as u64;
+        self.stats.peak_checkpoint = self.stats.peak_checkpoint.max(self.checkpoint_total as u64);
+        Ok(())
+    }
+
+    /// `cp_arg_restore_*`: takes the argument back from the current
+    /// routine's checkpoint stack of its type: off the top, arrays walked
+    /// backwards; or, inside a record read in store order
+    /// ([`Machine::open_record`]), from the record's read position
+    /// onwards, arrays walked forwards.
+    fn checkpoint_restore(
+        &mut self,
+        ty: Ty,
+        deriv: bool,
+        args: &'p [CArg],
+        op: InlineOp,
+    ) -> Result<()> {
+        let p = self.arg_place(args, 0, op)?;
+        let r = self.frames.last().map(|f| f.routine).unwrap_or(0);
+        let mut offs = Self::offsets(&p);
+        let reading = self.reading.filter(|rd| rd.routine == r);
+        if reading.is_none() {
+            offs.reverse();
+        }
+        let n = offs.len();
+        let underflow = || {
+            err(ErrorKind::Underflow(format!(
+                "the {} checkpoint stack",
+                ty.name()
+            )))
+        };
+        for off in offs {
+            let stack = &mut self.checkpoints[r];
+            let taken = match &mut self.reading {
+                Some(rd) if reading.is_some() => take_next(stack, &mut rd.next, ty, deriv),
+                _ => take_top(stack, ty, deriv),
+            };
+            let value = taken.ok_or_else(underflow)?;
+            if deriv {
+                self.mem
+                    .set_d(p.buf, off, value.as_real().unwrap_or_default());
+                continue;
+            }
+            self.mem.set(p.buf, off, &value).ok_or_else(|| {
+                err(ErrorKind::Type(
+                    "a checkpoint restored into a different type".into(),
+                ))
+            })?;
+        }
+        if reading.is_none() {
+            self.checkpoint_total = self.checkpoint_total.saturating_sub(n);
+        }
+        Ok(())
+    }
+
+    /// Begins a store of routine `r`'s argument checkpoints (placeholder
+    /// 4) whose restores read in store order: the values stored from here
+    /// on form one record (one checkpoint file of the reference's `-f`).
+    fn open_record(&mut self, r: usize) -> Result<()> {
+        self.reserve(1, || "the checkpoint records".to_string())?;
+        let stack = &self.checkpoints[r];
+        let mark = [
+            stack.real.len(),
+            stack.int.len(),
+            stack.bool.len(),
+            stack.str.len(),
+        ];
+        self.records[r].push(mark);
+        self.records_total += 1;
+        Ok(())
+    }
+
+    /// Begins the restore of routine `r`'s argument checkpoints (placeholder
+    /// 6) in store order: the latest record is read from its start.
+    fn begin_record_read(&mut self, r: usize) -> Result<()> {
+        let mark = self.records[r].pop().ok_or_else(|| {
+            err(ErrorKind::Underflow(format!(
+                "the argument checkpoint records of `{}`",
+                self.prog.routines[r].name
+            )))
+        })?;
+        self.records_total -= 1;
+        self.reading = Some(RecordRead {
+            routine: r,
+            start: mark,
+            next: mark,
+        });
+        Ok(())
+    }
+
+    /// Ends a restore in store order: the record is dropped whole.
+    fn end_record_read(&mut self) {
+        let Some(rd) = self.reading.take() else {
+            return;
+        };
+        let stack = &mut self.checkpoints[rd.routine];
+        let before = stack.len();
+        stack.real.truncate(rd.start[0]);
+        stack.int.truncate(rd.start[1]);
+        stack.bool.truncate(rd.start[2]);
+        stack.str.truncate(rd.start[3]);
+        self.checkpoint_total = self.checkpoint_total.saturating_sub(before - stack.len());
+    }
+
+    /// `oad_AllocateMatching(a, b)` and `oad_AllocateShape(a, n1, …)`.
+    fn allocate_call(&mut self, op: InlineOp, args: &'p [CArg]) -> Result<()> {
+        let Some(CArg::Ref(target)) = args.first() else {
+            return Err(err(ErrorKind::Unsupported(format!(
+                "{op:?} without a variable to allocate"
+            ))));
+        };
+        let shape: Shape = if op == InlineOp::AllocateMatching {
+            self.arg_place(args, 1, op)?.shape()
+        } else {
+            let mut s = Shape::new();
+            for k in 1..args.len() {
+                let n = self
+                    .arg_value(args, k, op)?
+                    .scalar()
+                    .and_then(Scalar::as_int)
+                    .ok_or_else(|| {
+                        err(ErrorKind::Type("an extent that is not an integer".into()))
+                    })?;
+                s.push(usize::try_from(n.max(0)).unwrap_or(usize::MAX));
+            }
+            s
+        };
+        self.allocate(target, &shape)
+    }
+
+    /// An `oad_trace_*` call: one record of `OAD_trace.f90`.
+    fn trace_record(
+        &mut self,
+        record: crate::compile::TraceRecord,
+        args: &'p [CArg],
+        op: InlineOp,
+    ) -> Result<()> {
+        // Record attributes are XML: names are escaped.
+        let text = |m: &mut Self, k: usize| -> Result<String> {
+            Ok(match m.arg_value(args, k, op)?.elem(0) {
+                Scalar::Str(s) => xml_attribute(s.trim_end()),
+                Scalar::Int(i) => i.to_string(),
+                other => xml_attribute(&format!("{other:?}")),
+            })
+        };
+        use crate::compile::TraceRecord as T;
+        let line = match record {
+            T::Call => format!(
+                "<Call name=\"{}\" line=\"{}\">",
+                text(self, 0)?,
+                text(self, 1)?
+            ),
+            T::ECall => "</Call>".into(),
+            T::Arg => format!("<Arg name=\"{}\">", text(self, 0)?),
+            T::EArg => "</Arg>".into(),
+            T::Index => format!("<Index val=\"{}\"/>", text(self, 0)?),
+            T::Loop => format!("<Loop line=\"{}\">", text(self, 0)?),
+            T::ELoop => "</Loop>".into(),
+            T::Branch => format!("<Branch line=\"{}\">", text(self, 0)?),
+            T::EBranch => "</Branch>".into(),
+            T::Initialization => "<Initialization>".into(),
+            T::EInitialization => "</Initialization>".into(),
+            T::Condition => "<Condition>".into(),
+            T::ECondition => "</Condition>".into(),
+            T::Update => "<Update>".into(),
+            T::EUpdate => "</Update>".into(),
+            T::CfVal => format!("<Cfval val=\"{}\"/>", text(self, 0)?),
+        };
+        self.trace.push(line);
+        Ok(())
+    }
+
+    // ------------------------------------------------- checkpointed loops
+
+    /// Argument `k` of an inlinable call as an integer.
+    fn int_arg(&mut self, args: &'p [CArg], k: usize, op: InlineOp) -> Result<i64> {
+        self.arg_value(args, k, op)?
+            .scalar()
+            .and_then(Scalar::as_int)
+            .ok_or_else(|| {
+                err(ErrorKind::Type(format!(
+                    "{op:?}: argument {} is not an integer",
+                    k + 1
+                )))
+            })
+    }
+
+    /// `oad_revolve_begin(steps, snapshots, line)`: the taping sweep of a
+    /// checkpointed loop begins; the flags now are those its taped steps
+    /// run under.
+    fn revolve_begin(&mut self, args: &'p [CArg], op: InlineOp) -> Result<()> {
+        let steps = self.int_arg(args, 0, op)?;
+        let snapshots = self.int_arg(args, 1, op)?;
+        let line = self.int_arg(args, 2, op)?;
+        let tag = LoopTag {
+            routine: self.frames.last().map(|f| f.routine).unwrap_or(0),
+            line,
+            taping: self.flags,
+            adjoint: self.flags,
+            base: self.snapshot_total,
+            peak_elements: 0,
+        };
+        self.loops
+            .begin(steps, snapshots, tag)
+            .map_err(|e| err(ErrorKind::Checkpointing(e.to_string())))
+    }
+
+    /// `oad_revolve_resume(line)`: the adjoint sweep of the latest paused
+    /// loop begins (it must be the loop at `line`); the flags now are those
+    /// its reversed steps run under.
+    fn revolve_resume(&mut self, args: &'p [CArg], op: InlineOp) -> Result<()> {
+        let line = self.int_arg(args, 0, op)?;
+        let flags = self.flags;
+        let tag = self
+            .loops
+            .resume()
+            .map_err(|e| err(ErrorKind::Checkpointing(e.to_string())))?;
+        if tag.line != line {
+            return Err(err(ErrorKind::Checkpointing(format!(
+                "the adjoint sweep of the loop at line {line} found the loop at line {} paused",
+                tag.line
+            ))));
+        }
+        tag.adjoint = flags;
+        Ok(())
+    }
+
+    /// `oad_revolve_next(action, count)`: the schedule's next action and
+    /// its count into the arguments; the mode flags for it (plain for an
+    /// advance, the taping sweep's for a taped step, the adjoint sweep's
+    /// for a reversed one); snapshots dropped, begun or opened for
+    /// reading.
+    fn revolve_next(&mut self, args: &'p [CArg], op: InlineOp) -> Result<()> {
+        let action_place = self.arg_place(args, 0, op)?;
+        let count_place = self.arg_place(args, 1, op)?;
+        let reply = self
+            .loops
+            .next_action()
+            .map_err(|e| err(ErrorKind::Checkpointing(e.to_string())))?;
+        for _ in 0..reply.dropped {
+            if let Some(frame) = self.snapshots.pop() {
+                self.snapshot_total -= frame.len();
+            }
+        }
+        use xaif_revolve::Action;
+        match reply.action {
+            Action::Store { .. } => self.snapshots.push(Stacks::default()),
+            Action::Restore { .. } => {
+                let top = self.snapshots.last().ok_or_else(|| {
+                    err(ErrorKind::Checkpointing(
+                        "a restore without a snapshot".into(),
+                    ))
+                })?;
+                self.restore_cursor =
+                    [top.real.len(), top.int.len(), top.bool.len(), top.str.len()];
+            }
+            Action::Advance { from, to } => {
+                self.flags = Flags::PLAIN;
+                self.stats.checkpointed_forward_steps += to - from;
+            }
+            Action::Tape { .. } => {
+                if let Some(tag) = self.loops.current() {
+                    self.flags = tag.taping;
+                }
+            }
+            Action::Adjoint { .. } => {
+                if let Some(tag) = self.loops.current() {
+                    self.flags = tag.adjoint;
+                }
+            }
+            Action::Done => {
+                if let Some(f) = reply.finished {
+                    self.flags = f.tag.adjoint;
+                    self.record_loop(f);
+                }
+            }
+        }
+        self.mem
+            .set(
+                action_place.buf,
+                action_place.offset,
+                &Scalar::Int(reply.code),
+            )
+            .ok_or_else(|| err(ErrorKind::Type("an action code into a non-integer".into())))?;
+        self.mem
+            .set(
+                count_place.buf,
+                count_place.offset,
+                &Scalar::Int(reply.count),
+            )
+            .ok_or_else(|| err(ErrorKind::Type("an action count into a non-integer".into())))?;
+        Ok(())
+    }
+
+    /// Keeps the record of a finished checkpointed loop (at most
+    /// [`MAX_LOOP_RECORDS`]; the counters count every instance).
+    fn record_loop(&mut self, f: xaif_revolve::Finished<LoopTag>) {
+        self.stats.checkpointed_instances += 1;
+        if self.stats.checkpointed_loops.len() >= MAX_LOOP_RECORDS {
+            return;
+        }
+        self.stats.checkpointed_loops.push(LoopRecord {
+            routine: self.prog.routines[f.tag.routine].name.clone(),
+            line: f.tag.line,
+            iterations: f.steps,
+            snapshots: f.snapshots,
+            forward_steps: f.forward_steps,
+            peak_snapshots: f.peak_snapshots as u64,
+            peak_snapshot_elements: f.tag.peak_elements,
+        });
+    }
+
+    /// `oad_revolve_store_*(x)`: `x`'s value part into the snapshot being
+    /// stored.
+    fn revolve_store(&mut self, ty: Ty, args: &'p [CArg], op: InlineOp) -> Result<()> {
+        let p = self.arg_place(args, 0, op)?;
+        let offs = Self::offsets(&p);
+        let n = offs.len();
+        self.reserve(n as u128, || {
+            "a snapshot of a checkpointed loop".to_string()
+        })?;
+        let base = match self.loops.current() {
+            Some(tag) if !self.snapshots.is_empty() => tag.base,
+            _ => {
+                return Err(err(ErrorKind::Checkpointing(
+                    "a snapshot store outside a store action".into(),
+                )))
+            }
+        };
+        for off in offs {
+            let value = self.mem.get(p.buf, off);
+            let frame = self.snapshots.last_mut().expect("checked above");
+            push_element(frame, ty, value, "a string snapshot")?;
+        }
+        self.snapshot_total += n;
+        self.stats.snapshot_stored += n as u64;
+        self.stats.peak_snapshot_elements = self
+            .stats
+            .peak_snapshot_elements
+            .max(self.snapshot_total as u64);
+        let own = (self.snapshot_total - base) as u64;
+        if let Some(tag) = self.loops.current() {
+            tag.peak_elements = tag.peak_elements.max(own);
+        }
+        Ok(())
+    }
+
+    /// `oad_revolve_restore_*(x)`: `x`'s value part from the snapshot being
+    /// restored, which stays stored (variables come in the reverse order of
+    /// the store, arrays walked backwards).
+    fn revolve_restore(&mut self, ty: Ty, args: &'p [CArg], op: InlineOp) -> Result<()> {
+        let p = self.arg_place(args, 0, op)?;
+        let mut offs = Self::offsets(&p);
+        offs.reverse();
+        let k = match ty {
+            Ty::Real => 0,
+            Ty::Int => 1,
+            Ty::Bool => 2,
+            Ty::Str => 3,
+        };
+        for off in offs {
+            let short = || {
+                err(ErrorKind::Checkpointing(format!(
+                    "the snapshot holds fewer {} values than are restored",
+                    ty.name()
+                )))
+            };
+            let frame = self.snapshots.last().ok_or_else(short)?;
+            let at = self.restore_cursor[k].checked_sub(1).ok_or_else(short)?;
+            let s = match ty {
+                Ty::Real => Scalar::Real(*frame.real.get(at).ok_or_else(short)?),
+                Ty::Int => Scalar::Int(*frame.int.get(at).ok_or_else(short)?),
+                Ty::Bool => Scalar::Bool(*frame.bool.get(at).ok_or_else(short)?),
+                Ty::Str => Scalar::Str(frame.str.get(at).ok_or_else(short)?.clone()),
+            };
+            self.restore_cursor[k] = at;
+            self.mem.set(p.buf, off, &s).ok_or_else(|| {
+                err(ErrorKind::Type(
+                    "a snapshot restored into a different type".into(),
+                ))
+            })?;
+        }
+        Ok(())
     }
 
     fn allocate(&mut self, target: &CRef, shape: &Shape) -> Result<()> {
@@ -1992,6 +2464,27 @@ impl<'p> Machine<'p> {
     }
 }
 
+/// `text` as the value of an XML attribute in double quotes: markup
+/// characters as entity references, tabs and line ends as character
+/// references, and the control characters XML 1.0 forbids as U+FFFD.
+fn xml_attribute(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\u{0}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The value of operand `o` from `values`: moved at its last use, copied
 /// otherwise.
 #[inline]
@@ -2002,6 +2495,21 @@ fn take(values: &mut [Value], o: &Operand) -> Value {
     } else {
         slot.clone()
     }
+}
+
+/// Appends the value `s` of an element of type `ty` to `stack` (`what`
+/// names the stack in the error for a non-string stored as a string).
+fn push_element(stack: &mut Stacks, ty: Ty, s: Scalar, what: &str) -> Result<()> {
+    match (ty, s) {
+        (Ty::Real, s) => stack.real.push(s.as_real().unwrap_or(0.0)),
+        (Ty::Int, s) => stack.int.push(s.as_int().unwrap_or(0)),
+        (Ty::Bool, s) => stack.bool.push(s.as_bool().unwrap_or(false)),
+        (Ty::Str, Scalar::Str(s)) => stack.str.push(s),
+        (Ty::Str, _) => {
+            return Err(err(ErrorKind::Type(format!("{what} of a non-string"))));
+        }
+    }
+    Ok(())
 }
 
 /// The values of `operands` from `values` (see [`take`]).

@@ -55,6 +55,13 @@ impl Params {
     }
 }
 
+/// The smallest divided-difference step, relative to `max(1, |x0|)` of
+/// each independent ([`Harness::check_step`]).
+pub const STEP_LOW: f64 = 1e-12;
+
+/// The largest divided-difference step, relative to `max(1, |x0|)`.
+pub const STEP_HIGH: f64 = 1.0;
+
 /// One actual argument of the top routine.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -159,6 +166,12 @@ impl HarnessSpec {
     pub fn parse_json(text: &str) -> std::result::Result<Self, String> {
         let spec: HarnessSpec =
             serde_json::from_str(text).map_err(|e| format!("harness.json: {e}"))?;
+        if spec.n == 0 || spec.m == 0 {
+            return Err(format!(
+                "harness.json: n = {} and m = {}: a run needs at least one independent and one dependent",
+                spec.n, spec.m
+            ));
+        }
         if spec.x0.len() != spec.n {
             return Err(format!(
                 "harness.json: {} start values for n = {}",
@@ -184,6 +197,19 @@ pub enum Mode {
     /// Trace output: one evaluation under the tracing template, which
     /// writes the trace records (the "Jacobian" is the dependents).
     Trace,
+}
+
+impl Mode {
+    /// The mode's name on the command line (`--mode NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Plain => "plain",
+            Mode::Tangent => "tangent",
+            Mode::Split => "split",
+            Mode::Joint => "joint",
+            Mode::Trace => "trace",
+        }
+    }
 }
 
 /// The result of running a derivative mode.
@@ -251,6 +277,15 @@ impl<'p> Harness<'p> {
             })
         };
         let (n, m) = (self.spec.n, self.spec.m);
+        // A Jacobian of no rows or no columns holds nothing that could be
+        // checked.
+        for (count, what) in [(n, "independents"), (m, "dependents")] {
+            if jacobian && count == 0 {
+                return Err(herr(format!(
+                    "0 {what}: a Jacobian needs at least one independent and one dependent"
+                )));
+            }
+        }
         let mut total: u128 = n as u128 + m as u128;
         if jacobian {
             total += n as u128 * m as u128;
@@ -277,49 +312,30 @@ impl<'p> Harness<'p> {
         Ok(())
     }
 
-    /// Refuses a derivative mode whose code the program does not hold:
-    /// run as it is, it would print a zero Jacobian.
+    /// Refuses a mode that cannot execute the program's kind (see
+    /// [`crate::kind`]): run as it is, it would print zeros or an empty
+    /// trace that look like results. Split, joint and trace mode also need
+    /// the top routine to be a template routine.
     fn check_mode(&self, mode: Mode, top: usize) -> Result<()> {
-        let adjoint_top = matches!(self.prog.routines[top].body, Body::Template(_));
-        let adjoint_any = self
-            .prog
-            .routines
-            .iter()
-            .any(|r| matches!(r.body, Body::Template(_)));
-        let wrong = |mode: &'static str, reason: String| {
-            InterpError::new(ErrorKind::WrongMode { mode, reason })
-        };
-        match mode {
-            Mode::Plain => Ok(()),
-            Mode::Tangent if adjoint_any => Err(wrong(
-                "tangent",
-                "the file is adjoint code (routines with a ReplacementList); run it in split or joint mode".into(),
-            )),
-            Mode::Tangent if !self.prog.is_output => Err(wrong(
-                "tangent",
-                "the file is not a transformation result and holds no tangent-linear code; run it in plain mode or by divided differences".into(),
-            )),
-            Mode::Split | Mode::Joint | Mode::Trace if !adjoint_top => {
-                let name = match mode {
-                    Mode::Split => "split",
-                    Mode::Joint => "joint",
-                    _ => "trace",
-                };
-                Err(wrong(
-                    name,
-                    format!(
-                        "the top routine `{}` is not adjoint code (it has no ReplacementList); {}",
-                        self.spec.top,
-                        if self.prog.is_output {
-                            "the file is a tangent-linear result: run it in tangent mode"
-                        } else {
-                            "the file is not a transformation result: run it in plain mode or by divided differences"
-                        }
-                    ),
-                ))
-            }
-            _ => Ok(()),
+        let kind = &self.prog.kind;
+        let name = mode.name();
+        if !kind.runs_in(mode) {
+            return Err(InterpError::new(ErrorKind::WrongMode {
+                mode: name,
+                reason: format!("{}; {}", kind.describe(), kind.modes()),
+            }));
         }
+        let template_top = matches!(self.prog.routines[top].body, Body::Template(_));
+        if matches!(mode, Mode::Split | Mode::Joint | Mode::Trace) && !template_top {
+            return Err(InterpError::new(ErrorKind::WrongMode {
+                mode: name,
+                reason: format!(
+                    "the top routine `{}` has no ReplacementList (it is not transformed code)",
+                    self.spec.top
+                ),
+            }));
+        }
+        Ok(())
     }
 
     /// The specification.
@@ -457,6 +473,7 @@ impl<'p> Harness<'p> {
     pub fn evaluate(&self, x: &[f64]) -> Result<(Vec<f64>, Stats)> {
         self.check_sizes(false)?;
         let top = self.routine(&self.spec.top)?;
+        self.check_mode(Mode::Plain, top)?;
         let mut m = self.machine(Template::Split);
         let b = self.bind(&mut m)?;
         let y = self.eval_in(&mut m, &b, top, x)?;
@@ -473,10 +490,38 @@ impl<'p> Harness<'p> {
         Ok(b.y.iter().map(|&(buf, off)| m.get_real(buf, off)).collect())
     }
 
-    /// Divided differences of the plain program with step `h`.
+    /// Refuses a divided-difference step that cannot give a meaningful
+    /// quotient at the start values: for every independent, with
+    /// `s = max(1, |x0|)`, the step must lie in
+    /// `[STEP_LOW·s, STEP_HIGH·s]` (`docs/limits.md`). Below, `x0 + h`
+    /// rounds away most of the step (its error is up to half an ulp of
+    /// `x0`, 1.1e-16·s: beyond 1e-4 of the step); above, the quotient
+    /// does not approximate a derivative at `x0` and `x0 + h` may overflow.
+    pub fn check_step(&self, h: f64) -> Result<()> {
+        let bad = |what: String| InterpError::new(ErrorKind::Step(what));
+        if !(h.is_finite() && h > 0.0) {
+            return Err(bad(format!("h = {h} is not a finite number above zero")));
+        }
+        for (i, &x) in self.spec.x0.iter().enumerate() {
+            let s = x.abs().max(1.0);
+            let (low, high) = (STEP_LOW * s, STEP_HIGH * s);
+            if h < low || h > high || !(x + h).is_finite() {
+                return Err(bad(format!(
+                    "h = {h:e} is outside [{low:e}, {high:e}] for independent {} (start value {x:e}); the step must lie within [{STEP_LOW:e}, {STEP_HIGH:e}] times max(1, |start value|)",
+                    i + 1
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Divided differences of the plain program with step `h` (checked by
+    /// [`Harness::check_step`]).
     pub fn divided_differences(&self, h: f64) -> Result<Jacobian> {
         self.check_sizes(true)?;
+        self.check_step(h)?;
         let top = self.routine(&self.spec.top)?;
+        self.check_mode(Mode::Plain, top)?;
         let mut m = self.machine(Template::Split);
         let b = self.bind(&mut m)?;
         let x0 = self.spec.x0.clone();

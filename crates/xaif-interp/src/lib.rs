@@ -27,13 +27,15 @@ pub mod exec;
 pub mod harness;
 pub mod intrinsics;
 pub mod jacobian;
+pub mod kind;
 pub mod limits;
 pub mod memory;
 pub mod value;
 
 pub use compile::{compile, compile_with, CompileOptions, Prog};
 pub use error::{ErrorKind, InterpError};
-pub use exec::{Flags, Machine, Stats, Template};
+pub use exec::{Flags, LoopRecord, Machine, Stats, Template};
 pub use harness::{ArgSlot, Harness, HarnessSpec, Mode, Outcome, Params};
 pub use jacobian::{compare, fortran_en, Comparison, Jacobian};
+pub use kind::ProgramKind;
 pub use limits::Limits;

@@ -23,7 +23,9 @@ use crate::catalogue::Catalogue;
 use crate::context::{Ctx, Shape, ValueType};
 use crate::flatten::{direct_action, flatten, FlattenError, FlattenOptions, GraphStats, Piece};
 use crate::preaccumulate::{preaccumulate, Factor, PreaccError, Preaccumulated, Target};
-use crate::tangent::{convert_call, derivative_assignment, with_symbol};
+use crate::tangent::{
+    convert_call, derivative_assignment, with_symbol, ConvertedArg, ConvertedCall,
+};
 use crate::temps::{
     add, declare, for_each_variable_subscript, integer_temp, read_temp, set_temp, value_ref, Names,
     TempKind,
@@ -38,6 +40,9 @@ pub struct AdjointBlock {
     pub adjoint: Vec<StmtId>,
     /// Statistics of the block's graphs.
     pub graphs: Vec<GraphStats>,
+    /// The Graphviz text of each of [`AdjointBlock::graphs`], with
+    /// [`BlockEnv::dot`] (unnamed: the caller knows the routine).
+    pub dots: Vec<crate::tangent::DotGraph>,
     /// Doubles and integers the taping form pushes per execution.
     pub pushes: (usize, usize),
     /// Stable symbols (see [`StableIndices`]) the adjoint form reads
@@ -72,6 +77,9 @@ pub struct BlockEnv<'a> {
     /// Elimination configuration, with the results found so far
     /// (reused for graphs of the same shape).
     pub elimination: &'a xaif_elim::Memo,
+    /// Whether to keep each eliminated graph as Graphviz text (the
+    /// driver's `--dot` and `-g 8`).
+    pub dot: bool,
 }
 
 /// Integer variables whose values at the adjoint form's execution equal
@@ -588,7 +596,7 @@ pub fn adjoint_block(
                     seq,
                     env.elimination,
                     xaif_elim::PropagationMode::Adjoint,
-                    false,
+                    env.dot,
                 )?;
                 let (taping, adjoint, pushes) =
                     sequence_adjoint(ctx, t, &pre, stable, &mut block.stable_reads);
@@ -598,6 +606,14 @@ pub fn adjoint_block(
                 block.pushes.1 += pushes.1;
                 if seq.is_active() {
                     block.graphs.push(pre.stats);
+                    if let Some(before) = &pre.dot_before {
+                        block.dots.push(crate::tangent::DotGraph {
+                            name: String::new(),
+                            before: before.clone(),
+                            after: pre.dot_after.clone(),
+                            lcg: pre.lcg_text.clone().unwrap_or_default(),
+                        });
+                    }
                 }
             }
             Piece::Single(s) => {
@@ -627,7 +643,8 @@ fn give_value(t: &mut Target<'_>, temp: &VarRef, value: ArgValue, active: bool) 
     out
 }
 
-/// A call, a marker or a direct action: taping and adjoint forms.
+/// A call, a marker or a direct action: taping and adjoint forms, and the
+/// integers the taping form pushes.
 fn single(
     ctx: &Ctx<'_>,
     t: &mut Target<'_>,
@@ -638,207 +655,254 @@ fn single(
 ) -> Result<(Vec<StmtId>, Vec<StmtId>, usize), AdjointError> {
     let stmt = &ctx.p.stmts[s];
     match &stmt.kind {
-        StmtKind::SubroutineCall(args) => {
-            let c = convert_call(ctx, t.out, t.names, t.scope, env.routines, s);
-            let mut taping = c.before.clone();
-            let forward_call = [c.call].into_iter().chain(c.after.iter().copied());
-            let callee = stmt.attrs.get("symbol_id").unwrap_or("");
-            let has_body = env
-                .routines
-                .get(callee)
-                .is_some_and(|r| ctx.p.routines[r].has_body(ctx.p));
-            if !has_body {
-                // External routines have no adjoint of their own.
-                taping.extend(forward_call);
-                return Ok((taping, Vec::new(), 0));
-            }
-            let mut index = IndexTape::new(stable);
-            index.freeze = true;
-            let mut allocations = Vec::new();
-            let mut new_args = Vec::with_capacity(args.len());
-            // The first converted argument at each position, found in
-            // constant time (a call may pass thousands of arguments).
-            let mut converted: FxHashMap<usize, &_> = FxHashMap::default();
-            for arg in &c.converted {
-                converted.entry(arg.position).or_insert(arg);
-            }
-            for (i, a) in args.iter().enumerate() {
-                let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
-                let value = match &a.value {
-                    ArgValue::Constant(constant) => {
-                        match converted.get(&pos) {
-                            // A constant the forward call passed through an
-                            // active temporary: the callee's adjoint gets a
-                            // fresh one, whose adjoint nobody reads.
-                            Some(arg) => {
-                                let temp = declare(
-                                    t.out,
-                                    t.names,
-                                    t.scope,
-                                    TempKind::Tyc,
-                                    ValueType::Real,
-                                    &arg.shape,
-                                    arg.active,
-                                );
-                                let value = ArgValue::Constant(constant.clone());
-                                allocations.extend(give_value(t, &temp.var, value, arg.active));
-                                ArgValue::Variable(temp.var)
-                            }
-                            None => ArgValue::Constant(constant.clone()),
-                        }
-                    }
-                    ArgValue::Variable(actual) => {
-                        let passed = match converted.get(&pos) {
-                            Some(arg) => {
-                                // A fresh temporary of the formal's activity.
-                                let temp = declare(
-                                    t.out,
-                                    t.names,
-                                    t.scope,
-                                    TempKind::Tyc,
-                                    ValueType::Real,
-                                    &arg.shape,
-                                    arg.active,
-                                );
-                                if temp.allocatable {
-                                    let like = index.adjoint_ref(ctx, t, &arg.like);
-                                    allocations.push(call(
-                                        t.out,
-                                        t.names,
-                                        "oad_AllocateMatching",
-                                        vec![var(&temp.var), var(&like)],
-                                    ));
-                                }
-                                // The callee may run its forward sweep
-                                // again (joint mode) from the values it
-                                // is given: the temporary gets the
-                                // actual's values as they are now, and no
-                                // adjoint from an earlier use.
-                                let source = if arg.element {
-                                    index.adjoint_ref(ctx, t, actual)
-                                } else {
-                                    index.adjoint_ref(ctx, t, &arg.like)
-                                };
-                                allocations.extend(give_value(
-                                    t,
-                                    &temp.var,
-                                    var(&source),
-                                    arg.active,
-                                ));
-                                if arg.element {
-                                    temp.var
-                                } else {
-                                    with_symbol(actual, &temp.var)
-                                }
-                            }
-                            None => actual.clone(),
-                        };
-                        ArgValue::Variable(index.adjoint_ref(ctx, t, &passed))
-                    }
-                };
-                new_args.push(CallArg {
-                    attrs: a.attrs.clone(),
-                    value,
-                });
-            }
-            // The subscripts' values at the call (the callee may change the
-            // variables they read), pushed after it: the adjoint pops them
-            // before it runs the callee's adjoint.
-            taping.extend(index.frozen.iter().copied());
-            taping.extend(forward_call);
-            taping.extend(index.pushes.iter().copied());
-            let mut adjoint = index.pops_reversed();
-            adjoint.extend(allocations);
-            reads.extend(index.read.iter().copied());
-            let mut attrs = stmt.attrs.clone();
-            attrs.set("statement_id", t.names.statement("reverse_call"));
-            adjoint.push(add(
-                t.out,
-                Stmt {
-                    attrs,
-                    kind: StmtKind::SubroutineCall(new_args),
-                },
-            ));
-            Ok((taping, adjoint, index.integers))
-        }
+        StmtKind::SubroutineCall(args) => Ok(reverse_call(ctx, t, env, s, args, stable, reads)),
         StmtKind::Assignment(a) if direct_action(a, env.is_direct) => {
-            // Forward: y = f(x). Adjoint: tmp.d = f(y.d); x.d += tmp.d;
-            // y.d = 0 (transpose and reshape are their own adjoint
-            // operators up to the shape).
-            let dag = crate::dag::Dag::from_expr(&a.rhs).expect("validated");
-            let (arg, shaped) = match &dag.nodes[dag.root] {
-                crate::dag::Node::Op { args, .. } => (args.first().copied(), args.len() > 1),
-                _ => (None, false),
-            };
-            let Some(crate::dag::Node::Var(x)) = arg.map(|n| &dag.nodes[n]) else {
-                return Err(AdjointError::Unsupported(
-                    stmt.id().to_string(),
-                    "a direct action on an expression that is not a variable".into(),
-                ));
-            };
-            let shape = ctx.ref_shape(&x.graph);
-            let tmp = declare(
-                t.out,
-                t.names,
-                t.scope,
-                TempKind::Prp,
-                ValueType::Real,
-                &shape,
-                true,
-            );
-            let mut applied = derivative_assignment(ctx, a);
-            // f(y.d) into tmp.d: the operand x becomes y's derivative.
-            let arg = arg.expect("matched above");
-            if let ExprVertexKind::VariableReference(g) = &mut applied.rhs.vertices[arg].kind {
-                *g = a.lhs.graph.clone();
-                applied.rhs.vertices[arg].attrs.set("deriv", "1");
-            }
-            let mut taping = vec![s];
-            let mut adjoint = Vec::new();
-            let mut integers = 0;
-            if is_allocatable(&shape) {
-                // The adjoint may run in a fresh activation (split mode)
-                // where x has no shape: record its extents, and give the
-                // temporary x's shape from them.
-                taping.extend(push_extents(t, x, shape.rank));
-                adjoint.extend(pop_extents_and_allocate(t, &tmp.var, shape.rank));
-                integers = shape.rank;
-            }
-            if shaped {
-                // f(x, shape) (reshape): the further arguments give the
-                // result's shape, which the adjoint's result takes from x,
-                // through the temporary: f(y.d, shape(tmp)). They may read
-                // values the adjoint sweep does not have (a local shape
-                // vector of the taping sweep).
-                let name = dag.nodes[dag.root]
-                    .op_name()
-                    .unwrap_or_default()
-                    .to_string();
-                let mut b = ExprBuilder::new();
-                let mut yd = a.lhs.clone();
-                yd.attrs.discard("vertex_id");
-                yd.attrs.set("deriv", "1");
-                let y = b.reference(&yd);
-                let like = b.reference(&value_ref(&tmp.var));
-                let extents = b.intrinsic("shape_arr", &[like]);
-                b.intrinsic(&name, &[y, extents]);
-                applied.rhs = b.finish();
-            }
-            let mut lhs = tmp.var.clone();
-            lhs.attrs.discard("vertex_id");
-            lhs.attrs.set("deriv", "1");
-            applied.lhs = lhs;
-            let id = t.names.statement("reverse_assignment");
-            adjoint.push(add(t.out, assignment(&id, applied.lhs, applied.rhs)));
-            adjoint.push(call(
-                t.out,
-                t.names,
-                "IncDeriv",
-                vec![var(&tmp.var), var(x)],
-            ));
-            adjoint.push(call(t.out, t.names, "ZeroDeriv", vec![var(&a.lhs)]));
-            Ok((taping, adjoint, integers))
+            direct_action_adjoint(ctx, t, s, a)
         }
         _ => Ok((vec![s], Vec::new(), 0)),
     }
+}
+
+/// A call: the taping form runs the converted call, with the values of
+/// its arguments' subscripts saved before it and pushed after it; the
+/// adjoint form pops them and calls the callee's adjoint, with fresh
+/// temporaries for the converted arguments. A routine without a body has
+/// no adjoint: the call is only run forward.
+fn reverse_call(
+    ctx: &Ctx<'_>,
+    t: &mut Target<'_>,
+    env: &BlockEnv<'_>,
+    s: StmtId,
+    args: &[CallArg],
+    stable: Option<&StableIndices>,
+    reads: &mut Vec<SymbolId>,
+) -> (Vec<StmtId>, Vec<StmtId>, usize) {
+    let stmt = &ctx.p.stmts[s];
+    let c = convert_call(ctx, t.out, t.names, t.scope, env.routines, s);
+    let mut taping = c.before.clone();
+    let forward_call = [c.call].into_iter().chain(c.after.iter().copied());
+    let callee = stmt.attrs.get("symbol_id").unwrap_or("");
+    let has_body = env
+        .routines
+        .get(callee)
+        .is_some_and(|r| ctx.p.routines[r].has_body(ctx.p));
+    if !has_body {
+        // External routines have no adjoint of their own.
+        taping.extend(forward_call);
+        return (taping, Vec::new(), 0);
+    }
+    let mut index = IndexTape::new(stable);
+    index.freeze = true;
+    let mut allocations = Vec::new();
+    let new_args = reverse_call_args(ctx, t, &c, args, &mut index, &mut allocations);
+    // The subscripts' values at the call (the callee may change the
+    // variables they read), pushed after it: the adjoint pops them
+    // before it runs the callee's adjoint.
+    taping.extend(index.frozen.iter().copied());
+    taping.extend(forward_call);
+    taping.extend(index.pushes.iter().copied());
+    let mut adjoint = index.pops_reversed();
+    adjoint.extend(allocations);
+    reads.extend(index.read.iter().copied());
+    let mut attrs = stmt.attrs.clone();
+    attrs.set("statement_id", t.names.statement("reverse_call"));
+    adjoint.push(add(
+        t.out,
+        Stmt {
+            attrs,
+            kind: StmtKind::SubroutineCall(new_args),
+        },
+    ));
+    (taping, adjoint, index.integers)
+}
+
+/// The arguments of the reverse call: each converted argument through a
+/// fresh temporary given its value (statements in `allocations`), every
+/// reference with the subscripts the adjoint reads from `index`.
+fn reverse_call_args(
+    ctx: &Ctx<'_>,
+    t: &mut Target<'_>,
+    c: &ConvertedCall,
+    args: &[CallArg],
+    index: &mut IndexTape<'_>,
+    allocations: &mut Vec<StmtId>,
+) -> Vec<CallArg> {
+    let mut new_args = Vec::with_capacity(args.len());
+    // The first converted argument at each position, found in
+    // constant time (a call may pass thousands of arguments).
+    let mut converted: FxHashMap<usize, &ConvertedArg> = FxHashMap::default();
+    for arg in &c.converted {
+        converted.entry(arg.position).or_insert(arg);
+    }
+    for (i, a) in args.iter().enumerate() {
+        let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
+        let value = match &a.value {
+            ArgValue::Constant(constant) => match converted.get(&pos) {
+                // A constant the forward call passed through an
+                // active temporary: the callee's adjoint gets a
+                // fresh one, whose adjoint nobody reads.
+                Some(arg) => {
+                    let temp = declare(
+                        t.out,
+                        t.names,
+                        t.scope,
+                        TempKind::Tyc,
+                        ValueType::Real,
+                        &arg.shape,
+                        arg.active,
+                    );
+                    let value = ArgValue::Constant(constant.clone());
+                    allocations.extend(give_value(t, &temp.var, value, arg.active));
+                    ArgValue::Variable(temp.var)
+                }
+                None => ArgValue::Constant(constant.clone()),
+            },
+            ArgValue::Variable(actual) => {
+                let passed = match converted.get(&pos) {
+                    Some(arg) => converted_actual(ctx, t, arg, actual, index, allocations),
+                    None => actual.clone(),
+                };
+                ArgValue::Variable(index.adjoint_ref(ctx, t, &passed))
+            }
+        };
+        new_args.push(CallArg {
+            attrs: a.attrs.clone(),
+            value,
+        });
+    }
+    new_args
+}
+
+/// What the reverse call passes for the converted variable `actual`: a
+/// fresh temporary of the formal's activity (allocated and given the
+/// actual's values by statements in `allocations`), whole or with the
+/// actual's subscripts.
+fn converted_actual(
+    ctx: &Ctx<'_>,
+    t: &mut Target<'_>,
+    arg: &ConvertedArg,
+    actual: &VarRef,
+    index: &mut IndexTape<'_>,
+    allocations: &mut Vec<StmtId>,
+) -> VarRef {
+    // A fresh temporary of the formal's activity.
+    let temp = declare(
+        t.out,
+        t.names,
+        t.scope,
+        TempKind::Tyc,
+        ValueType::Real,
+        &arg.shape,
+        arg.active,
+    );
+    if temp.allocatable {
+        let like = index.adjoint_ref(ctx, t, &arg.like);
+        allocations.push(call(
+            t.out,
+            t.names,
+            "oad_AllocateMatching",
+            vec![var(&temp.var), var(&like)],
+        ));
+    }
+    // The callee may run its forward sweep
+    // again (joint mode) from the values it
+    // is given: the temporary gets the
+    // actual's values as they are now, and no
+    // adjoint from an earlier use.
+    let source = if arg.element {
+        index.adjoint_ref(ctx, t, actual)
+    } else {
+        index.adjoint_ref(ctx, t, &arg.like)
+    };
+    allocations.extend(give_value(t, &temp.var, var(&source), arg.active));
+    if arg.element {
+        temp.var
+    } else {
+        with_symbol(actual, &temp.var)
+    }
+}
+
+/// A direct action `y = f(x)` (transpose, reshape): taped as it is; its
+/// adjoint is `tmp.d = f(y.d); x.d += tmp.d; y.d = 0` (transpose and
+/// reshape are their own adjoint operators up to the shape).
+fn direct_action_adjoint(
+    ctx: &Ctx<'_>,
+    t: &mut Target<'_>,
+    s: StmtId,
+    a: &xaif_model::Assignment,
+) -> Result<(Vec<StmtId>, Vec<StmtId>, usize), AdjointError> {
+    let dag = crate::dag::Dag::from_expr(&a.rhs).expect("validated");
+    let (arg, shaped) = match &dag.nodes[dag.root] {
+        crate::dag::Node::Op { args, .. } => (args.first().copied(), args.len() > 1),
+        _ => (None, false),
+    };
+    let Some(crate::dag::Node::Var(x)) = arg.map(|n| &dag.nodes[n]) else {
+        return Err(AdjointError::Unsupported(
+            ctx.p.stmts[s].id().to_string(),
+            "a direct action on an expression that is not a variable".into(),
+        ));
+    };
+    let shape = ctx.ref_shape(&x.graph);
+    let tmp = declare(
+        t.out,
+        t.names,
+        t.scope,
+        TempKind::Prp,
+        ValueType::Real,
+        &shape,
+        true,
+    );
+    let mut applied = derivative_assignment(ctx, a);
+    // f(y.d) into tmp.d: the operand x becomes y's derivative.
+    let arg = arg.expect("matched above");
+    if let ExprVertexKind::VariableReference(g) = &mut applied.rhs.vertices[arg].kind {
+        *g = a.lhs.graph.clone();
+        applied.rhs.vertices[arg].attrs.set("deriv", "1");
+    }
+    let mut taping = vec![s];
+    let mut adjoint = Vec::new();
+    let mut integers = 0;
+    if is_allocatable(&shape) {
+        // The adjoint may run in a fresh activation (split mode)
+        // where x has no shape: record its extents, and give the
+        // temporary x's shape from them.
+        taping.extend(push_extents(t, x, shape.rank));
+        adjoint.extend(pop_extents_and_allocate(t, &tmp.var, shape.rank));
+        integers = shape.rank;
+    }
+    if shaped {
+        let name = dag.nodes[dag.root].op_name().unwrap_or_default();
+        applied.rhs = shaped_action_of_derivative(name, &a.lhs, &tmp.var);
+    }
+    let mut lhs = tmp.var.clone();
+    lhs.attrs.discard("vertex_id");
+    lhs.attrs.set("deriv", "1");
+    applied.lhs = lhs;
+    let id = t.names.statement("reverse_assignment");
+    adjoint.push(add(t.out, assignment(&id, applied.lhs, applied.rhs)));
+    adjoint.push(call(
+        t.out,
+        t.names,
+        "IncDeriv",
+        vec![var(&tmp.var), var(x)],
+    ));
+    adjoint.push(call(t.out, t.names, "ZeroDeriv", vec![var(&a.lhs)]));
+    Ok((taping, adjoint, integers))
+}
+
+/// `name(y.d, shape_arr(tmp))`, the adjoint of `y = name(x, shape)`
+/// (reshape): the further arguments give the result's shape, which the
+/// adjoint's result takes from x, through the temporary `tmp` of x's
+/// shape. They may read values the adjoint sweep does not have (a local
+/// shape vector of the taping sweep).
+fn shaped_action_of_derivative(name: &str, y: &VarRef, tmp: &VarRef) -> Expr {
+    let mut b = ExprBuilder::new();
+    let mut yd = y.clone();
+    yd.attrs.discard("vertex_id");
+    yd.attrs.set("deriv", "1");
+    let y = b.reference(&yd);
+    let like = b.reference(&value_ref(tmp));
+    let extents = b.intrinsic("shape_arr", &[like]);
+    b.intrinsic(name, &[y, extents]);
+    b.finish()
 }

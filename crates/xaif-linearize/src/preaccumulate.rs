@@ -13,8 +13,8 @@ use xaif_model::{Expr, ExprBuilder, Program, ScopeId, Stmt, StmtId, StmtKind, Va
 use crate::catalogue::Template;
 use crate::context::{Ctx, Shape, ValueType};
 use crate::dag::Node;
-use crate::flatten::{build_graph, build_reference_graph, GraphStats, Item, Sequence};
-use crate::linearize::{instantiate, EdgePartial};
+use crate::flatten::{build_graph, build_reference_graph, GraphStats, Item, SeqGraph, Sequence};
+use crate::linearize::{instantiate, EdgePartial, LinStmt};
 use crate::temps::{add, assign_temp, declare, Names, Temp, TempKind};
 
 /// A factor of a propagation step.
@@ -126,6 +126,12 @@ pub struct Target<'o> {
 
 /// Preaccumulates a sequence: emits its statements with partials and the
 /// accumulation, and returns the propagation.
+///
+/// The steps, in order: freeze the subscripts the sequence changes, build
+/// and eliminate its graph, emit the statements with their partials, emit
+/// the Jacobian accumulation, choose where each derivative lives, order
+/// the propagation along the remainder graph, and allocate the
+/// propagation temporaries shaped at run time.
 pub fn preaccumulate(
     ctx: &Ctx<'_>,
     t: &mut Target<'_>,
@@ -134,48 +140,101 @@ pub fn preaccumulate(
     mode: xaif_elim::PropagationMode,
     want_dot: bool,
 ) -> Result<Preaccumulated, PreaccError> {
-    let mut result = Preaccumulated::default();
     if !seq.is_active() {
-        for item in &seq.items {
-            if let Item::Plain(s) = item {
-                result.stmts.push(*s);
-            }
-        }
-        return Ok(result);
+        return Ok(passive(seq));
     }
     let frozen = crate::freeze::freeze(ctx, t, seq);
     let seq = frozen.as_ref().map_or(seq, |f| &f.seq);
     let graph = build_graph(seq)?;
-    let has_edges = !graph.lcg.edges().is_empty();
-    let mut report = None;
-    let elimination: Option<Elimination> = if has_edges {
-        // Beyond `large::HEURISTIC_EDGES` edges the graph is eliminated in
-        // reverse mode in linear time, without a report.
-        // The reference engine's graph bounds the taping code's cost.
-        let reference = match mode {
-            xaif_elim::PropagationMode::Adjoint
-                if graph.lcg.edges().len() < xaif_elim::REFERENCE_EDGES =>
-            {
-                build_reference_graph(seq)?
-            }
-            _ => None,
-        };
-        let (elimination, r) = crate::large::eliminate(
-            &graph.lcg,
-            reference.as_ref(),
-            memo,
-            mode,
-            crate::large::HEURISTIC_EDGES,
-        )?;
-        report = r;
-        Some(elimination)
-    } else {
-        None
+    let (elimination, report) = eliminate(&graph, seq, memo, mode)?;
+    let mut result = Preaccumulated::default();
+    record_graph(&mut result, &graph, elimination.as_ref(), report, want_dot);
+    let mut p = Preaccumulation {
+        ctx,
+        t,
+        seq,
+        frozen: frozen.as_ref(),
+        graph: &graph,
+        vertex_node: vertex_nodes(&graph),
+        shapes: Vec::with_capacity(seq.items.len()),
+        lin_temps: vec![None; graph.variables.len()],
+        lin_shapes: vec![Shape::SCALAR; graph.variables.len()],
+        acc_value: Vec::new(),
+        acc_shapes: Vec::new(),
+        slot: FxHashMap::default(),
+        unallocated: Vec::new(),
+        result,
     };
+    p.emit_statements();
+    if let Some(e) = &elimination {
+        p.accumulate(e);
+    }
+    p.derivative_slots();
+    if let Some(e) = &elimination {
+        p.propagate(e)?;
+    }
+    p.allocate_intermediates();
+    Ok(p.result)
+}
+
+/// The result for a sequence without derivative work: its statements
+/// unchanged.
+fn passive(seq: &Sequence) -> Preaccumulated {
+    let mut result = Preaccumulated::default();
+    for item in &seq.items {
+        if let Item::Plain(s) = item {
+            result.stmts.push(*s);
+        }
+    }
+    result
+}
+
+/// Eliminates the sequence's graph (none when it has no edges), with the
+/// search's report when the graph is small enough to search.
+fn eliminate(
+    graph: &SeqGraph,
+    seq: &Sequence,
+    memo: &xaif_elim::Memo,
+    mode: xaif_elim::PropagationMode,
+) -> Result<(Option<Elimination>, Option<xaif_elim::Report>), PreaccError> {
+    if graph.lcg.edges().is_empty() {
+        return Ok((None, None));
+    }
+    // Beyond `large::HEURISTIC_EDGES` edges the graph is eliminated in
+    // reverse mode in linear time, without a report.
+    // The reference engine's graph bounds the taping code's cost.
+    let reference = match mode {
+        xaif_elim::PropagationMode::Adjoint
+            if graph.lcg.edges().len() < xaif_elim::REFERENCE_EDGES =>
+        {
+            build_reference_graph(seq)?
+        }
+        _ => None,
+    };
+    let (elimination, report) = crate::large::eliminate(
+        &graph.lcg,
+        reference.as_ref(),
+        memo,
+        mode,
+        crate::large::HEURISTIC_EDGES,
+    )?;
+    Ok((Some(elimination), report))
+}
+
+/// Records the graph (as Graphviz and text when asked for) and the
+/// statistics of its elimination and search in `result`, for `-g` and the
+/// metrics.
+fn record_graph(
+    result: &mut Preaccumulated,
+    graph: &SeqGraph,
+    elimination: Option<&Elimination>,
+    report: Option<xaif_elim::Report>,
+    want_dot: bool,
+) {
     if want_dot {
         result.dot_before = Some(graph.lcg.to_dot());
         result.lcg_text = Some(graph.lcg.to_text());
-        result.dot_after = elimination.as_ref().map(|e| e.remainder.to_dot());
+        result.dot_after = elimination.map(|e| e.remainder.to_dot());
     }
     result.stats.vertices = graph.lcg.vertex_count();
     result.stats.edges = graph.lcg.edges().len();
@@ -184,7 +243,7 @@ pub fn preaccumulate(
         .vertices()
         .filter(|&v| graph.lcg.kind(v) == Some(xaif_elim::VertexKind::Intermediate))
         .count();
-    if let Some(e) = &elimination {
+    if let Some(e) = elimination {
         result.stats.multiplications = e.ops.multiplications;
         result.stats.additions = e.ops.additions;
         result.stats.subtractions = e.ops.subtractions;
@@ -206,8 +265,11 @@ pub fn preaccumulate(
         stats.found_by = r.found_by;
         stats.micros = r.micros;
     }
+}
 
-    // Which (item, node) each vertex stands for, for shapes.
+/// Which (item, node) each vertex stands for (the first, when several),
+/// for the shapes of the temporaries that hold its derivative.
+fn vertex_nodes(graph: &SeqGraph) -> FxHashMap<VertexId, (usize, usize)> {
     let mut vertex_node: FxHashMap<VertexId, (usize, usize)> = FxHashMap::default();
     for (k, nv) in graph.node_vertex.iter().enumerate() {
         for (n, v) in nv.iter().enumerate() {
@@ -216,132 +278,233 @@ pub fn preaccumulate(
             }
         }
     }
-    let mut shapes: Vec<Vec<(ValueType, Shape)>> = Vec::with_capacity(seq.items.len());
+    vertex_node
+}
 
-    // Statements with aux and lin temporaries.
-    let mut lin_temps: Vec<Option<Temp>> = vec![None; graph.variables.len()];
-    let mut lin_shapes: Vec<Shape> = vec![Shape::SCALAR; graph.variables.len()];
-    for (k, item) in seq.items.iter().enumerate() {
-        let frozen_here = frozen.as_ref().is_some_and(|f| !f.before[k].is_empty());
-        if let Some(f) = &frozen {
-            result.stmts.extend(f.before[k].iter().copied());
-        }
-        match item {
-            Item::Zero { stmt: s, lhs } if frozen_here => {
-                let original = &ctx.p.stmts[*s];
-                let StmtKind::Assignment(a) = &original.kind else {
-                    unreachable!("zeroing items are assignments")
-                };
-                let new = Stmt {
-                    attrs: original.attrs.clone(),
-                    kind: StmtKind::Assignment(xaif_model::Assignment {
-                        lhs: lhs.clone(),
-                        rhs: a.rhs.clone(),
-                    }),
-                };
-                result.stmts.push(add(t.out, new));
-                shapes.push(Vec::new());
+/// The state the steps of [`preaccumulate`] share after the elimination:
+/// what each step emits or decides is read by the later ones.
+struct Preaccumulation<'c, 't, 'o, 's> {
+    ctx: &'c Ctx<'c>,
+    t: &'t mut Target<'o>,
+    /// The sequence (frozen, when freezing rewrote it).
+    seq: &'s Sequence,
+    /// The temporaries freezing introduced, per item.
+    frozen: Option<&'s crate::freeze::Frozen>,
+    graph: &'s SeqGraph,
+    /// Which (item, node) each vertex stands for.
+    vertex_node: FxHashMap<VertexId, (usize, usize)>,
+    /// Per item, the type and shape of each node of its right-hand side
+    /// (empty for items that are not active).
+    shapes: Vec<Vec<(ValueType, Shape)>>,
+    /// The temporary holding each variable label's partial, and its shape.
+    lin_temps: Vec<Option<Temp>>,
+    lin_shapes: Vec<Shape>,
+    /// The value of each accumulation kept in a temporary, and the shape
+    /// of every accumulation.
+    acc_value: Vec<Option<Factor>>,
+    acc_shapes: Vec<Shape>,
+    /// Where each vertex's derivative lives.
+    slot: FxHashMap<VertexId, Slot>,
+    /// Propagation temporaries shaped at run time, not yet allocated.
+    unallocated: Vec<(VertexId, VarRef)>,
+    result: Preaccumulated,
+}
+
+impl Preaccumulation<'_, '_, '_, '_> {
+    /// Emits the statements of the sequence in order: each after the
+    /// frozen subscripts it needs, active ones with their auxiliary and
+    /// partial temporaries before them.
+    fn emit_statements(&mut self) {
+        let seq = self.seq;
+        for (k, item) in seq.items.iter().enumerate() {
+            let frozen_here = self.frozen.is_some_and(|f| !f.before[k].is_empty());
+            if let Some(f) = self.frozen {
+                self.result.stmts.extend(f.before[k].iter().copied());
             }
-            Item::Plain(s) | Item::Zero { stmt: s, .. } => {
-                result.stmts.push(*s);
-                shapes.push(Vec::new());
-            }
-            Item::Active { stmt, lin, lhs, .. } => {
-                let types = ctx.infer(&lin.dag);
-                let likes = LikeRefs::new(&lin.dag, &types);
-                let mut aux_temp: FxHashMap<usize, VarRef> = FxHashMap::default();
-                for &a in &lin.aux {
-                    let (ty, shape) = &types[a];
-                    let temp = declare(t.out, t.names, t.scope, TempKind::Aux, *ty, shape, false);
-                    let rhs = {
-                        let named = |n: usize| {
-                            if n == a {
-                                None
-                            } else {
-                                aux_temp.get(&n).cloned()
-                            }
-                        };
-                        lin.dag.to_expr(a, &named)
-                    };
-                    let like = likes.get(&lin.dag, a, &types);
-                    assign_temp(
-                        t.out,
-                        t.names,
-                        &mut result.stmts,
-                        &temp,
-                        rhs,
-                        "aux",
-                        like.as_ref(),
-                    );
-                    aux_temp.insert(a, temp.var);
+            let types = match item {
+                Item::Zero { stmt, lhs } if frozen_here => {
+                    self.emit_with_lhs(*stmt, lhs);
+                    Vec::new()
                 }
-                let named = |n: usize| aux_temp.get(&n).cloned();
-                for (vi, (item_k, e)) in graph.variables.iter().enumerate() {
-                    if *item_k != k {
-                        continue;
-                    }
-                    let EdgePartial::Instance { op, template } = &lin.edges[*e].partial else {
-                        continue;
-                    };
-                    let rhs = instantiate(&lin.dag, *op, template, &named);
-                    let shape = partial_shape(&lin.dag, *op, template, &types);
-                    let temp = declare(
-                        t.out,
-                        t.names,
-                        t.scope,
-                        TempKind::Lin,
-                        ValueType::Real,
-                        &shape,
-                        false,
-                    );
-                    let like = likes.get(&lin.dag, *op, &types);
-                    assign_temp(
-                        t.out,
-                        t.names,
-                        &mut result.stmts,
-                        &temp,
-                        rhs,
-                        "elementary_partial",
-                        like.as_ref(),
-                    );
-                    lin_shapes[vi] = shape;
-                    lin_temps[vi] = Some(temp);
+                Item::Plain(s) | Item::Zero { stmt: s, .. } => {
+                    self.result.stmts.push(*s);
+                    Vec::new()
                 }
-                if lin.aux.is_empty() && !frozen_here {
-                    result.stmts.push(*stmt);
-                } else {
-                    let original = &ctx.p.stmts[*stmt];
-                    let StmtKind::Assignment(a) = &original.kind else {
-                        unreachable!("active items are assignments")
-                    };
-                    let rhs = lin.dag.to_expr(lin.dag.root, &named);
-                    let lhs = if frozen_here {
-                        lhs.with_attrs(a.lhs.attrs.clone())
-                    } else {
-                        a.lhs.clone()
-                    };
-                    let new = Stmt {
-                        attrs: original.attrs.clone(),
-                        kind: StmtKind::Assignment(xaif_model::Assignment { lhs, rhs }),
-                    };
-                    result.stmts.push(add(t.out, new));
+                Item::Active { stmt, lin, lhs, .. } => {
+                    self.emit_active(k, *stmt, lin, lhs, frozen_here)
                 }
-                shapes.push(types);
-            }
+            };
+            self.shapes.push(types);
         }
     }
-    let shape_of_vertex = |v: VertexId| -> Shape {
-        vertex_node
+
+    /// Emits a copy of the assignment `stmt` with the left-hand side `lhs`
+    /// (its subscripts frozen).
+    fn emit_with_lhs(&mut self, stmt: StmtId, lhs: &VarRef) {
+        let original = &self.ctx.p.stmts[stmt];
+        let StmtKind::Assignment(a) = &original.kind else {
+            unreachable!("zeroing items are assignments")
+        };
+        let new = Stmt {
+            attrs: original.attrs.clone(),
+            kind: StmtKind::Assignment(xaif_model::Assignment {
+                lhs: lhs.clone(),
+                rhs: a.rhs.clone(),
+            }),
+        };
+        self.result.stmts.push(add(self.t.out, new));
+    }
+
+    /// Emits the active item `k`: its auxiliary temporaries, its partials,
+    /// then the statement itself; returns the types and shapes of its
+    /// right-hand side's nodes.
+    fn emit_active(
+        &mut self,
+        k: usize,
+        stmt: StmtId,
+        lin: &LinStmt,
+        lhs: &VarRef,
+        frozen_here: bool,
+    ) -> Vec<(ValueType, Shape)> {
+        let types = self.ctx.infer(&lin.dag);
+        let likes = LikeRefs::new(&lin.dag, &types);
+        let aux_temp = self.emit_aux(lin, &types, &likes);
+        self.emit_partials(k, lin, &types, &likes, &aux_temp);
+        if lin.aux.is_empty() && !frozen_here {
+            self.result.stmts.push(stmt);
+        } else {
+            self.emit_rewritten(stmt, lin, lhs, frozen_here, &aux_temp);
+        }
+        types
+    }
+
+    /// Assigns the subexpressions that several partials share to auxiliary
+    /// temporaries, each written with the earlier ones; returns the
+    /// temporary of each such node.
+    fn emit_aux(
+        &mut self,
+        lin: &LinStmt,
+        types: &[(ValueType, Shape)],
+        likes: &LikeRefs,
+    ) -> FxHashMap<usize, VarRef> {
+        let mut aux_temp: FxHashMap<usize, VarRef> = FxHashMap::default();
+        for &a in &lin.aux {
+            let (ty, shape) = &types[a];
+            let t = &mut *self.t;
+            let temp = declare(t.out, t.names, t.scope, TempKind::Aux, *ty, shape, false);
+            let rhs = {
+                let named = |n: usize| {
+                    if n == a {
+                        None
+                    } else {
+                        aux_temp.get(&n).cloned()
+                    }
+                };
+                lin.dag.to_expr(a, &named)
+            };
+            let like = likes.get(&lin.dag, a, types);
+            assign_temp(
+                t.out,
+                t.names,
+                &mut self.result.stmts,
+                &temp,
+                rhs,
+                "aux",
+                like.as_ref(),
+            );
+            aux_temp.insert(a, temp.var);
+        }
+        aux_temp
+    }
+
+    /// Assigns each partial of item `k` that the graph labels with a
+    /// variable to a temporary of its own.
+    fn emit_partials(
+        &mut self,
+        k: usize,
+        lin: &LinStmt,
+        types: &[(ValueType, Shape)],
+        likes: &LikeRefs,
+        aux_temp: &FxHashMap<usize, VarRef>,
+    ) {
+        let named = |n: usize| aux_temp.get(&n).cloned();
+        for (vi, (item_k, e)) in self.graph.variables.iter().enumerate() {
+            if *item_k != k {
+                continue;
+            }
+            let EdgePartial::Instance { op, template } = &lin.edges[*e].partial else {
+                continue;
+            };
+            let rhs = instantiate(&lin.dag, *op, template, &named);
+            let shape = partial_shape(&lin.dag, *op, template, types);
+            let t = &mut *self.t;
+            let temp = declare(
+                t.out,
+                t.names,
+                t.scope,
+                TempKind::Lin,
+                ValueType::Real,
+                &shape,
+                false,
+            );
+            let like = likes.get(&lin.dag, *op, types);
+            assign_temp(
+                t.out,
+                t.names,
+                &mut self.result.stmts,
+                &temp,
+                rhs,
+                "elementary_partial",
+                like.as_ref(),
+            );
+            self.lin_shapes[vi] = shape;
+            self.lin_temps[vi] = Some(temp);
+        }
+    }
+
+    /// Emits the active assignment `stmt` rewritten: its right-hand side
+    /// reads the auxiliary temporaries, its left-hand side is the frozen
+    /// one when freezing changed it.
+    fn emit_rewritten(
+        &mut self,
+        stmt: StmtId,
+        lin: &LinStmt,
+        lhs: &VarRef,
+        frozen_here: bool,
+        aux_temp: &FxHashMap<usize, VarRef>,
+    ) {
+        let named = |n: usize| aux_temp.get(&n).cloned();
+        let original = &self.ctx.p.stmts[stmt];
+        let StmtKind::Assignment(a) = &original.kind else {
+            unreachable!("active items are assignments")
+        };
+        let rhs = lin.dag.to_expr(lin.dag.root, &named);
+        let lhs = if frozen_here {
+            lhs.with_attrs(a.lhs.attrs.clone())
+        } else {
+            a.lhs.clone()
+        };
+        let new = Stmt {
+            attrs: original.attrs.clone(),
+            kind: StmtKind::Assignment(xaif_model::Assignment { lhs, rhs }),
+        };
+        self.result.stmts.push(add(self.t.out, new));
+    }
+
+    /// The shape of the value a vertex stands for (scalar when it stands
+    /// for no node).
+    fn shape_of_vertex(&self, v: VertexId) -> Shape {
+        self.vertex_node
             .get(&v)
-            .and_then(|(k, n)| shapes.get(*k).and_then(|s| s.get(*n)))
+            .and_then(|(k, n)| self.shapes.get(*k).and_then(|s| s.get(*n)))
             .map(|(_, s)| s.clone())
             .unwrap_or(Shape::SCALAR)
-    };
+    }
 
-    // Accumulation.
-    let mut acc_value: Vec<Option<Factor>> = Vec::new();
-    let mut acc_shapes_final: Vec<Shape> = Vec::new();
-    if let Some(e) = &elimination {
+    /// Emits the Jacobian accumulation: each accumulation the remainder
+    /// graph or several others use gets a temporary; one used once is
+    /// written into its user.
+    fn accumulate(&mut self, e: &Elimination) {
         let total_uses = e.acc_use_counts();
         let mut remainder_uses = vec![0usize; e.accumulations.len()];
         for edge in &e.remainder.edges {
@@ -349,15 +512,15 @@ pub fn preaccumulate(
                 remainder_uses[a.index()] += 1;
             }
         }
-        acc_value = vec![None; e.accumulations.len()];
+        self.acc_value = vec![None; e.accumulations.len()];
         let mut acc_expr_inline: Vec<Option<xaif_elim::Expr>> = vec![None; e.accumulations.len()];
-        let mut acc_shapes: Vec<Shape> = vec![Shape::SCALAR; e.accumulations.len()];
+        self.acc_shapes = vec![Shape::SCALAR; e.accumulations.len()];
         // Depth of each accumulation's expression with its inlined operands.
         let mut inline_depth: Vec<usize> = vec![0; e.accumulations.len()];
         for acc in &e.accumulations {
             let k = acc.id.index();
-            let shape = expr_shape(&acc.expr, &lin_shapes, &acc_shapes);
-            acc_shapes[k] = shape.clone();
+            let shape = expr_shape(&acc.expr, &self.lin_shapes, &self.acc_shapes);
+            self.acc_shapes[k] = shape.clone();
             let depth = expr_depth(&acc.expr, &|a| {
                 if acc_expr_inline[a.index()].is_some() {
                     inline_depth[a.index()]
@@ -374,7 +537,13 @@ pub fn preaccumulate(
                 acc_expr_inline[k] = Some(acc.expr.clone());
                 continue;
             }
-            let rhs = acc_to_expr(&acc.expr, &lin_temps, &acc_value, &acc_expr_inline);
+            let rhs = acc_to_expr(
+                &acc.expr,
+                &self.lin_temps,
+                &self.acc_value,
+                &acc_expr_inline,
+            );
+            let t = &mut *self.t;
             let temp = declare(
                 t.out,
                 t.names,
@@ -384,115 +553,109 @@ pub fn preaccumulate(
                 &shape,
                 false,
             );
-            let like = largest_operand(&acc.expr, &lin_temps, &lin_shapes, &acc_value, &acc_shapes);
+            let like = largest_operand(
+                &acc.expr,
+                &self.lin_temps,
+                &self.lin_shapes,
+                &self.acc_value,
+                &self.acc_shapes,
+            );
             assign_temp(
                 t.out,
                 t.names,
-                &mut result.stmts,
+                &mut self.result.stmts,
                 &temp,
                 rhs,
                 "jacobian_accumulation",
                 like.as_ref(),
             );
-            acc_value[k] = Some(Factor::Var(temp.var));
+            self.acc_value[k] = Some(Factor::Var(temp.var));
         }
-        acc_shapes_final = acc_shapes;
     }
-    let factor = |v: &EdgeValue| -> Factor {
+
+    /// The factor a remainder edge's value stands for.
+    fn factor(&self, v: &EdgeValue) -> Factor {
         match v {
             EdgeValue::Unit => Factor::Unit,
             EdgeValue::MinusOne => Factor::MinusOne,
             EdgeValue::Constant(c) => Factor::Constant(*c),
             EdgeValue::Variable(var) => Factor::Var(
-                lin_temps[var.0 as usize]
+                self.lin_temps[var.0 as usize]
                     .as_ref()
                     .expect("every variable label has a temporary")
                     .var
                     .clone(),
             ),
-            EdgeValue::Acc(a) => acc_value[a.index()]
+            EdgeValue::Acc(a) => self.acc_value[a.index()]
                 .clone()
                 .expect("remainder accumulations are stored"),
         }
-    };
+    }
 
-    // Derivative slots.
-    let mut defs_written: Vec<&VarRef> = Vec::new();
-    for item in &seq.items {
-        match item {
-            Item::Active {
-                lhs,
-                dependent: true,
-                ..
-            } => defs_written.push(lhs),
-            Item::Zero { lhs, .. } => defs_written.push(lhs),
-            _ => {}
-        }
-    }
-    let mut slot: FxHashMap<VertexId, Slot> = FxHashMap::default();
-    for (i, ind) in seq.independents.iter().enumerate() {
-        let v = graph.independent_vertex[i];
-        let aliased = !ind.after_zero
-            && defs_written
-                .iter()
-                .any(|d| crate::context::overlap(ctx, d, &ind.var) != crate::context::Overlap::No);
-        let own = Slot {
-            var: ind.var.clone(),
-            temporary: false,
-        };
-        if aliased {
-            let shape = ctx.ref_shape(&ind.var.graph);
-            let temp = declare(
-                t.out,
-                t.names,
-                t.scope,
-                TempKind::Prp,
-                ValueType::Real,
-                &shape,
-                true,
-            );
-            if temp.allocatable {
-                result.allocations.push((temp.var.clone(), ind.var.clone()));
+    /// Decides where the derivatives of the independents and dependents
+    /// live: an independent's own derivative, or a saved copy when the
+    /// sequence overwrites it before the propagation reads it; a
+    /// dependent's own derivative. Zeroed variables are recorded.
+    fn derivative_slots(&mut self) {
+        let seq = self.seq;
+        let mut defs_written: Vec<&VarRef> = Vec::new();
+        for item in &seq.items {
+            match item {
+                Item::Active {
+                    lhs,
+                    dependent: true,
+                    ..
+                } => defs_written.push(lhs),
+                Item::Zero { lhs, .. } => defs_written.push(lhs),
+                _ => {}
             }
-            let save = Slot {
-                var: temp.var,
-                temporary: true,
+        }
+        for (i, ind) in seq.independents.iter().enumerate() {
+            let v = self.graph.independent_vertex[i];
+            let aliased = !ind.after_zero
+                && defs_written.iter().any(|d| {
+                    crate::context::overlap(self.ctx, d, &ind.var) != crate::context::Overlap::No
+                });
+            let own = Slot {
+                var: ind.var.clone(),
+                temporary: false,
             };
-            result.saves.push((save.clone(), own));
-            slot.insert(v, save);
-        } else {
-            slot.insert(v, own);
-        }
-    }
-    for (k, item) in seq.items.iter().enumerate() {
-        match item {
-            Item::Active {
-                lhs,
-                dependent: true,
-                ..
-            } => {
-                if let Some(v) = graph.def_vertex[k] {
-                    slot.insert(
-                        v,
-                        Slot {
-                            var: lhs.clone(),
-                            temporary: false,
-                        },
-                    );
-                }
+            if aliased {
+                let save = self.save_slot(&ind.var);
+                self.result.saves.push((save.clone(), own));
+                self.slot.insert(v, save);
+            } else {
+                self.slot.insert(v, own);
             }
-            Item::Zero { lhs, .. } => result.zeros.push(lhs.clone()),
-            _ => {}
+        }
+        for (k, item) in seq.items.iter().enumerate() {
+            match item {
+                Item::Active {
+                    lhs,
+                    dependent: true,
+                    ..
+                } => {
+                    if let Some(v) = self.graph.def_vertex[k] {
+                        self.slot.insert(
+                            v,
+                            Slot {
+                                var: lhs.clone(),
+                                temporary: false,
+                            },
+                        );
+                    }
+                }
+                Item::Zero { lhs, .. } => self.result.zeros.push(lhs.clone()),
+                _ => {}
+            }
         }
     }
-    // Run-time shaped intermediate temporaries, allocated like a
-    // reference of the vertex's subexpression.
-    let mut unallocated: Vec<(VertexId, VarRef)> = Vec::new();
-    let mut slot_for = |v: VertexId, t: &mut Target<'_>| -> Slot {
-        if let Some(s) = slot.get(&v) {
-            return s.clone();
-        }
-        let shape = shape_of_vertex(v);
+
+    /// A temporary for the saved derivative of the independent `var`,
+    /// allocated like `var` when its extents are known only at run time.
+    fn save_slot(&mut self, var: &VarRef) -> Slot {
+        let shape = self.ctx.ref_shape(&var.graph);
+        let t = &mut *self.t;
         let temp = declare(
             t.out,
             t.names,
@@ -503,18 +666,50 @@ pub fn preaccumulate(
             true,
         );
         if temp.allocatable {
-            unallocated.push((v, temp.var.clone()));
+            self.result
+                .allocations
+                .push((temp.var.clone(), var.clone()));
+        }
+        Slot {
+            var: temp.var,
+            temporary: true,
+        }
+    }
+
+    /// Where the derivative of vertex `v` lives: its slot, or a new
+    /// propagation temporary for an intermediate (allocated later, by
+    /// [`Self::allocate_intermediates`], when shaped at run time).
+    fn slot_for(&mut self, v: VertexId) -> Slot {
+        if let Some(s) = self.slot.get(&v) {
+            return s.clone();
+        }
+        let shape = self.shape_of_vertex(v);
+        let t = &mut *self.t;
+        let temp = declare(
+            t.out,
+            t.names,
+            t.scope,
+            TempKind::Prp,
+            ValueType::Real,
+            &shape,
+            true,
+        );
+        if temp.allocatable {
+            self.unallocated.push((v, temp.var.clone()));
         }
         let s = Slot {
             var: temp.var,
             temporary: true,
         };
-        slot.insert(v, s.clone());
+        self.slot.insert(v, s.clone());
         s
-    };
+    }
 
-    // Propagation in topological order of the remainder graph.
-    if let Some(e) = &elimination {
+    /// The propagation steps, in topological order of the remainder graph:
+    /// one per vertex with in-edges, a zero for a dependent or read vertex
+    /// without any.
+    fn propagate(&mut self, e: &Elimination) -> Result<(), PreaccError> {
+        let graph = self.graph;
         let order = graph.lcg.topological_order()?;
         let mut incoming: FxHashMap<VertexId, Vec<&xaif_elim::RemainderEdge>> =
             FxHashMap::default();
@@ -536,60 +731,78 @@ pub fn preaccumulate(
                 {
                     // A value whose derivative is zero (structurally or
                     // because its factors folded to zero).
-                    result.zeros.push(slot_for(v, t).var);
+                    let zero = self.slot_for(v).var;
+                    self.result.zeros.push(zero);
                 }
                 continue;
             };
-            let target = slot_for(v, t);
-            let mut terms = Vec::with_capacity(ins.len());
-            for edge in ins {
-                let f = factor(&edge.value);
-                if let Factor::Var(r) = &f {
-                    if !result.factors.iter().any(|(x, _)| x == r) {
-                        let shape = match &edge.value {
-                            EdgeValue::Variable(var) => lin_shapes[var.0 as usize].clone(),
-                            EdgeValue::Acc(a) => acc_shapes_final[a.index()].clone(),
-                            _ => Shape::SCALAR,
-                        };
-                        result.factors.push((r.clone(), shape));
-                    }
+            let target = self.slot_for(v);
+            let step = self.step(target, ins);
+            self.result.steps.push(step);
+        }
+        Ok(())
+    }
+
+    /// The step setting `target` from its in-edges `ins`; records the
+    /// non-constant factors it uses for taping.
+    fn step(&mut self, target: Slot, ins: &[&xaif_elim::RemainderEdge]) -> Step {
+        let mut terms = Vec::with_capacity(ins.len());
+        for edge in ins {
+            let f = self.factor(&edge.value);
+            if let Factor::Var(r) = &f {
+                if !self.result.factors.iter().any(|(x, _)| x == r) {
+                    let shape = match &edge.value {
+                        EdgeValue::Variable(var) => self.lin_shapes[var.0 as usize].clone(),
+                        EdgeValue::Acc(a) => self.acc_shapes[a.index()].clone(),
+                        _ => Shape::SCALAR,
+                    };
+                    self.result.factors.push((r.clone(), shape));
                 }
-                terms.push((f, slot_for(edge.source, t)));
             }
-            // A unit or minus-one term first: the target is then set by a
-            // copy (`SetDeriv`, `SetNegDeriv`), which costs nothing.
-            if let Some(at) = terms
-                .iter()
-                .position(|(f, _)| matches!(f, Factor::Unit | Factor::MinusOne))
-            {
-                let unit = terms.remove(at);
-                terms.insert(0, unit);
+            terms.push((f, self.slot_for(edge.source)));
+        }
+        // A unit or minus-one term first: the target is then set by a
+        // copy (`SetDeriv`, `SetNegDeriv`), which costs nothing.
+        if let Some(at) = terms
+            .iter()
+            .position(|(f, _)| matches!(f, Factor::Unit | Factor::MinusOne))
+        {
+            let unit = terms.remove(at);
+            terms.insert(0, unit);
+        }
+        Step { target, terms }
+    }
+
+    /// Allocates each propagation temporary shaped at run time like a
+    /// reference of the vertex's subexpression, or else like a source of
+    /// the same rank of the step that sets it.
+    fn allocate_intermediates(&mut self) {
+        let seq = self.seq;
+        for (v, temp) in std::mem::take(&mut self.unallocated) {
+            let from_expression =
+                self.vertex_node
+                    .get(&v)
+                    .and_then(|&(k, n)| match &seq.items[k] {
+                        Item::Active { lin, .. } => like_ref(&lin.dag, n, &self.shapes[k]),
+                        _ => None,
+                    });
+            // Otherwise a source of the same rank of the step that sets it.
+            let rank = self.shape_of_vertex(v).rank;
+            let from_sources = || {
+                self.result
+                    .steps
+                    .iter()
+                    .filter(|s| s.target.var == temp)
+                    .flat_map(|s| s.terms.iter())
+                    .map(|(_, src)| &src.var)
+                    .find(|r| self.ctx.ref_shape(&r.graph).rank == rank)
+                    .cloned()
+            };
+            if let Some(like) = from_expression.or_else(from_sources) {
+                self.result.allocations.push((temp, like));
             }
-            result.steps.push(Step { target, terms });
         }
     }
-    for (v, temp) in unallocated {
-        let from_expression = vertex_node.get(&v).and_then(|&(k, n)| match &seq.items[k] {
-            Item::Active { lin, .. } => like_ref(&lin.dag, n, &shapes[k]),
-            _ => None,
-        });
-        // Otherwise a source of the same rank of the step that sets it.
-        let rank = shape_of_vertex(v).rank;
-        let from_sources = || {
-            result
-                .steps
-                .iter()
-                .filter(|s| s.target.var == temp)
-                .flat_map(|s| s.terms.iter())
-                .map(|(_, src)| &src.var)
-                .find(|r| ctx.ref_shape(&r.graph).rank == rank)
-                .cloned()
-        };
-        if let Some(like) = from_expression.or_else(from_sources) {
-            result.allocations.push((temp, like));
-        }
-    }
-    Ok(result)
 }
 
 /// For every node of a right-hand side, its [`like_ref`] (the first

@@ -24,7 +24,7 @@ use crate::flatten::{flatten, FlattenError, FlattenOptions, GraphStats, Piece};
 use crate::preaccumulate::{preaccumulate, Factor, PreaccError, Preaccumulated, Slot, Target};
 use crate::temps::{
     add, declare, deriv_ref, for_each_variable_subscript, integer_temp, read_temp, set_temp,
-    value_ref, Names, TempKind,
+    value_ref, Names, Temp, TempKind,
 };
 
 /// Options of the tangent-linear transformation (the reference driver's
@@ -135,6 +135,18 @@ pub enum TransformError {
     /// The sink of a streamed transformation failed (writing its output).
     #[error("{0}")]
     Output(String),
+    /// What was asked of one element of the input cannot be done (a loop
+    /// marked for checkpointing that cannot be checkpointed): located at
+    /// the element.
+    #[error("{message}")]
+    At {
+        /// Why.
+        message: String,
+        /// Where the element starts.
+        span: xaif_model::Span,
+        /// Its element name.
+        element: &'static str,
+    },
 }
 
 impl TransformError {
@@ -148,6 +160,9 @@ impl TransformError {
                 source: crate::adjoint::AdjointError::Flatten(source),
                 ..
             } => source,
+            TransformError::At { span, element, .. } => {
+                return span.is_known().then_some((*span, *element))
+            }
             _ => return None,
         };
         flatten
@@ -830,157 +845,30 @@ pub fn convert_call(
         .get(callee)
         .is_none_or(|r| !ctx.p.routines[r].has_body(ctx.p));
     if external && ctx.has_wrapper(callee) {
-        // -w: the hand-written wrapper takes the active arguments as they
-        // are.
-        let prefix = ctx.p.attrs.get("prefix").unwrap_or("OpenAD_");
-        let name = crate::rename::wrapper_symbol(out, callee, prefix);
-        let mut call = stmt.clone();
-        call.attrs.set("symbol_id", name);
-        return ConvertedCall {
-            before: Vec::new(),
-            call: add(out, call),
-            after: Vec::new(),
-            converted: Vec::new(),
-        };
+        return wrapper_call(ctx, out, stmt, callee);
     }
     let formals = callee_formals(ctx, routines, callee);
-    let mut before = Vec::new();
-    let mut after = Vec::new();
-    let mut converted = Vec::new();
+    let mut conversion = Conversion {
+        ctx,
+        out,
+        names,
+        scope,
+        before: Vec::new(),
+        after: Vec::new(),
+        converted: Vec::new(),
+    };
     let mut new_args = Vec::with_capacity(args.len());
     for (i, a) in args.iter().enumerate() {
         let pos = a.attrs.int("position").unwrap_or(i as i64 + 1) as usize;
-        let real = |s: SymbolId| ctx.p.symbols[s].ty() == xaif_model::SymbolType::Real;
-        let actual = match &a.value {
-            xaif_model::ArgValue::Variable(actual) => actual,
-            xaif_model::ArgValue::Constant(constant) => {
-                // A constant is passive: a scalar active formal receives an
-                // active temporary holding its value (the compiled callee
-                // takes nothing else), as the reference engine does.
-                let active_scalar = formals
-                    .get(pos.wrapping_sub(1))
-                    .copied()
-                    .flatten()
-                    .filter(|&f| real(f) && ctx.symbol_active(f) && ctx.p.symbols[f].rank() == 0);
-                if active_scalar.is_none() || !real_constant(constant) {
-                    new_args.push(a.clone());
-                    continue;
-                }
-                let shape = crate::context::Shape::SCALAR;
-                let temp = declare(
-                    out,
-                    names,
-                    scope,
-                    TempKind::Tyc,
-                    ValueType::Real,
-                    &shape,
-                    true,
-                );
-                let id = names.statement("convert");
-                before.push(add(
-                    out,
-                    inlinable_call(
-                        "oad_convert",
-                        &id,
-                        vec![
-                            ArgValue::Variable(value_ref(&temp.var)),
-                            ArgValue::Constant(constant.clone()),
-                        ],
-                    ),
-                ));
-                converted.push(ConvertedArg {
-                    position: pos,
-                    like: temp.var.clone(),
-                    shape,
-                    active: true,
-                    element: true,
-                });
-                new_args.push(CallArg {
-                    attrs: a.attrs.clone(),
-                    value: xaif_model::ArgValue::Variable(temp.var),
-                });
-                continue;
-            }
-        };
-        let Some(actual_sym) = ctx.symbol_of(&actual.graph) else {
-            new_args.push(a.clone());
-            continue;
-        };
-        let Some((fa, formal_rank)) =
-            converted_to(ctx, &formals, external, pos, actual_sym, &actual.graph)
-        else {
-            new_args.push(a.clone());
-            continue;
-        };
-        let (scope_id, symbol_id) = actual.graph.symbol_ids().expect("resolved above");
-        // A scalar formal sees one element: convert just that element.
-        // Otherwise the callee may reach the rest of the actual's storage
-        // (sequence association), so the whole variable is converted.
-        let element = formal_rank == 0 && ctx.ref_shape(&actual.graph).rank == 0;
-        let whole = if element {
-            // The callee may change the subscripts' variables (a global
-            // index): the conversion back uses their values at the call.
-            freeze_subscripts(out, names, scope, &value_ref(actual), &mut before)
-        } else {
-            VarRef::symbol(Attrs::new().with("vertex_id", "1"), scope_id, symbol_id)
-        };
-        let shape = ctx.ref_shape(&whole.graph);
-        let temp = declare(
-            out,
-            names,
-            scope,
-            TempKind::Tyc,
-            ValueType::Real,
-            &shape,
-            fa,
-        );
-        let pair = |x: &VarRef, y: &VarRef| {
-            vec![
-                ArgValue::Variable(value_ref(x)),
-                ArgValue::Variable(value_ref(y)),
-            ]
-        };
-        if temp.allocatable {
-            let id = names.statement("allocate");
-            before.push(add(
-                out,
-                inlinable_call("oad_AllocateMatching", &id, pair(&temp.var, &whole)),
-            ));
-        }
-        let id = names.statement("convert");
-        before.push(add(
-            out,
-            inlinable_call("oad_convert", &id, pair(&temp.var, &whole)),
-        ));
-        if temp.allocatable {
-            let id = names.statement("shape_test");
-            after.push(add(
-                out,
-                inlinable_call("oad_ShapeTest", &id, pair(&temp.var, &whole)),
-            ));
-        }
-        let id = names.statement("convert");
-        after.push(add(
-            out,
-            inlinable_call("oad_convert", &id, pair(&whole, &temp.var)),
-        ));
-        let passed = if element {
-            temp.var.clone()
-        } else {
-            with_symbol(actual, &temp.var)
-        };
-        converted.push(ConvertedArg {
-            position: pos,
-            like: whole.clone(),
-            shape,
-            active: fa,
-            element,
-        });
-        new_args.push(CallArg {
-            attrs: a.attrs.clone(),
-            value: xaif_model::ArgValue::Variable(passed),
-        });
+        new_args.push(conversion.argument(a, pos, &formals, external));
     }
+    let Conversion {
+        out,
+        before,
+        after,
+        converted,
+        ..
+    } = conversion;
     let call = if converted.is_empty() {
         s
     } else {
@@ -997,6 +885,209 @@ pub fn convert_call(
         call,
         after,
         converted,
+    }
+}
+
+/// The call of a routine without a body that has a hand-written wrapper
+/// (`-w`): renamed to the wrapper, which takes the active arguments as they
+/// are.
+fn wrapper_call(ctx: &Ctx<'_>, out: &mut Program, stmt: &Stmt, callee: &str) -> ConvertedCall {
+    let prefix = ctx.p.attrs.get("prefix").unwrap_or("OpenAD_");
+    let name = crate::rename::wrapper_symbol(out, callee, prefix);
+    let mut call = stmt.clone();
+    call.attrs.set("symbol_id", name);
+    ConvertedCall {
+        before: Vec::new(),
+        call: add(out, call),
+        after: Vec::new(),
+        converted: Vec::new(),
+    }
+}
+
+/// The conversions of one call being built: the statements before and
+/// after it and the arguments passed through temporaries.
+struct Conversion<'c, 'o> {
+    ctx: &'c Ctx<'c>,
+    out: &'o mut Program,
+    names: &'o mut Names,
+    scope: ScopeId,
+    before: Vec<StmtId>,
+    after: Vec<StmtId>,
+    converted: Vec<ConvertedArg>,
+}
+
+impl Conversion<'_, '_> {
+    /// What the call passes for its argument `a` at position `pos`: `a`
+    /// itself, or a temporary of the formal's activity when they differ.
+    fn argument(
+        &mut self,
+        a: &CallArg,
+        pos: usize,
+        formals: &[Option<SymbolId>],
+        external: bool,
+    ) -> CallArg {
+        let ctx = self.ctx;
+        let actual = match &a.value {
+            xaif_model::ArgValue::Variable(actual) => actual,
+            xaif_model::ArgValue::Constant(constant) => {
+                // A constant is passive: a scalar active formal receives an
+                // active temporary holding its value (the compiled callee
+                // takes nothing else), as the reference engine does.
+                let real = |s: SymbolId| ctx.p.symbols[s].ty() == xaif_model::SymbolType::Real;
+                let active_scalar = formals
+                    .get(pos.wrapping_sub(1))
+                    .copied()
+                    .flatten()
+                    .filter(|&f| real(f) && ctx.symbol_active(f) && ctx.p.symbols[f].rank() == 0);
+                if active_scalar.is_none() || !real_constant(constant) {
+                    return a.clone();
+                }
+                return self.constant_to_active(a, pos, constant);
+            }
+        };
+        let Some(actual_sym) = ctx.symbol_of(&actual.graph) else {
+            return a.clone();
+        };
+        let Some((fa, formal_rank)) =
+            converted_to(ctx, formals, external, pos, actual_sym, &actual.graph)
+        else {
+            return a.clone();
+        };
+        self.variable_to_formal(a, pos, actual, fa, formal_rank)
+    }
+
+    /// A real constant passed to an active scalar formal: an active
+    /// temporary converted from it, converted in only.
+    fn constant_to_active(&mut self, a: &CallArg, pos: usize, constant: &Attrs) -> CallArg {
+        let shape = crate::context::Shape::SCALAR;
+        let temp = declare(
+            self.out,
+            self.names,
+            self.scope,
+            TempKind::Tyc,
+            ValueType::Real,
+            &shape,
+            true,
+        );
+        let id = self.names.statement("convert");
+        self.before.push(add(
+            self.out,
+            inlinable_call(
+                "oad_convert",
+                &id,
+                vec![
+                    ArgValue::Variable(value_ref(&temp.var)),
+                    ArgValue::Constant(constant.clone()),
+                ],
+            ),
+        ));
+        self.converted.push(ConvertedArg {
+            position: pos,
+            like: temp.var.clone(),
+            shape,
+            active: true,
+            element: true,
+        });
+        CallArg {
+            attrs: a.attrs.clone(),
+            value: xaif_model::ArgValue::Variable(temp.var),
+        }
+    }
+
+    /// A variable passed to a real formal of the other activity (`fa`, of
+    /// rank `formal_rank`): a temporary of the formal's activity converted
+    /// from the actual before the call and back after it, passed as the
+    /// element or with the actual's subscripts.
+    fn variable_to_formal(
+        &mut self,
+        a: &CallArg,
+        pos: usize,
+        actual: &VarRef,
+        fa: bool,
+        formal_rank: usize,
+    ) -> CallArg {
+        let ctx = self.ctx;
+        let (scope_id, symbol_id) = actual.graph.symbol_ids().expect("resolved above");
+        // A scalar formal sees one element: convert just that element.
+        // Otherwise the callee may reach the rest of the actual's storage
+        // (sequence association), so the whole variable is converted.
+        let element = formal_rank == 0 && ctx.ref_shape(&actual.graph).rank == 0;
+        let whole = if element {
+            // The callee may change the subscripts' variables (a global
+            // index): the conversion back uses their values at the call.
+            freeze_subscripts(
+                self.out,
+                self.names,
+                self.scope,
+                &value_ref(actual),
+                &mut self.before,
+            )
+        } else {
+            VarRef::symbol(Attrs::new().with("vertex_id", "1"), scope_id, symbol_id)
+        };
+        let shape = ctx.ref_shape(&whole.graph);
+        let temp = declare(
+            self.out,
+            self.names,
+            self.scope,
+            TempKind::Tyc,
+            ValueType::Real,
+            &shape,
+            fa,
+        );
+        self.convert_in_and_out(&temp, &whole);
+        let passed = if element {
+            temp.var.clone()
+        } else {
+            with_symbol(actual, &temp.var)
+        };
+        self.converted.push(ConvertedArg {
+            position: pos,
+            like: whole.clone(),
+            shape,
+            active: fa,
+            element,
+        });
+        CallArg {
+            attrs: a.attrs.clone(),
+            value: xaif_model::ArgValue::Variable(passed),
+        }
+    }
+
+    /// The statements around the call for the temporary `temp` of `whole`:
+    /// allocated like it and converted from it before; its shape tested and
+    /// converted back after.
+    fn convert_in_and_out(&mut self, temp: &Temp, whole: &VarRef) {
+        let pair = |x: &VarRef, y: &VarRef| {
+            vec![
+                ArgValue::Variable(value_ref(x)),
+                ArgValue::Variable(value_ref(y)),
+            ]
+        };
+        if temp.allocatable {
+            let id = self.names.statement("allocate");
+            self.before.push(add(
+                self.out,
+                inlinable_call("oad_AllocateMatching", &id, pair(&temp.var, whole)),
+            ));
+        }
+        let id = self.names.statement("convert");
+        self.before.push(add(
+            self.out,
+            inlinable_call("oad_convert", &id, pair(&temp.var, whole)),
+        ));
+        if temp.allocatable {
+            let id = self.names.statement("shape_test");
+            self.after.push(add(
+                self.out,
+                inlinable_call("oad_ShapeTest", &id, pair(&temp.var, whole)),
+            ));
+        }
+        let id = self.names.statement("convert");
+        self.after.push(add(
+            self.out,
+            inlinable_call("oad_convert", &id, pair(whole, &temp.var)),
+        ));
     }
 }
 

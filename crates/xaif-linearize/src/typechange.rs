@@ -133,9 +133,34 @@ pub fn typechange(
         }
     }
     crate::rename::finish_program(&mut out, p, options.all_inout, options.rename);
+    mark_entries(&mut out);
     Ok(Transformed {
         program: out,
         stats: Default::default(),
         dots: Vec::new(),
     })
+}
+
+/// Marks the `Entry` of every routine with
+/// [`xaif_model::TYPE_CHANGE_ENTRY`] (added to an annotation it has), so
+/// that the output says it holds no derivative code to run.
+fn mark_entries(out: &mut Program) {
+    let entries: Vec<_> = out
+        .routines
+        .iter()
+        .filter_map(|(_, r)| match r.body {
+            RoutineBody::Graph(cfg) => Some(cfg),
+            RoutineBody::Replacements(_) => None,
+        })
+        .flat_map(|cfg| out.cfgs[cfg].vertex_ids())
+        .filter(|&v| matches!(out.vertices[v].kind, VertexKind::Entry))
+        .collect();
+    for v in entries {
+        let attrs = &mut out.vertices[v].attrs;
+        let mark = match attrs.get("annotation").filter(|a| !a.is_empty()) {
+            Some(old) => format!("{old} {}", xaif_model::TYPE_CHANGE_ENTRY),
+            None => xaif_model::TYPE_CHANGE_ENTRY.to_string(),
+        };
+        attrs.set("annotation", &mark);
+    }
 }

@@ -278,6 +278,27 @@ pub enum ErrorKind {
         /// Number of `Exit` vertices.
         exits: usize,
     },
+    /// A control flow graph that breaks one of the structural rules of
+    /// `docs/cfg-rules.md` (successors, condition values, Entry and Exit
+    /// edges, loops, reachability).
+    #[error("{at}: {rule} (docs/cfg-rules.md)")]
+    ControlFlow {
+        /// The vertex or edge: ``control flow vertex `3` (BasicBlock)``.
+        at: String,
+        /// The rule it breaks.
+        rule: String,
+    },
+    /// A symbol whose number of `DimensionBounds` is neither zero (a shape
+    /// known at run time) nor the rank of its shape.
+    #[error("shape `{shape}` has rank {rank} but {bounds} DimensionBounds; give none (a shape known at run time) or one per dimension")]
+    ShapeBounds {
+        /// The `shape` attribute.
+        shape: String,
+        /// Its rank.
+        rank: usize,
+        /// The number of `DimensionBounds`.
+        bounds: usize,
+    },
 }
 
 /// What a catalogue entry allows, for [`ErrorKind::IntrinsicArity`].

@@ -89,6 +89,24 @@ pub const SYMBOL_SHAPES: [&str; 9] = [
     "seven_tensor",
 ];
 
+/// The `annotation` of the `Entry` of an adjoint's checkpoint-restoring
+/// graphs (placeholders 6, 9 and 13) when their restores read the values in
+/// the order they were stored (the reference engine's `-f`: one checkpoint
+/// file per store, read from its start) instead of taking them off a stack
+/// in reverse. The reference engine writes `cp_entry` either way; a program
+/// that is to be run must say which discipline its restores need, and this
+/// annotation, which the schema allows and the back end ignores (it reads
+/// only `{...}` tags from annotations), does.
+pub const STORE_ORDER_ENTRY: &str = "cp_entry_store_order";
+
+/// The `annotation` word xaifb's type-change output puts on the `Entry` of
+/// every routine. Type-change output (argument conversions only) and
+/// tangent-linear output of a program in which nothing is active hold the
+/// same kind of code; only the first must not be run as a derivative, and
+/// this mark, which the schema allows and the back end ignores, tells them
+/// apart.
+pub const TYPE_CHANGE_ENTRY: &str = "type_change";
+
 /// The rank names of XAIF shapes, index = rank.
 pub const SHAPES: &[&str] = SYMBOL_SHAPES.split_at(1).1;
 

@@ -31,7 +31,8 @@ pub use catalogue::{InlinableCatalogue, InlinableIntrinsic, NonInlinable, NonInl
 pub use error::{ErrorKind, IdKind, ModelError, ModelErrors, RefKind};
 pub use index::{
     base_name, formals_maybe_absent, fortran_routine_name, shape_rank, CfgGraph, Decoration,
-    ExprGraph, RoutineIndex, SymbolIndex, SymbolKind, SymbolType,
+    ExprGraph, RoutineIndex, SymbolIndex, SymbolKind, SymbolType, STORE_ORDER_ENTRY,
+    TYPE_CHANGE_ENTRY,
 };
 pub use model::*;
 pub use reader::{

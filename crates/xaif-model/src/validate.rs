@@ -28,11 +28,13 @@ use std::ops::RangeInclusive;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::attrs::{parse_bool, Attrs, Span};
-use crate::catalogue::{InlinableCatalogue, NonInlinableCatalogue};
+use crate::catalogue::{InlinableCatalogue, InlinableIntrinsic, NonInlinableCatalogue};
 use crate::error::{ErrorKind, IdKind, ModelError, ModelErrors, RefKind};
 use crate::model::*;
 use crate::reader::Document;
 use crate::source::SourceMap;
+
+mod cfg_rules;
 
 /// Validates any document.
 pub fn validate_document(doc: &Document, source: &SourceMap) -> Result<(), ModelErrors> {
@@ -85,11 +87,23 @@ pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<
     let mut gate = Gate::new(source);
     let mut names = FxHashMap::default();
     // Arities first: partials apply intrinsics defined later in the file.
+    let arities = catalogue_arities(c);
+    let lookup = |name: &str| arities.get(name).cloned();
+    gate.arity = Some(&lookup);
+    for i in &c.intrinsics {
+        gate.inlinable_intrinsic(i, &mut names);
+    }
+    gate.finish()
+}
+
+/// The numbers of arguments each entry of `c` allows: from the highest
+/// argument its partials read up to its `nr_arguments` (entries whose
+/// `nr_arguments` is invalid are left out: that is reported once, at the
+/// entry, not at every use).
+fn catalogue_arities(c: &InlinableCatalogue) -> FxHashMap<&str, RangeInclusive<usize>> {
     let mut arities: FxHashMap<&str, RangeInclusive<usize>> = FxHashMap::default();
     for i in &c.intrinsics {
         if let (Some(name), Some(n)) = (i.attrs.get("name"), i.attrs.int("nr_arguments")) {
-            // An invalid nr_arguments is reported once, at its entry, not
-            // at every use.
             if let Some(n) = usize::try_from(n)
                 .ok()
                 .filter(|n| (1..=crate::catalogue::MAX_ARGUMENTS).contains(n))
@@ -107,132 +121,7 @@ pub fn validate_inlinable(c: &InlinableCatalogue, source: &SourceMap) -> Result<
             }
         }
     }
-    let lookup = |name: &str| arities.get(name).cloned();
-    gate.arity = Some(&lookup);
-    for i in &c.intrinsics {
-        match i.attrs.get("name") {
-            Some(name) => gate.unique(
-                &mut names,
-                name,
-                &i.attrs,
-                "InlinableIntrinsic",
-                IdKind::Intrinsic,
-            ),
-            None => gate.push(
-                &i.attrs,
-                "InlinableIntrinsic",
-                ErrorKind::MissingAttribute("name"),
-            ),
-        }
-        let mut arity = gate.positive(&i.attrs, "InlinableIntrinsic", "nr_arguments");
-        if let Some(n) = arity {
-            let most = crate::catalogue::MAX_ARGUMENTS as i64;
-            gate.in_range(
-                &i.attrs,
-                "InlinableIntrinsic",
-                "nr_arguments",
-                n,
-                1,
-                Some(most),
-                "the most arguments an intrinsic may take",
-            );
-            if n > most {
-                arity = None;
-            }
-        }
-        let mut partial_ids = FxHashMap::default();
-        gate.expr(
-            &i.function,
-            "Function",
-            ExprRules {
-                edge_ids: false,
-                need_root: false,
-            },
-        );
-        for partial in &i.partials {
-            if let Some(id) = gate.positive(&partial.attrs, "Partial", "partial_id") {
-                gate.in_range(
-                    &partial.attrs,
-                    "Partial",
-                    "partial_id",
-                    id,
-                    1,
-                    arity,
-                    "the intrinsic's nr_arguments",
-                );
-                let id = partial.attrs.get("partial_id").unwrap_or_default().trim();
-                gate.unique(
-                    &mut partial_ids,
-                    id,
-                    &partial.attrs,
-                    "Partial",
-                    IdKind::Partial,
-                );
-            }
-            for v in &partial.vertices {
-                match v.kind {
-                    ExprVertexKind::ArgumentReference => {
-                        if let Some(k) = v.attrs.int("argument") {
-                            gate.in_range(
-                                &v.attrs,
-                                "ArgumentReference",
-                                "argument",
-                                k,
-                                0,
-                                arity,
-                                "the intrinsic's nr_arguments",
-                            );
-                        }
-                    }
-                    ExprVertexKind::Constant | ExprVertexKind::Intrinsic => {}
-                    _ => gate.push(
-                        &v.attrs,
-                        v.kind.element(),
-                        ErrorKind::UnknownElement {
-                            name: v.kind.element().into(),
-                            parent: "Partial".into(),
-                            old_format: false,
-                        },
-                    ),
-                }
-            }
-            let kind = partial.attrs.get("partial_type").unwrap_or("nonlinear");
-            if partial.vertices.is_empty() && matches!(kind, "linear" | "nonlinear") {
-                gate.push(
-                    &partial.attrs,
-                    "Partial",
-                    ErrorKind::MissingChild(
-                        "ArgumentReference (a linear or nonlinear partial needs an expression)",
-                    ),
-                );
-            }
-            if let Some(t) = partial.attrs.get("partial_type") {
-                if !matches!(
-                    t,
-                    "passive" | "linear_one" | "linear_minus_one" | "linear" | "nonlinear"
-                ) {
-                    gate.bad(
-                        &partial.attrs,
-                        "Partial",
-                        "partial_type",
-                        t,
-                        "passive, linear_one, linear_minus_one, linear or nonlinear",
-                    );
-                }
-            }
-            // Passive partials are empty; a non-empty partial computes one value.
-            let need_root = !partial.vertices.is_empty();
-            gate.expr(
-                partial,
-                "Partial",
-                ExprRules {
-                    edge_ids: false,
-                    need_root,
-                },
-            );
-        }
-    }
-    gate.finish()
+    arities
 }
 
 /// Validates a non-inlinable intrinsics catalogue.
@@ -259,6 +148,15 @@ pub fn validate_noninlinable(
         }
     }
     gate.finish()
+}
+
+/// The resolved edges of an expression graph, per vertex: incoming
+/// edges with their positions, whether it has an outgoing edge, its
+/// successors.
+struct ExprEdges<'e> {
+    incoming: Vec<Vec<(i64, &'e Attrs)>>,
+    has_out: Vec<bool>,
+    succ: Vec<Vec<usize>>,
 }
 
 #[derive(Clone, Copy)]
@@ -492,6 +390,145 @@ impl<'a> Gate<'a> {
         }
     }
 
+    // --------------------------------------------------------------- catalogue
+
+    /// One `InlinableIntrinsic`: a unique name, `nr_arguments` within
+    /// range, its function and its partials.
+    fn inlinable_intrinsic<'s>(
+        &mut self,
+        i: &'s InlinableIntrinsic,
+        names: &mut FxHashMap<&'s str, Span>,
+    ) {
+        match i.attrs.get("name") {
+            Some(name) => self.unique(
+                names,
+                name,
+                &i.attrs,
+                "InlinableIntrinsic",
+                IdKind::Intrinsic,
+            ),
+            None => self.push(
+                &i.attrs,
+                "InlinableIntrinsic",
+                ErrorKind::MissingAttribute("name"),
+            ),
+        }
+        let mut arity = self.positive(&i.attrs, "InlinableIntrinsic", "nr_arguments");
+        if let Some(n) = arity {
+            let most = crate::catalogue::MAX_ARGUMENTS as i64;
+            self.in_range(
+                &i.attrs,
+                "InlinableIntrinsic",
+                "nr_arguments",
+                n,
+                1,
+                Some(most),
+                "the most arguments an intrinsic may take",
+            );
+            if n > most {
+                arity = None;
+            }
+        }
+        self.expr(
+            &i.function,
+            "Function",
+            ExprRules {
+                edge_ids: false,
+                need_root: false,
+            },
+        );
+        let mut partial_ids = FxHashMap::default();
+        for partial in &i.partials {
+            self.partial(partial, arity, &mut partial_ids);
+        }
+    }
+
+    /// One `Partial` of an intrinsic with `arity` arguments: its id within
+    /// `1..=arity` once, argument references within `0..=arity` (0 is the
+    /// result), only argument references, constants and intrinsics, an
+    /// expression where the type needs one.
+    fn partial<'s>(
+        &mut self,
+        partial: &'s Expr,
+        arity: Option<i64>,
+        partial_ids: &mut FxHashMap<&'s str, Span>,
+    ) {
+        if let Some(id) = self.positive(&partial.attrs, "Partial", "partial_id") {
+            self.in_range(
+                &partial.attrs,
+                "Partial",
+                "partial_id",
+                id,
+                1,
+                arity,
+                "the intrinsic's nr_arguments",
+            );
+            let id = partial.attrs.get("partial_id").unwrap_or_default().trim();
+            self.unique(partial_ids, id, &partial.attrs, "Partial", IdKind::Partial);
+        }
+        for v in &partial.vertices {
+            match v.kind {
+                ExprVertexKind::ArgumentReference => {
+                    if let Some(k) = v.attrs.int("argument") {
+                        self.in_range(
+                            &v.attrs,
+                            "ArgumentReference",
+                            "argument",
+                            k,
+                            0,
+                            arity,
+                            "the intrinsic's nr_arguments",
+                        );
+                    }
+                }
+                ExprVertexKind::Constant | ExprVertexKind::Intrinsic => {}
+                _ => self.push(
+                    &v.attrs,
+                    v.kind.element(),
+                    ErrorKind::UnknownElement {
+                        name: v.kind.element().into(),
+                        parent: "Partial".into(),
+                        old_format: false,
+                    },
+                ),
+            }
+        }
+        let kind = partial.attrs.get("partial_type").unwrap_or("nonlinear");
+        if partial.vertices.is_empty() && matches!(kind, "linear" | "nonlinear") {
+            self.push(
+                &partial.attrs,
+                "Partial",
+                ErrorKind::MissingChild(
+                    "ArgumentReference (a linear or nonlinear partial needs an expression)",
+                ),
+            );
+        }
+        if let Some(t) = partial.attrs.get("partial_type") {
+            if !matches!(
+                t,
+                "passive" | "linear_one" | "linear_minus_one" | "linear" | "nonlinear"
+            ) {
+                self.bad(
+                    &partial.attrs,
+                    "Partial",
+                    "partial_type",
+                    t,
+                    "passive, linear_one, linear_minus_one, linear or nonlinear",
+                );
+            }
+        }
+        // Passive partials are empty; a non-empty partial computes one value.
+        let need_root = !partial.vertices.is_empty();
+        self.expr(
+            partial,
+            "Partial",
+            ExprRules {
+                edge_ids: false,
+                need_root,
+            },
+        );
+    }
+
     // ----------------------------------------------------------------- program
 
     fn program(&mut self, p: &'a Program) {
@@ -605,6 +642,22 @@ impl<'a> Gate<'a> {
         for b in &sym.bounds {
             self.integer(b, "DimensionBounds", "lower", true);
             self.integer(b, "DimensionBounds", "upper", true);
+        }
+        // Bounds are given for every dimension of the shape or for none (a
+        // shape known at run time): a vector with two is no vector.
+        let shape = a.get("shape").unwrap_or("scalar");
+        if let Some(rank) = crate::index::shape_rank(shape) {
+            if !sym.bounds.is_empty() && sym.bounds.len() != rank {
+                self.push(
+                    a,
+                    "Symbol",
+                    ErrorKind::ShapeBounds {
+                        shape: shape.into(),
+                        rank,
+                        bounds: sym.bounds.len(),
+                    },
+                );
+            }
         }
     }
 
@@ -900,6 +953,8 @@ impl<'a> Gate<'a> {
                 routine_element(routine),
                 ErrorKind::EntryExitCount { entries, exits },
             );
+        } else if !body.items.is_empty() && graph_resolves(p, cfg) {
+            self.cfg_rules(p, cfg);
         }
     }
 
@@ -1080,6 +1135,19 @@ impl<'a> Gate<'a> {
             &["real", "double", "integer", "bool", "char", "string"],
             "real, double, integer, bool, char or string",
         );
+        // A number's text must be one: `2,0`, `0x2` or nothing mean nothing.
+        let (Some(ty), Some(value)) = (attrs.get("type"), attrs.get("value")) else {
+            return;
+        };
+        let expected = match ty {
+            "real" | "double" if !is_real_literal(value) => {
+                "a real number (digits with an optional point, and an optional exponent with e, E, d or D)"
+            }
+            "integer" if !is_integer_literal(value) => "an integer (digits with an optional sign)",
+            "bool" if !is_bool_literal(value) => "true, false, 1 or 0",
+            _ => return,
+        };
+        self.bad(attrs, "Constant", "value", value, expected);
     }
 
     fn var_ref(&mut self, v: &VarRef, element: &str) {
@@ -1139,7 +1207,30 @@ impl<'a> Gate<'a> {
         }
     }
 
+    /// An expression graph: its vertices, its edges and, once those
+    /// resolve, one result vertex, intrinsic arities, argument positions
+    /// 1..k and no cycle.
     fn expr(&mut self, e: &Expr, element: &str, rules: ExprRules) {
+        let index = self.expr_vertices(e);
+        let Some(edges) = self.expr_edges(e, &index, rules) else {
+            return;
+        };
+        // Further checks only make sense on a graph whose ids resolve
+        // uniquely; otherwise they would repeat the errors above.
+        if index.len() != e.vertices.len() {
+            return;
+        }
+        if rules.need_root {
+            self.expr_root(e, element, &edges.has_out);
+        }
+        self.expr_arities(e, &edges.incoming);
+        self.expr_positions(e, edges.incoming);
+        self.expr_cycles(e, &edges.succ);
+    }
+
+    /// The vertices of `e`: unique ids and what each kind requires; the
+    /// index of each id (its first vertex).
+    fn expr_vertices<'e>(&mut self, e: &'e Expr) -> FxHashMap<&'e str, usize> {
         let mut ids: FxHashMap<&str, Span> = FxHashMap::default();
         let mut index: FxHashMap<&str, usize> = FxHashMap::default();
         for (i, v) in e.vertices.iter().enumerate() {
@@ -1187,11 +1278,24 @@ impl<'a> Gate<'a> {
                 }
             }
         }
+        index
+    }
+
+    /// The edges of `e`: unique ids (where `rules` asks), positions, ends
+    /// that exist. `None` when some edge does not resolve.
+    fn expr_edges<'e>(
+        &mut self,
+        e: &'e Expr,
+        index: &FxHashMap<&str, usize>,
+        rules: ExprRules,
+    ) -> Option<ExprEdges<'e>> {
         let n = e.vertices.len();
         let mut edge_ids = FxHashMap::default();
-        let mut incoming: Vec<Vec<(i64, &Attrs)>> = vec![Vec::new(); n];
-        let mut has_out = vec![false; n];
-        let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut edges = ExprEdges {
+            incoming: vec![Vec::new(); n],
+            has_out: vec![false; n],
+            succ: vec![Vec::new(); n],
+        };
         let mut resolved = true;
         for edge in &e.edges {
             let a = &edge.attrs;
@@ -1208,58 +1312,63 @@ impl<'a> Gate<'a> {
             let t = a.get("target").and_then(|id| index.get(id).copied());
             match (s, t, position) {
                 (Some(s), Some(t), Some(pos)) => {
-                    incoming[t].push((pos, a));
-                    has_out[s] = true;
-                    succ[s].push(t);
+                    edges.incoming[t].push((pos, a));
+                    edges.has_out[s] = true;
+                    edges.succ[s].push(t);
                 }
                 _ => resolved = false,
             }
         }
-        // Further checks only make sense on a graph whose ids resolve
-        // uniquely; otherwise they would repeat the errors above.
-        if !resolved || index.len() != n {
+        resolved.then_some(edges)
+    }
+
+    /// Exactly one vertex without outgoing edges: the result.
+    fn expr_root(&mut self, e: &Expr, element: &str, has_out: &[bool]) {
+        let roots = has_out.iter().filter(|o| !**o).count();
+        if roots != 1 {
+            let span = e
+                .vertices
+                .first()
+                .map(|v| v.attrs.span)
+                .unwrap_or(e.attrs.span);
+            self.push_at(span, element, ErrorKind::ExpressionRoots { roots });
+        }
+    }
+
+    /// Intrinsics the catalogue defines: as many arguments as it allows.
+    fn expr_arities(&mut self, e: &Expr, incoming: &[Vec<(i64, &Attrs)>]) {
+        let Some(arity) = self.arity else {
             return;
-        }
-        if rules.need_root {
-            let roots = has_out.iter().filter(|o| !**o).count();
-            if roots != 1 {
-                let span = e
-                    .vertices
-                    .first()
-                    .map(|v| v.attrs.span)
-                    .unwrap_or(e.attrs.span);
-                self.push_at(span, element, ErrorKind::ExpressionRoots { roots });
+        };
+        for (t, v) in e.vertices.iter().enumerate() {
+            if !matches!(v.kind, ExprVertexKind::Intrinsic) {
+                continue;
             }
-        }
-        // Intrinsics the catalogue defines: as many arguments as it allows.
-        if let Some(arity) = self.arity {
-            for (t, v) in e.vertices.iter().enumerate() {
-                if !matches!(v.kind, ExprVertexKind::Intrinsic) {
-                    continue;
-                }
-                let Some(name) = v.attrs.get("name") else {
-                    continue;
-                };
-                if let Some(allowed) = arity(name) {
-                    // Fewer than nr_arguments are Fortran's optional
-                    // trailing arguments (`size(a)` of `size(a, dim)`), as
-                    // long as the partials do not read them.
-                    if !allowed.contains(&incoming[t].len()) {
-                        self.push(
-                            &v.attrs,
-                            "Intrinsic",
-                            ErrorKind::IntrinsicArity {
-                                name: name.into(),
-                                found: incoming[t].len(),
-                                least: *allowed.start(),
-                                most: *allowed.end(),
-                            },
-                        );
-                    }
+            let Some(name) = v.attrs.get("name") else {
+                continue;
+            };
+            if let Some(allowed) = arity(name) {
+                // Fewer than nr_arguments are Fortran's optional trailing
+                // arguments (`size(a)` of `size(a, dim)`), as long as the
+                // partials do not read them.
+                if !allowed.contains(&incoming[t].len()) {
+                    self.push(
+                        &v.attrs,
+                        "Intrinsic",
+                        ErrorKind::IntrinsicArity {
+                            name: name.into(),
+                            found: incoming[t].len(),
+                            least: *allowed.start(),
+                            most: *allowed.end(),
+                        },
+                    );
                 }
             }
         }
-        // Positions: exactly 1..k, once each.
+    }
+
+    /// Positions: exactly 1..k, once each.
+    fn expr_positions(&mut self, e: &Expr, mut incoming: Vec<Vec<(i64, &Attrs)>>) {
         for (t, ins) in incoming.iter_mut().enumerate() {
             if ins.is_empty() {
                 continue;
@@ -1296,7 +1405,12 @@ impl<'a> Gate<'a> {
                 }
             }
         }
-        // Cycles: iterative three-colour depth-first search.
+    }
+
+    /// Cycles: iterative three-colour depth-first search; the first cycle
+    /// found is reported.
+    fn expr_cycles(&mut self, e: &Expr, succ: &[Vec<usize>]) {
+        let n = e.vertices.len();
         let mut colour = vec![0u8; n];
         for start in 0..n {
             if colour[start] != 0 {
@@ -1329,6 +1443,65 @@ impl<'a> Gate<'a> {
             }
         }
     }
+}
+
+/// Whether `text` (blanks around it aside) is a real literal: an optional
+/// sign, digits with an optional point (at least one digit), and an
+/// optional exponent of `e`, `E`, `d` or `D` with an optional sign and
+/// digits, as Fortran and the front end write them.
+fn is_real_literal(text: &str) -> bool {
+    let t = text.trim();
+    let t = t.strip_prefix(['+', '-']).unwrap_or(t);
+    let (mantissa, exponent) = match t.find(['e', 'E', 'd', 'D']) {
+        Some(i) => (&t[..i], Some(&t[i + 1..])),
+        None => (t, None),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let mantissa_ok = digits(int) && digits(frac) && !(int.is_empty() && frac.is_empty());
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        !e.is_empty() && digits(e)
+    });
+    mantissa_ok && exponent_ok
+}
+
+/// Whether `text` (blanks around it aside) is an integer literal: an
+/// optional sign and digits.
+fn is_integer_literal(text: &str) -> bool {
+    let t = text.trim();
+    let t = t.strip_prefix(['+', '-']).unwrap_or(t);
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether `text` is a logical literal the oracle reads: `true`, `false`,
+/// `1`, `0`, `t`, `f`, also as Fortran writes them (`.true.`), in any case.
+fn is_bool_literal(text: &str) -> bool {
+    matches!(
+        text.trim().to_ascii_lowercase().trim_matches('.'),
+        "true" | "false" | "1" | "0" | "t" | "f"
+    )
+}
+
+/// Whether the vertex ids of `cfg` are unique, its edges join existing
+/// vertices and their condition values are integers: only then do the
+/// structural rules (`cfg_rules`) say anything the errors above do not.
+fn graph_resolves(p: &Program, cfg: CfgId) -> bool {
+    let body = &p.cfgs[cfg];
+    let mut ids = FxHashSet::default();
+    for v in body.vertex_ids() {
+        if !ids.insert(p.vertices[v].attrs.get("vertex_id").unwrap_or("1")) {
+            return false;
+        }
+    }
+    body.edge_ids().all(|e| {
+        let a = &p.edges[e].attrs;
+        let end = |k| a.get(k).is_some_and(|id| ids.contains(id));
+        let value = a
+            .get("condition_value")
+            .is_none_or(|v| v.trim().parse::<i64>().is_ok());
+        end("source") && end("target") && value
+    })
 }
 
 fn routine_element(r: &Routine) -> &'static str {

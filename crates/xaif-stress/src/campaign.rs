@@ -85,6 +85,13 @@ pub struct Report {
     pub reused_runs: usize,
     /// Files validated against the schemas.
     pub validated: usize,
+    /// Loops checkpointed, refused and reversed instances checked
+    /// (the checkpointing variant, [`crate::loops`]).
+    pub checkpointed_loops: usize,
+    /// See `checkpointed_loops`.
+    pub refused_loops: usize,
+    /// See `checkpointed_loops`.
+    pub loop_instances: usize,
     /// Programs showing each construct of the generator.
     pub constructs: BTreeMap<String, usize>,
     /// Wall time.
@@ -228,6 +235,9 @@ impl Campaign {
                     r.transformations += outcome.counts.transformations;
                     r.runs += outcome.counts.runs;
                     r.reused_runs += outcome.counts.reused_runs;
+                    r.checkpointed_loops += outcome.counts.checkpointed_loops;
+                    r.refused_loops += outcome.counts.refused_loops;
+                    r.loop_instances += outcome.counts.loop_instances;
                     for f in features {
                         *r.constructs.entry(f).or_default() += 1;
                     }
@@ -452,6 +462,13 @@ pub fn summary(c: &Campaign, r: &Report) -> String {
         r.unresolved_entries,
         r.nonzero_entries
     );
+    if r.checkpointed_loops + r.refused_loops > 0 {
+        let _ = writeln!(
+            s,
+            "checkpointed loops: {} marked, {} refused (left by a jump, or their body unstructured by one), {} reversed instances on the binomial schedule checked",
+            r.checkpointed_loops, r.refused_loops, r.loop_instances
+        );
+    }
     for f in &r.failures {
         let _ = writeln!(
             s,

@@ -70,6 +70,14 @@ pub struct Counts {
     /// Among them, runs of an output whose bytes an earlier run of this
     /// program had in the same mode (its results reused).
     pub reused_runs: usize,
+    /// Loops checkpointed ([`Checker::checkpoint_loops`]).
+    pub checkpointed_loops: usize,
+    /// Loops the checkpointing refused, as it must: left by a jump or in a
+    /// routine whose control flow is unstructured.
+    pub refused_loops: usize,
+    /// Reversed instances of checkpointed loops whose forward steps were
+    /// checked against `t(l, s)`.
+    pub loop_instances: usize,
 }
 
 /// The outcome of checking one program.
@@ -223,14 +231,21 @@ pub fn variants(dead: &[String]) -> Vec<Variant> {
     ]
 }
 
+/// The name of the checkpointing variant's findings.
+pub const CHECKPOINTED: &str = "adjoint --checkpoint-loop";
+
 /// What the checks need besides the program.
 pub struct Checker {
-    catalogue: Catalogue,
-    noninlinable: NonInlinableCatalogue,
+    pub(crate) catalogue: Catalogue,
+    pub(crate) noninlinable: NonInlinableCatalogue,
     /// Limits.
     pub limits: Limits,
     /// Whether to run the variants (the defaults are always checked).
     pub with_variants: bool,
+    /// The checkpointing variant instead of the others: every `ForLoop`
+    /// marked `--checkpoint-loop` (1 to 3 snapshots), the checkpointed
+    /// adjoint held against the adjoint without checkpointing.
+    pub checkpoint_loops: bool,
 }
 
 fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
@@ -244,14 +259,18 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Runs `f`, turning a panic into an error.
-fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => Err(format!("panic: {}", panic_text(p))),
     }
 }
 
-fn finding(check: impl Into<String>, variant: &str, detail: impl Into<String>) -> Finding {
+pub(crate) fn finding(
+    check: impl Into<String>,
+    variant: &str,
+    detail: impl Into<String>,
+) -> Finding {
     Finding {
         check: check.into(),
         variant: variant.to_string(),
@@ -362,11 +381,11 @@ pub fn dot_product_difference(tangent: &Jacobian, adjoint: &Jacobian, seed: u64)
     worst
 }
 
-struct Runs<'a> {
+pub(crate) struct Runs<'a> {
     checker: &'a Checker,
     n: usize,
     m: usize,
-    outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// The original's values at the point.
     y0: Vec<f64>,
     /// The distinct outputs so far, read back, gated and compiled, with
@@ -410,7 +429,7 @@ struct DdEntry {
 type RunResult = Result<(Jacobian, bool, Option<Vec<f64>>), String>;
 
 impl Runs<'_> {
-    fn spec(&self) -> HarnessSpec {
+    pub(crate) fn spec(&self) -> HarnessSpec {
         HarnessSpec::generic(self.n, self.m)
     }
 
@@ -566,7 +585,7 @@ impl Runs<'_> {
     }
 }
 
-fn output_text(mut p: Program) -> String {
+pub(crate) fn output_text(mut p: Program) -> String {
     p.mark_as_output("");
     xaif_model::write_program(&p)
 }
@@ -591,6 +610,7 @@ impl Checker {
             noninlinable,
             limits: Limits::default(),
             with_variants: true,
+            checkpoint_loops: false,
         }
     }
 
@@ -744,42 +764,80 @@ impl Checker {
         }
 
         // Adjoint, split and joint.
-        let default_adjoint = wanted("split adjoint") || wanted("joint adjoint");
-        if default_adjoint {
-            if let Some(text) = self.adjoint_text(
-                &mut runs,
-                "adjoint",
-                &program,
-                &AdjointOptions::default(),
-                full,
-            ) {
-                for (mode, name) in [
-                    (Mode::Split, "split adjoint"),
-                    (Mode::Joint, "joint adjoint"),
-                ] {
-                    if !wanted(name) {
-                        continue;
-                    }
-                    if let Some(j) = runs.run_output(name, &text, mode) {
-                        runs.compare_adjoint(name, &jt, &j, seed);
-                    }
-                }
-                if full {
-                    runs.outcome.outputs.push(("adjoint".into(), text));
-                }
+        let adjoints = self.default_adjoints(&mut runs, &program, &jt, seed, only);
+        if self.checkpoint_loops {
+            if wanted(CHECKPOINTED) {
+                crate::loops::check_checkpointed(self, &mut runs, &program, &adjoints, full);
             }
+            return runs.outcome;
         }
         if !self.with_variants && full {
             return runs.outcome;
         }
+        self.check_variants(&mut runs, &program, &jt, dead, seed, only);
+        runs.outcome
+    }
+
+    /// The default adjoint in split and joint mode against the tangent
+    /// `jt` (dot products); the Jacobians of the modes that ran.
+    fn default_adjoints(
+        &self,
+        runs: &mut Runs<'_>,
+        program: &Program,
+        jt: &Jacobian,
+        seed: u64,
+        only: Option<&str>,
+    ) -> Vec<(Mode, Jacobian)> {
+        let full = only.is_none();
+        let wanted = |name: &str| only.is_none_or(|o| o.starts_with(name));
+        let mut adjoints = Vec::new();
+        if !(wanted("split adjoint") || wanted("joint adjoint")) {
+            return adjoints;
+        }
+        let Some(text) =
+            self.adjoint_text(runs, "adjoint", program, &AdjointOptions::default(), full)
+        else {
+            return adjoints;
+        };
+        for (mode, name) in [
+            (Mode::Split, "split adjoint"),
+            (Mode::Joint, "joint adjoint"),
+        ] {
+            if !wanted(name) {
+                continue;
+            }
+            if let Some(j) = runs.run_output(name, &text, mode) {
+                runs.compare_adjoint(name, jt, &j, seed);
+                adjoints.push((mode, j));
+            }
+        }
+        if full {
+            runs.outcome.outputs.push(("adjoint".into(), text));
+        }
+        adjoints
+    }
+
+    /// Every flag and strategy variant ([`variants`]) against the default
+    /// tangent `jt`.
+    fn check_variants(
+        &self,
+        runs: &mut Runs<'_>,
+        program: &Program,
+        jt: &Jacobian,
+        dead: &[String],
+        seed: u64,
+        only: Option<&str>,
+    ) {
+        let full = only.is_none();
+        let wanted = |name: &str| only.is_none_or(|o| o.starts_with(name));
         for v in variants(dead) {
             if !wanted(&v.name) {
                 continue;
             }
             if let Some(o) = &v.tangent {
-                if let Some(text) = self.tangent_text(&mut runs, &v.name, &program, o, false) {
+                if let Some(text) = self.tangent_text(runs, &v.name, program, o, false) {
                     if let Some(j) = runs.run_output(&v.name, &text, Mode::Tangent) {
-                        runs.compare(&v.name, &jt, &j);
+                        runs.compare(&v.name, jt, &j);
                     }
                     if full && v.name.ends_with("-H") {
                         runs.outcome.outputs.push((v.name.clone(), text));
@@ -787,20 +845,19 @@ impl Checker {
                 }
             }
             if let Some(o) = &v.adjoint {
-                if let Some(text) = self.adjoint_text(&mut runs, &v.name, &program, o, false) {
+                if let Some(text) = self.adjoint_text(runs, &v.name, program, o, false) {
                     for (mode, m) in [(Mode::Split, "split"), (Mode::Joint, "joint")] {
                         let what = format!("{} ({m})", v.name);
                         if !wanted(&what) {
                             continue;
                         }
                         if let Some(j) = runs.run_output(&what, &text, mode) {
-                            runs.compare_adjoint(&what, &jt, &j, seed);
+                            runs.compare_adjoint(&what, jt, &j, seed);
                         }
                     }
                 }
             }
         }
-        runs.outcome
     }
 
     /// The tangent against divided differences at step `h`; an entry

@@ -2,10 +2,12 @@
 //! (`xaif_testkit::gen`): the tangent against divided differences, the
 //! split and joint adjoints against the tangent with every tape empty,
 //! every elimination strategy and flag variant against the default,
-//! deterministic and schema-valid outputs, no panic, a step budget; and
-//! campaigns of many programs that shrink what fails to a small program.
+//! deterministic and schema-valid outputs, no panic, a step budget; the
+//! checkpointing variant ([`loops`]); and campaigns of many programs that
+//! shrink what fails to a small program.
 
 pub mod campaign;
 pub mod check;
+pub mod loops;
 
 pub use check::{Checker, Finding, Limits, Outcome};

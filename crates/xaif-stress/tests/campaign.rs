@@ -124,3 +124,20 @@ fn slices_of_a_campaign_check_what_the_whole_checks() {
     assert_eq!(w.constructs, constructs);
     assert!(summary(&tail, &t).starts_with("14 programs (10..24 of seed 11"));
 }
+
+/// A sample of the checkpointing campaign (`cargo xtask stress
+/// --checkpoint-loops`): every loop of every program marked, the
+/// checkpointed adjoints held against the adjoints without checkpointing,
+/// no disagreement; loops are marked and reversed on the binomial schedule.
+#[test]
+fn a_short_checkpointing_campaign_finds_nothing() {
+    let Some(mut checker) = checker() else { return };
+    checker.checkpoint_loops = true;
+    let c = campaign(60, 20_261_224, 2, false);
+    let report = c.run(&checker, false).unwrap();
+    let _ = std::fs::remove_dir_all(&c.out);
+    let text = summary(&c, &report);
+    assert!(report.failures.is_empty(), "{text}");
+    assert!(report.checkpointed_loops >= 40, "{text}");
+    assert!(report.loop_instances >= 100, "{text}");
+}

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
+
+use crate::report::{Invalid, Usage};
 use xaif_dataflow::{
     report, ActivitySpec, Config, DataflowError, PassivationOptions, PassivationPlan, Solver,
     VarSpec,
@@ -56,32 +58,69 @@ pub struct AnalyzeArgs {
     pub output: Option<PathBuf>,
 }
 
-/// Runs `xaifb analyze`.
+/// Runs `xaifb analyze`: the command line checked, the program read and
+/// gated, analysed, and the report (and the passivated program) written.
 pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
+    let spec = activity_spec(&args)?;
+    let mut plan = crate::output::Plan::new();
+    match &args.output {
+        Some(p) => plan.file("-o", p),
+        None => plan.stdout("the report (no -o)"),
+    }
+    if let Some(p) = &args.passivate {
+        plan.file("--passivate", p);
+    }
+    plan.check()?;
+    let (mut program, source) = crate::gate::program_with_source(&args.file)?;
+    let (text, passivation) = analysis(&args, spec, &program, &source)?;
+    // The report file and the passivated program: both or neither.
+    let mut outputs = crate::output::Outputs::new();
+    if let Some(path) = &args.output {
+        outputs.add(path, text.as_bytes())?;
+    }
+    if let (Some(path), Some(plan)) = (&args.passivate, &passivation) {
+        plan.apply(&mut program);
+        outputs.add(path, xaif_model::write_program(&program).as_bytes())?;
+    }
+    outputs.commit()?;
+    if args.output.is_none() {
+        print!("{text}");
+    }
+    if let (Some(path), Some(plan)) = (&args.passivate, passivation) {
+        eprintln!(
+            "{}: {} symbols passivated, {} activated, {} kept active for call consistency",
+            path.display(),
+            plan.passivate.len(),
+            plan.activate.len(),
+            plan.kept.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The independents and dependents of `--independent` and `--dependent`
+/// (a command-line error when one is not `ROUTINE:VARIABLE`).
+fn activity_spec(args: &AnalyzeArgs) -> Result<ActivitySpec> {
     let parse = |v: &[String]| -> std::result::Result<Vec<VarSpec>, DataflowError> {
         v.iter().map(|s| VarSpec::parse(s)).collect()
     };
-    let spec = match (parse(&args.independents), parse(&args.dependents)) {
-        (Ok(independents), Ok(dependents)) => ActivitySpec {
+    match (parse(&args.independents), parse(&args.dependents)) {
+        (Ok(independents), Ok(dependents)) => Ok(ActivitySpec {
             independents,
             dependents,
-        },
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("xaifb: {e}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    let (mut program, source) = match crate::input::read_program(&args.file) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("{e}");
-            return Ok(ExitCode::from(1));
-        }
-    };
-    if let Err(e) = xaif_model::validate_program(&program, &source) {
-        eprintln!("{e}");
-        return Ok(ExitCode::from(1));
+        }),
+        (Err(e), _) | (_, Err(e)) => Err(Usage(e.to_string()).into()),
     }
+}
+
+/// The analyses: the report's text and, with `--passivate`, the plan of
+/// what to passivate.
+fn analysis(
+    args: &AnalyzeArgs,
+    spec: ActivitySpec,
+    program: &xaif_model::Program,
+    source: &xaif_model::SourceMap,
+) -> Result<(String, Option<PassivationPlan>)> {
     let both = !args.activity && !args.tbr;
     let config = Config {
         activity: spec,
@@ -92,61 +131,34 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         },
         tbr: args.tbr || both,
     };
-    let (text, plan) = {
-        let analysis = match xaif_dataflow::analyze_within(
-            &program,
-            &config,
-            args.pessimistic,
-            args.analysis_budget,
-        ) {
-            Ok(a) => a,
-            Err(e @ DataflowError::TooLarge { span, .. }) => {
-                let (line, column) = source.locate(span);
-                eprintln!("{}:{line}:{column}: {e}", args.file.display());
-                return Ok(ExitCode::from(1));
-            }
-            Err(e) => {
-                eprintln!("xaifb: {}: {e}", args.file.display());
-                return Ok(ExitCode::from(2));
-            }
-        };
-        let opts = report::ReportOptions {
-            activity: args.activity || both,
-            tbr: args.tbr || both,
-        };
-        let text = report::render(&analysis, Some(&source), opts);
-        let plan = args.passivate.as_ref().map(|_| {
-            PassivationPlan::new(
-                &analysis.facts,
-                &analysis.activity,
-                PassivationOptions {
-                    allow_activation: args.allow_activation,
-                },
-            )
-        });
-        (text, plan)
+    let name = crate::input::display_name(&args.file);
+    let analysis = match xaif_dataflow::analyze_within(
+        program,
+        &config,
+        args.pessimistic,
+        args.analysis_budget,
+    ) {
+        Ok(a) => a,
+        Err(e @ DataflowError::TooLarge { span, .. }) => {
+            let (line, column) = source.locate(span);
+            return Err(Invalid(format!("{name}:{line}:{column}: {e}")).into());
+        }
+        // The independents or dependents name nothing in the program.
+        Err(e) => return Err(Usage(format!("{name}: {e}")).into()),
     };
-    // The report file and the passivated program: both or neither.
-    let mut outputs = crate::output::Outputs::new();
-    if let Some(path) = &args.output {
-        outputs.add(path, text.as_bytes())?;
-    }
-    if let (Some(path), Some(plan)) = (&args.passivate, &plan) {
-        plan.apply(&mut program);
-        outputs.add(path, xaif_model::write_program(&program).as_bytes())?;
-    }
-    outputs.commit()?;
-    if args.output.is_none() {
-        print!("{text}");
-    }
-    if let (Some(path), Some(plan)) = (&args.passivate, plan) {
-        eprintln!(
-            "{}: {} symbols passivated, {} activated, {} kept active for call consistency",
-            path.display(),
-            plan.passivate.len(),
-            plan.activate.len(),
-            plan.kept.len()
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    let opts = report::ReportOptions {
+        activity: args.activity || both,
+        tbr: args.tbr || both,
+    };
+    let text = report::render(&analysis, Some(source), opts);
+    let plan = args.passivate.as_ref().map(|_| {
+        PassivationPlan::new(
+            &analysis.facts,
+            &analysis.activity,
+            PassivationOptions {
+                allow_activation: args.allow_activation,
+            },
+        )
+    });
+    Ok((text, plan))
 }

@@ -17,8 +17,7 @@ use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::Result;
@@ -54,11 +53,6 @@ impl Inputs {
     /// Whether there is nothing to process at all.
     pub fn is_empty(&self) -> bool {
         self.jobs.is_empty()
-    }
-
-    /// The number of files.
-    pub fn len(&self) -> usize {
-        self.jobs.len()
     }
 }
 
@@ -99,6 +93,29 @@ fn identity(_meta: &std::fs::Metadata) -> Option<(u64, u64)> {
 /// processed once. Every file found is registered as an input of the run,
 /// so that no output of the run overwrites it.
 pub fn collect_inputs(paths: &[PathBuf]) -> Result<Inputs> {
+    if let [only] = paths {
+        if crate::input::is_stdin(only) {
+            // Standard input, the only input (checked by the caller).
+            return Ok(Inputs {
+                jobs: vec![Job {
+                    input: only.clone(),
+                    rel: only.clone(),
+                    problem: None,
+                }],
+                skipped: Vec::new(),
+            });
+        }
+    }
+    let inputs = collect_files(paths);
+    if inputs.is_empty() {
+        let dirs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        anyhow::bail!("no .xaif files found in {}", dirs.join(", "));
+    }
+    Ok(inputs)
+}
+
+/// [`collect_inputs`] of files and directories.
+fn collect_files(paths: &[PathBuf]) -> Inputs {
     let files: Vec<PathBuf> = paths
         .iter()
         .filter(|p| p.is_file())
@@ -145,7 +162,27 @@ pub fn collect_inputs(paths: &[PathBuf]) -> Result<Inputs> {
             push(&mut out, p.clone(), rel, &meta);
         }
     }
-    Ok(out)
+    out
+}
+
+/// Refuses `-` (standard input) beside other inputs: it can only be the
+/// one input of a command.
+pub fn stdin_alone(inputs: &[PathBuf]) -> std::result::Result<(), crate::report::Usage> {
+    if inputs.len() > 1 && inputs.iter().any(|p| crate::input::is_stdin(p)) {
+        return Err(crate::report::Usage(
+            "`-` (standard input) must be the only input".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The worker threads of `--jobs`, or as many as there are cores.
+pub fn jobs(flag: Option<usize>) -> usize {
+    flag.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
 }
 
 fn problem(path: &Path, cause: crate::input::Cause) -> Job {
@@ -398,28 +435,6 @@ where
     Outcomes {
         files,
         skipped: inputs.skipped.clone(),
-    }
-}
-
-/// Set when a job of the run could not write its output.
-static OUTPUT_FAILED: AtomicBool = AtomicBool::new(false);
-
-/// The report of a job whose output could not be written; the run's exit
-/// code becomes 3 (environment), as for a single file.
-pub fn output_failure(input: &Path, e: &anyhow::Error) -> String {
-    OUTPUT_FAILED.store(true, Ordering::Relaxed);
-    format!("{}: {e:#}", input.display())
-}
-
-/// The exit code of a batch with `failed` failures: 0, 1 (some input
-/// failed) or 3 (some output could not be written).
-pub fn exit_code(failed: usize) -> ExitCode {
-    if OUTPUT_FAILED.load(Ordering::Relaxed) {
-        ExitCode::from(3)
-    } else if failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
     }
 }
 

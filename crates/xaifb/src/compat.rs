@@ -43,8 +43,8 @@ impl GraphicsFormat {
     }
 }
 
-/// The reference drivers' flags that [`crate::transform::TransformArgs`]
-/// does not declare itself.
+/// The reference drivers' flags that the transformation commands'
+/// own flags (`flags.rs`) do not declare themselves.
 #[derive(Args, Clone, Debug, Default)]
 pub struct ReferenceFlags {
     /// Verbose XAIF: keep the alias and DU-UD maps, the `alias`, `du_ud`
@@ -149,60 +149,4 @@ impl Mode {
             Mode::TypeChange => "typechange",
         }
     }
-}
-
-/// The flags of `args` that have no effect in `mode`, with the reason.
-pub fn inert_flags(
-    mode: Mode,
-    args: &crate::transform::TransformArgs,
-) -> Vec<(String, &'static str)> {
-    let r = &args.reference;
-    let differentiates = matches!(mode, Mode::Tangent | Mode::Adjoint);
-    let mut out = Vec::new();
-    let mut add = |on: bool, flag: &str, why: &'static str| {
-        if on {
-            out.push((flag.to_string(), why));
-        }
-    };
-    let no_derivatives = "it concerns derivative code, which this mode does not write";
-    if !differentiates {
-        add(args.per_statement, "-S", no_derivatives);
-        add(args.nary, "-n", no_derivatives);
-        add(args.inline_calls, "-H", no_derivatives);
-        add(args.trivial != 1, "-A", no_derivatives);
-        add(args.metric.is_some(), "-M", no_derivatives);
-        add(args.maintaining, "-m", no_derivatives);
-        add(args.randomized, "-a", no_derivatives);
-        add(args.rerouting, "-R", no_derivatives);
-        add(args.no_alias_split, "-Q", no_derivatives);
-        add(args.zero_locals, "-D", no_derivatives);
-        add(r.counters, "-C", no_derivatives);
-        add(args.heuristic.is_some(), "--heuristic", no_derivatives);
-    }
-    if mode != Mode::Adjoint {
-        let reversal = "it concerns the adjoint's reversal";
-        add(r.pessimistic, "-b", reversal);
-        add(r.restore_in_store_order, "-f", reversal);
-        add(r.checkpoint_all_formals, "-P", reversal);
-        add(r.ask_simple_loops, "-u", reversal);
-        add(r.ignore_simple_loops, "-U", reversal);
-        add(r.top.is_some(), "-t", reversal);
-    }
-    let graphs = args.debug_mask & 8 != 0;
-    add(
-        r.graphics.is_some() && !graphs,
-        "-G",
-        "it formats the graphs of -g 8",
-    );
-    add(
-        r.viewer.is_some() && r.graphics.is_none(),
-        "-B",
-        "it shows the files of -G",
-    );
-    add(
-        r.tags.is_some() && args.debug_mask == 0,
-        "-T",
-        "it narrows the debug output of -g",
-    );
-    out
 }

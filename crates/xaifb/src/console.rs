@@ -33,10 +33,17 @@ fn record(stream: &str, e: &std::io::Error, closed: &AtomicBool) {
     }
     let mut failure = FAILURE.lock().unwrap_or_else(|p| p.into_inner());
     if failure.is_none() {
-        *failure = Some(format!(
-            "cannot write to {stream}: {}",
-            crate::input::plain_io_message(e)
-        ));
+        *failure = Some(format!("cannot write to {stream}: {}", plain_io_message(e)));
+    }
+}
+
+/// The system's message without Rust's ` (os error N)` suffix, as every
+/// message of the driver words an I/O error.
+pub fn plain_io_message(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
     }
 }
 

@@ -9,6 +9,10 @@
 //!
 //! Every file read is also registered as an input of the run, so that no
 //! output is ever written over it (`output.rs`).
+//!
+//! `-` names standard input wherever a file is read; it can be read once
+//! per run, so a command line that names it twice is refused before any
+//! work (`flags::stdin_once`).
 
 use std::fmt;
 use std::io::Read;
@@ -30,27 +34,6 @@ pub fn set_max_input_size(bytes: u64) {
 /// The input size limit in force.
 pub fn max_input_size() -> u64 {
     MAX_INPUT_SIZE.load(Ordering::Relaxed)
-}
-
-/// Parses a size such as `1000`, `64K`, `256M` or `2G` (powers of 1024).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => t.split_at(i),
-        None => (t, ""),
-    };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size (e.g. 1000, 64K, 256M, 2G)"))?;
-    let shift = match unit.to_ascii_uppercase().as_str() {
-        "" | "B" => 0,
-        "K" | "KB" | "KIB" => 10,
-        "M" | "MB" | "MIB" => 20,
-        "G" | "GB" | "GIB" => 30,
-        _ => return Err(format!("`{s}`: unknown unit (K, M or G)")),
-    };
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{s}` is too large"))
 }
 
 /// Why a file could not be read.
@@ -151,14 +134,7 @@ pub fn io_cause(path: &Path, e: &std::io::Error) -> Cause {
     }
 }
 
-/// The system's message without Rust's ` (os error N)` suffix.
-pub fn plain_io_message(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
-}
+use crate::console::plain_io_message;
 
 /// The cause of a file type that is not a regular file, if it is not.
 pub fn type_cause(t: std::fs::FileType) -> Option<Cause> {
@@ -187,10 +163,30 @@ pub fn type_cause(t: std::fs::FileType) -> Option<Cause> {
     Some(Cause::Io("not a regular file".into()))
 }
 
+/// Whether `path` names standard input (`-`).
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// How messages name an input: `<stdin>` for `-`, the path otherwise.
+pub fn display_name(path: &Path) -> String {
+    if is_stdin(path) {
+        STDIN_NAME.into()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// The name of standard input in messages.
+pub const STDIN_NAME: &str = "<stdin>";
+
 /// Checks that `path` is a regular file within the size limit, without
 /// reading it, and registers it as an input (for files a library reads
-/// itself, such as the catalogues).
+/// itself, such as the catalogues). Standard input (`-`) passes.
 pub fn check(path: &Path) -> Result<(), InputError> {
+    if is_stdin(path) {
+        return Ok(());
+    }
     let meta = std::fs::metadata(path).map_err(|e| error(path, io_cause(path, &e)))?;
     if let Some(cause) = type_cause(meta.file_type()) {
         return Err(error(path, cause));
@@ -204,8 +200,12 @@ pub fn check(path: &Path) -> Result<(), InputError> {
 }
 
 /// Reads a whole input file: only regular files (a FIFO or device is never
-/// read, so never blocks or reads forever) of at most the input size limit.
+/// read, so never blocks or reads forever) of at most the input size limit;
+/// `-` reads standard input.
 pub fn read(path: &Path) -> Result<Vec<u8>, InputError> {
+    if is_stdin(path) {
+        return read_stdin();
+    }
     check(path)?;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
@@ -244,7 +244,7 @@ pub fn read(path: &Path) -> Result<Vec<u8>, InputError> {
 /// Reads standard input (an input named `-`), bounded by the input size
 /// limit like a file.
 pub fn read_stdin() -> Result<Vec<u8>, InputError> {
-    let path = Path::new("<stdin>");
+    let path = Path::new(STDIN_NAME);
     let limit = max_input_size();
     let mut bytes = Vec::new();
     std::io::stdin()
@@ -268,7 +268,7 @@ pub fn read_text(path: &Path) -> Result<String, InputError> {
 /// report (file, line, column, element).
 pub fn read_document(path: &Path) -> Result<xaif_model::Parsed, String> {
     let bytes = read(path).map_err(|e| e.to_string())?;
-    xaif_model::read_bytes(&bytes, Some(&path.display().to_string())).map_err(|e| e.to_string())
+    xaif_model::read_bytes(&bytes, Some(&display_name(path))).map_err(|e| e.to_string())
 }
 
 /// Reads a program (a `CallGraph` document); the error is the full report.
@@ -285,21 +285,5 @@ pub fn read_program(path: &Path) -> Result<(xaif_model::Program, xaif_model::Sou
             )),
         ))
         .to_string()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse_with_units() {
-        assert_eq!(parse_size("1000"), Ok(1000));
-        assert_eq!(parse_size("64K"), Ok(64 << 10));
-        assert_eq!(parse_size("256m"), Ok(256 << 20));
-        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
-        assert!(parse_size("x").is_err());
-        assert!(parse_size("12T").is_err());
-        assert!(parse_size("99999999999999999999G").is_err());
     }
 }

@@ -1,14 +1,24 @@
 //! `xaifb`: the XAIF transformation engine's command-line driver.
 //!
 //! The driver is the only place that prints or decides exit codes; the
-//! library crates return typed errors. Exit codes:
+//! library crates return typed errors. Exit codes (one cause, one code, in
+//! every subcommand; `report.rs`):
 //!
 //! - 0: every input was processed successfully;
 //! - 1: at least one input is invalid (read, validation or schema errors)
 //!   or could not be processed; the others were still processed;
-//! - 2: the command line is wrong;
+//! - 2: the command line is wrong (a malformed or out-of-range value,
+//!   flags that exclude each other, two outputs on one path or both on
+//!   standard output, an output over an input, `-` twice);
 //! - 3: the environment is wrong (no inputs found, schema directory or tool
-//!   missing, output not writable).
+//!   missing, an output, standard output included, not writable).
+//!
+//! A command is a pipeline of modules, each using only those below it:
+//! the command line (`main.rs`, `flags.rs`, `compat.rs`), read
+//! (`input.rs`), gate (`gate.rs`, `schema.rs`), transform (`transform.rs`,
+//! and the other subcommands: `documents.rs`, `run.rs`, `analyze.rs`,
+//! `shims.rs`), write (`write.rs`, `graphs.rs`, `stream.rs`, `output.rs`,
+//! `cleanup.rs`), report (`report.rs`, `batch.rs`, `console.rs`).
 
 // The driver's printing macros never panic: a closed pipe ends the output
 // quietly and any other write error becomes exit code 3 (`console.rs`).
@@ -43,19 +53,22 @@ mod batch;
 mod cleanup;
 mod compat;
 mod console;
+mod documents;
+mod flags;
+mod gate;
+mod graphs;
 mod input;
-mod modes;
 mod output;
+mod report;
 mod run;
 mod schema;
 mod shims;
 mod stream;
 mod transform;
+mod write;
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 /// xaifb reads, validates and transforms XAIF, the XML interface format of
@@ -73,36 +86,38 @@ struct Cli {
 #[derive(Args)]
 struct Limits {
     /// Largest input file read, in bytes (suffixes K, M, G; default 256M).
-    #[arg(long, global = true, value_name = "SIZE", value_parser = input::parse_size)]
+    #[arg(long, global = true, value_name = "SIZE", value_parser = flags::parse_size,
+          allow_hyphen_values = true)]
     max_input_size: Option<u64>,
     /// Seconds xmllint may take on one file (validate --schema, tangent
     /// and adjoint -v; default 30).
-    #[arg(long, global = true, value_name = "SECONDS")]
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = flags::parse_seconds,
+          allow_hyphen_values = true)]
     xmllint_timeout: Option<f64>,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Read, validate and write XAIF back unchanged (same infoset).
-    Roundtrip(RoundtripArgs),
+    Roundtrip(documents::RoundtripArgs),
     /// Check XAIF files: model checks, and XSD validation with --schema.
-    Validate(ValidateArgs),
+    Validate(documents::ValidateArgs),
     /// Execute XAIF and print its Jacobian in the ad.out format.
     Run(run::RunArgs),
     /// Compare two Jacobian files (ad.out format).
     Compare(run::CompareArgs),
     /// Transform front-end XAIF into tangent-linear XAIF.
-    Tangent(transform::TransformArgs),
+    Tangent(flags::TransformArgs),
     /// Transform front-end XAIF into adjoint XAIF (split and joint
     /// templates).
-    Adjoint(transform::AdjointArgs),
+    Adjoint(flags::AdjointArgs),
     /// Transform front-end XAIF into trace XAIF (OpenAD's trace mode:
     /// placeholder 2 records calls, non-smooth intrinsics and active
     /// control flow when run).
-    Trace(transform::TransformArgs),
+    Trace(flags::TransformArgs),
     /// Convert arguments at call sites between active and passive, and
     /// nothing else (OpenAD's TypeChange driver).
-    Typechange(transform::TransformArgs),
+    Typechange(flags::TransformArgs),
     /// Activity and to-be-recorded analyses: print what is active and what
     /// must be recorded, per routine and statement.
     Analyze(analyze::AnalyzeArgs),
@@ -120,59 +135,41 @@ enum Command {
     Man,
 }
 
-#[derive(Args)]
-struct BatchArgs {
-    /// Worker threads for many inputs (default: available cores).
-    #[arg(long, short = 'j')]
-    jobs: Option<usize>,
-    /// Print a line for every file, not only for failures.
-    #[arg(long)]
-    verbose: bool,
-}
-
-#[derive(Args)]
-struct RoundtripArgs {
-    /// Input files or directories (searched for *.xaif), the same as -i.
-    #[arg(value_name = "INPUT", required_unless_present = "input")]
-    inputs: Vec<PathBuf>,
-    /// Input file or directory, as for the transformations (repeat it for
-    /// several).
-    #[arg(short = 'i', long = "input", action = clap::ArgAction::Append)]
-    input: Vec<PathBuf>,
-    /// Output file (one input file) or directory (several inputs or a
-    /// directory; relative paths are kept).
-    #[arg(short = 'o', long = "output", required = true)]
-    output: PathBuf,
-    #[command(flatten)]
-    batch: BatchArgs,
-}
-
-#[derive(Args)]
-struct ValidateArgs {
-    /// Input files or directories (searched for *.xaif), the same as -i.
-    #[arg(value_name = "INPUT", required_unless_present = "input")]
-    inputs: Vec<PathBuf>,
-    /// Input file or directory, as for the transformations (repeat it for
-    /// several).
-    #[arg(short = 'i', long = "input", action = clap::ArgAction::Append)]
-    input: Vec<PathBuf>,
-    /// Directory of the XAIF schemas (xaif.xsd, xaif_output.xsd, …); also
-    /// taken from XAIF_SCHEMA_DIR. Enables XSD validation with xmllint.
-    #[arg(long)]
-    schema: Option<PathBuf>,
-    #[command(flatten)]
-    batch: BatchArgs,
-}
-
 /// The command line, parsed by a command that holds only the subcommand
 /// named on it: clap builds every argument of every subcommand it knows
 /// before parsing, and for the one process per file that OpenAD runs that
 /// was a twentieth of the run. Anything this quick parse does not accept
 /// (help, version, errors, no or an unknown subcommand) is parsed again by
 /// the whole command, so what a user sees is the whole command's output.
-fn parse_cli() -> Cli {
+///
+/// Help and version go to standard output like any output: a write error
+/// there is exit code 3 (a closed pipe is not an error); any other clap
+/// error is exit code 2.
+fn parse_cli() -> Result<Cli, ExitCode> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    quick_parse(&args).unwrap_or_else(|| Cli::parse_from(&args))
+    if let Some(cli) = quick_parse(&args) {
+        return Ok(cli);
+    }
+    let e = match Cli::try_parse_from(&args) {
+        Ok(cli) => return Ok(cli),
+        Err(e) => e,
+    };
+    if e.use_stderr() {
+        let _ = e.print();
+        return Err(ExitCode::from(2));
+    }
+    use std::io::Write;
+    let written = e.print().and_then(|()| std::io::stdout().flush());
+    match written {
+        Err(w) if w.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!(
+                "xaifb: cannot write to standard output: {}",
+                console::plain_io_message(&w)
+            );
+            Err(ExitCode::from(3))
+        }
+        _ => Err(ExitCode::SUCCESS),
+    }
 }
 
 /// [`parse_cli`]'s quick parse: `None` when it does not apply or fails.
@@ -201,12 +198,12 @@ fn quick_parse(args: &[std::ffi::OsString]) -> Option<Cli> {
 fn quick_command(name: &str) -> Option<clap::Command> {
     let sub = |name: &'static str| clap::Command::new(name);
     let sub = match name {
-        "tangent" => transform::TransformArgs::augment_args(sub("tangent")),
-        "trace" => transform::TransformArgs::augment_args(sub("trace")),
-        "typechange" => transform::TransformArgs::augment_args(sub("typechange")),
-        "adjoint" => transform::AdjointArgs::augment_args(sub("adjoint")),
-        "roundtrip" => RoundtripArgs::augment_args(sub("roundtrip")),
-        "validate" => ValidateArgs::augment_args(sub("validate")),
+        "tangent" => flags::TransformArgs::augment_args(sub("tangent")),
+        "trace" => flags::TransformArgs::augment_args(sub("trace")),
+        "typechange" => flags::TransformArgs::augment_args(sub("typechange")),
+        "adjoint" => flags::AdjointArgs::augment_args(sub("adjoint")),
+        "roundtrip" => documents::RoundtripArgs::augment_args(sub("roundtrip")),
+        "validate" => documents::ValidateArgs::augment_args(sub("validate")),
         "run" => run::RunArgs::augment_args(sub("run")),
         "compare" => run::CompareArgs::augment_args(sub("compare")),
         "analyze" => analyze::AnalyzeArgs::augment_args(sub("analyze")),
@@ -224,26 +221,25 @@ fn quick_command(name: &str) -> Option<clap::Command> {
 fn main() -> ExitCode {
     batch::install_panic_hook();
     output::install_signal_cleanup();
-    let cli = parse_cli();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     if let Some(n) = cli.limits.max_input_size {
         input::set_max_input_size(n);
     }
     if let Some(t) = cli.limits.xmllint_timeout {
-        if !(t.is_finite() && t > 0.0) {
-            eprintln!("xaifb: --xmllint-timeout must be a positive number of seconds");
-            return ExitCode::from(2);
-        }
-        schema::set_timeout(std::time::Duration::from_secs_f64(t.min(1e9)));
+        schema::set_timeout(std::time::Duration::from_secs_f64(t));
     }
     let result = batch::catch(|| match cli.command {
-        Command::Roundtrip(args) => roundtrip(args),
-        Command::Validate(args) => validate(args),
+        Command::Roundtrip(args) => documents::roundtrip(args),
+        Command::Validate(args) => documents::validate(args),
         Command::Run(args) => run::run(args),
         Command::Compare(args) => run::compare_files(args),
         Command::Tangent(args) => transform::tangent(args),
         Command::Adjoint(args) => transform::adjoint(args),
-        Command::Trace(args) => modes::trace(args),
-        Command::Typechange(args) => modes::typechange(args),
+        Command::Trace(args) => transform::trace(args),
+        Command::Typechange(args) => transform::typechange(args),
         Command::Analyze(args) => analyze::analyze(args),
         Command::Shims(args) => shims::shims(args),
         Command::Completions { shell } => {
@@ -257,7 +253,7 @@ fn main() -> ExitCode {
     });
     let code = match result {
         Ok(Ok(code)) => code,
-        Ok(Err(e)) => error_exit(&e),
+        Ok(Err(e)) => report::error_exit(&e),
         Err(panic) => {
             eprintln!("xaifb: internal error (a bug in xaifb, please report it): {panic}");
             ExitCode::from(1)
@@ -270,109 +266,6 @@ fn main() -> ExitCode {
         }
         None => code,
     }
-}
-
-/// Prints an error that ended a command and chooses its exit code: 1 for
-/// an input that cannot be read (`PATH: CAUSE`, as in every subcommand), 2
-/// for a refused output (the command line asks to overwrite an input or to
-/// write two results to one file), 3 for everything else (environment).
-fn error_exit(e: &anyhow::Error) -> ExitCode {
-    if let Some(input) = e
-        .chain()
-        .find_map(|c| c.downcast_ref::<input::InputError>())
-    {
-        eprintln!("{input}");
-        return ExitCode::from(1);
-    }
-    if e.chain().any(|c| c.is::<output::Refused>()) {
-        eprintln!("xaifb: {e:#}");
-        return ExitCode::from(2);
-    }
-    eprintln!("xaifb: {e:#}");
-    ExitCode::from(3)
-}
-
-fn jobs(args: &BatchArgs) -> usize {
-    args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    })
-}
-
-fn exit_for(failed: usize) -> ExitCode {
-    batch::exit_code(failed)
-}
-
-/// Reads and gates one file; the error is the full report.
-fn load(input: &Path) -> std::result::Result<xaif_model::Parsed, String> {
-    let parsed = input::read_document(input)?;
-    xaif_model::validate_document(&parsed.document, &parsed.source).map_err(|e| e.to_string())?;
-    Ok(parsed)
-}
-
-fn roundtrip(args: RoundtripArgs) -> Result<ExitCode> {
-    let named: Vec<PathBuf> = args.inputs.iter().chain(&args.input).cloned().collect();
-    let inputs = batch::collect_inputs(&named)?;
-    if inputs.is_empty() {
-        bail!("no .xaif files found");
-    }
-    let single = inputs.len() == 1 && named.len() == 1 && named[0].is_file();
-    let to_dir = !single || args.output.is_dir();
-    let dest = |rel: &Path| {
-        if to_dir {
-            args.output.join(rel)
-        } else {
-            args.output.clone()
-        }
-    };
-    batch::check_destinations(&inputs, dest)?;
-    let outcomes = batch::run(&inputs, jobs(&args.batch), |input, rel| {
-        let parsed = load(input)?;
-        let text = xaif_model::write_document(&parsed.document);
-        let dest = dest(rel);
-        output::write_atomic(&dest, text.as_bytes())
-            .map_err(|e| batch::output_failure(input, &e))?;
-        Ok(Some(format!("written to {}", dest.display())))
-    });
-    let failed = batch::report(&outcomes, "roundtrip", args.batch.verbose);
-    Ok(exit_for(failed))
-}
-
-fn validate(args: ValidateArgs) -> Result<ExitCode> {
-    let named: Vec<PathBuf> = args.inputs.iter().chain(&args.input).cloned().collect();
-    let inputs = batch::collect_inputs(&named)?;
-    if inputs.is_empty() {
-        bail!("no .xaif files found");
-    }
-    let schema_dir = schema::schema_dir(args.schema.as_deref());
-    if let Some(dir) = &schema_dir {
-        if !dir.is_dir() {
-            bail!("schema directory {} not found", dir.display());
-        }
-        std::process::Command::new("xmllint")
-            .arg("--version")
-            .output()
-            .context("xmllint is needed for --schema (install libxml2-utils)")?;
-    }
-    if schema_dir.is_none() {
-        eprintln!(
-            "xaifb: schema validation skipped: no schema directory (--schema or XAIF_SCHEMA_DIR); model checks only"
-        );
-    }
-    let outcomes = batch::run(&inputs, jobs(&args.batch), |input, _| {
-        let parsed = load(input)?;
-        if let Some(dir) = &schema_dir {
-            let xsd = schema::schema_for(&parsed.document);
-            schema::xmllint_file(input, dir, xsd).map_err(|e| format!("{e:#}"))?;
-            return Ok(Some(format!("valid ({xsd})")));
-        }
-        Ok(Some(
-            "valid (model checks; schema validation skipped)".into(),
-        ))
-    });
-    let failed = batch::report(&outcomes, "validate", args.batch.verbose);
-    Ok(exit_for(failed))
 }
 
 #[cfg(test)]

@@ -1,16 +1,22 @@
 //! Writing result files: all of a job's files or none, never over an input,
-//! never a partial or leftover file.
+//! never a partial or leftover file or directory.
 //!
 //! - Every output goes to a temporary file created beside its destination
-//!   (tempfile: a unique name per job, removed when dropped) and is renamed
-//!   into place only when the job's outputs are all complete
-//!   ([`Outputs::commit`]), so a failed job leaves the previous files or
-//!   nothing, and jobs writing beside each other never share a temporary.
+//!   (tempfile: a unique name per job, removed when dropped, at most
+//!   [`TEMPORARY_NAME_KEEP`] bytes of the destination's name in it, so that
+//!   any legal name has a legal temporary) and is renamed into place only
+//!   when the job's outputs are all complete ([`Outputs::commit`]), so a
+//!   failed job leaves the previous files or nothing, and jobs writing
+//!   beside each other never share a temporary. Directories made for the
+//!   outputs are removed again when the job does not commit.
 //! - SIGINT and SIGTERM remove the temporaries that are still open, then end
 //!   the process by the signal as usual ([`install_signal_cleanup`]).
 //! - A destination that is the same file as an input of the run (the
 //!   program, a catalogue, `params.conf`, …; see `input.rs`) or as another
-//!   output of the same job is refused ([`Refused`], exit code 2).
+//!   output of the same job is refused ([`Refused`], exit code 2); so are
+//!   two outputs of one command line on one path or both on standard
+//!   output, before any work is done ([`Plan`]).
+//! - `-` names standard output, written after the files are in place.
 //! - A destination that exists and is not a regular file (`/dev/null`, a
 //!   FIFO) is written directly, at commit time.
 //!
@@ -24,7 +30,7 @@ use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 /// An output the command line must not ask for (exit code 2): it is an
 /// input of the run, or two outputs are the same file.
@@ -124,6 +130,34 @@ pub fn install_signal_cleanup() {
     crate::cleanup::install();
 }
 
+/// How many bytes of a destination's name its temporary's name keeps
+/// (`.NAME.XXXXXX.tmp`): a file name may have up to 255 bytes, and the
+/// temporary of any legal name must be legal too.
+pub const TEMPORARY_NAME_KEEP: usize = 64;
+
+/// The prefix of the temporary of `dest`: `.` and at most
+/// [`TEMPORARY_NAME_KEEP`] bytes of its name (cut at a character), `.`.
+fn temporary_prefix(dest: &Path) -> String {
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "output".into());
+    let mut end = name.len().min(TEMPORARY_NAME_KEEP);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(".{}.", &name[..end])
+}
+
+/// `cannot VERB PATH: CAUSE`, with the system's words for the cause.
+fn io_failure(verb: &str, path: &Path, e: &std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "cannot {verb} {}: {}",
+        path.display(),
+        crate::console::plain_io_message(e)
+    )
+}
+
 /// One staged output.
 enum Staged {
     /// A temporary beside its destination, renamed at commit.
@@ -135,6 +169,9 @@ enum Staged {
     },
     /// An existing special file (a device, a FIFO), written at commit.
     Direct { bytes: Vec<u8>, dest: PathBuf },
+    /// Standard output (a destination named `-`), written after every file
+    /// is in place.
+    Stdout(Vec<u8>),
 }
 
 impl Drop for Staged {
@@ -152,11 +189,31 @@ impl Drop for Staged {
     }
 }
 
-/// The outputs of one job, written all or none.
+/// The outputs of one job, written all or none: files, directories made
+/// for them, and standard output.
 #[derive(Default)]
 pub struct Outputs {
     staged: Vec<Staged>,
     dests: HashSet<PathBuf>,
+    /// Existing destinations by identity (two names of one file).
+    existing: HashSet<FileId>,
+    /// Whether standard output is taken.
+    stdout: bool,
+    /// Directories made for the outputs, removed again (when empty) unless
+    /// the job commits.
+    created: Vec<PathBuf>,
+}
+
+impl Drop for Outputs {
+    fn drop(&mut self) {
+        // The temporaries first, then the directories made for them.
+        self.staged.clear();
+        self.created
+            .sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for d in &self.created {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
 }
 
 impl Outputs {
@@ -165,11 +222,17 @@ impl Outputs {
         Self::default()
     }
 
-    /// Stages `bytes` for `dest`: checks the destination (not an input, not
-    /// another output of this job, not a directory) and writes a temporary
-    /// beside it. Nothing is visible at `dest` before [`Outputs::commit`].
+    /// Stages `bytes` for `dest` (`-`: standard output): checks the
+    /// destination (not an input, not another output of this job, not a
+    /// directory) and writes a temporary beside it. Nothing is visible at
+    /// `dest` before [`Outputs::commit`].
     pub fn add(&mut self, dest: &Path, bytes: &[u8]) -> Result<()> {
         self.add_with(dest, |w| w.write_all(bytes))
+    }
+
+    /// [`Outputs::add`] for a program file: made executable (`0755`).
+    pub fn add_executable(&mut self, dest: &Path, bytes: &[u8]) -> Result<()> {
+        self.stage(dest, true, |w, _| w.write_all(bytes))
     }
 
     /// Stages what `fill` writes for `dest`, as [`Outputs::add`]: `fill`
@@ -180,7 +243,7 @@ impl Outputs {
         dest: &Path,
         fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
     ) -> Result<()> {
-        self.add_with_file(dest, |w, _| fill(w))
+        self.stage(dest, false, |w, _| fill(w))
     }
 
     /// [`Outputs::add_with`], where `fill` also gets the temporary file
@@ -192,22 +255,57 @@ impl Outputs {
         dest: &Path,
         fill: impl FnOnce(&mut dyn Write, Option<&std::fs::File>) -> std::io::Result<()>,
     ) -> Result<()> {
+        self.stage(dest, false, fill)
+    }
+
+    /// Claims `dest` for this job: refused when it is an input of the run
+    /// or another output of the job (by name or, for an existing file, by
+    /// identity).
+    fn claim(&mut self, dest: &Path) -> Result<()> {
         refuse_input(dest)?;
-        if !self.dests.insert(normalize(dest)) {
-            return Err(Refused(format!(
+        let twice = || {
+            Refused(format!(
                 "{}: two outputs of one job name the same file",
                 dest.display()
             ))
-            .into());
+        };
+        if !self.dests.insert(normalize(dest)) {
+            return Err(twice().into());
         }
+        if let Some(id) = std::fs::metadata(dest).ok().as_ref().and_then(file_id) {
+            if !self.existing.insert(id) {
+                return Err(twice().into());
+            }
+        }
+        Ok(())
+    }
+
+    fn stage(
+        &mut self,
+        dest: &Path,
+        executable: bool,
+        fill: impl FnOnce(&mut dyn Write, Option<&std::fs::File>) -> std::io::Result<()>,
+    ) -> Result<()> {
+        if dest.as_os_str() == "-" {
+            if std::mem::replace(&mut self.stdout, true) {
+                return Err(Refused(
+                    "two outputs of one job would both go to standard output (`-`)".into(),
+                )
+                .into());
+            }
+            let mut bytes = Vec::new();
+            fill(&mut bytes, None).map_err(|e| io_failure("write", dest, &e))?;
+            self.staged.push(Staged::Stdout(bytes));
+            return Ok(());
+        }
+        self.claim(dest)?;
         if let Ok(meta) = std::fs::metadata(dest) {
             if meta.is_dir() {
                 anyhow::bail!("cannot write {}: it is a directory", dest.display());
             }
             if !meta.is_file() {
                 let mut bytes = Vec::new();
-                fill(&mut bytes, None)
-                    .with_context(|| format!("cannot write {}", dest.display()))?;
+                fill(&mut bytes, None).map_err(|e| io_failure("write", dest, &e))?;
                 self.staged.push(Staged::Direct {
                     bytes,
                     dest: dest.to_path_buf(),
@@ -215,44 +313,10 @@ impl Outputs {
                 return Ok(());
             }
         }
-        let dir = match dest.parent().filter(|d| !d.as_os_str().is_empty()) {
-            Some(dir) => {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("cannot create directory {}", dir.display()))?;
-                dir.to_path_buf()
-            }
-            None => PathBuf::from("."),
-        };
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "output".into());
-        let prefix = format!(".{name}.");
-        let mut registration = None;
-        let tmp = tempfile::Builder::new()
-            .prefix(&prefix)
-            .suffix(".tmp")
-            .make_in(&dir, |path| {
-                let (file, reg) = crate::cleanup::create(path, |path| {
-                    let mut o = std::fs::OpenOptions::new();
-                    o.write(true).create_new(true);
-                    #[cfg(unix)]
-                    {
-                        // Like any newly created file: 0666 less the umask
-                        // (tempfile's own default, 0600, would hide results
-                        // from other users).
-                        use std::os::unix::fs::OpenOptionsExt;
-                        o.mode(0o666);
-                    }
-                    o.open(path)
-                })?;
-                registration = Some(reg);
-                Ok(file)
-            })
-            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        let (tmp, registration) = self.temporary(dest)?;
         let mut staged = Staged::Temporary {
             tmp: Some(tmp),
-            registration,
+            registration: Some(registration),
             dest: dest.to_path_buf(),
         };
         if let Staged::Temporary { tmp: Some(tmp), .. } = &mut staged {
@@ -261,15 +325,106 @@ impl Outputs {
             let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
             fill(&mut w, Some(file))
                 .and_then(|()| w.flush())
-                .with_context(|| format!("cannot write {}", path.display()))?;
+                .map_err(|e| io_failure("write", &path, &e))?;
+            drop(w);
+            #[cfg(unix)]
+            if executable {
+                use std::os::unix::fs::PermissionsExt;
+                file.set_permissions(std::fs::Permissions::from_mode(0o755))
+                    .map_err(|e| io_failure("make executable", &path, &e))?;
+            }
         }
+        #[cfg(not(unix))]
+        let _ = executable;
         self.staged.push(staged);
         Ok(())
     }
 
-    /// Moves every staged output into place. When one cannot be, those
-    /// already moved are removed again and the rest are dropped, so the job
-    /// leaves none of its outputs.
+    /// Makes `dir` and the directories above it that are missing,
+    /// remembering them so that a job that does not commit removes them.
+    fn make_dir(&mut self, dir: &Path) -> Result<()> {
+        let mut missing = Vec::new();
+        let mut d = Some(dir);
+        while let Some(x) = d.filter(|x| !x.as_os_str().is_empty()) {
+            if let Ok(meta) = std::fs::metadata(x) {
+                if !meta.is_dir() {
+                    anyhow::bail!(
+                        "cannot create directory {}: {} is not a directory",
+                        dir.display(),
+                        x.display()
+                    );
+                }
+                break;
+            }
+            missing.push(x.to_path_buf());
+            d = x.parent();
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(dir).map_err(|e| io_failure("create directory", dir, &e))?;
+        self.created.extend(missing);
+        Ok(())
+    }
+
+    /// A temporary beside `dest`, registered with the signal handler. Its
+    /// directory is made when missing (again, should another job remove
+    /// it meanwhile because its own outputs failed).
+    fn temporary(
+        &mut self,
+        dest: &Path,
+    ) -> Result<(tempfile::NamedTempFile, crate::cleanup::Registration)> {
+        let dir = match dest.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => dir.to_path_buf(),
+            None => PathBuf::from("."),
+        };
+        let prefix = temporary_prefix(dest);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            self.make_dir(&dir)?;
+            let mut registration = None;
+            let made = tempfile::Builder::new()
+                .prefix(&prefix)
+                .suffix(".tmp")
+                .make_in(&dir, |path| {
+                    let (file, reg) = crate::cleanup::create(path, |path| {
+                        let mut o = std::fs::OpenOptions::new();
+                        o.write(true).create_new(true);
+                        #[cfg(unix)]
+                        {
+                            // Like any newly created file: 0666 less the umask
+                            // (tempfile's own default, 0600, would hide results
+                            // from other users).
+                            use std::os::unix::fs::OpenOptionsExt;
+                            o.mode(0o666);
+                        }
+                        o.open(path)
+                    })?;
+                    registration = Some(reg);
+                    Ok(file)
+                });
+            match made {
+                Ok(tmp) => {
+                    let reg = registration.expect("registered with the file");
+                    return Ok((tmp, reg));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempts < 3 => {}
+                Err(e) => {
+                    return Err(anyhow::anyhow!(
+                        "cannot create a temporary file in {}: {}",
+                        dir.display(),
+                        crate::console::plain_io_message(&e)
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Moves every staged output into place, then writes what goes to
+    /// standard output. When a file cannot be moved, those already moved
+    /// are removed again and the rest are dropped, so the job leaves none
+    /// of its outputs.
     pub fn commit(mut self) -> Result<()> {
         let mut done: Vec<PathBuf> = Vec::new();
         let mut failure = None;
@@ -281,14 +436,10 @@ impl Outputs {
                     dest,
                 } => {
                     let tmp = tmp.take().expect("staged once, committed once");
-                    let r = tmp
-                        .persist(&*dest)
-                        .map(|_| ())
-                        .map_err(|e| {
-                            let _ = e.file.close();
-                            anyhow::Error::new(e.error)
-                        })
-                        .with_context(|| format!("cannot move result into {}", dest.display()));
+                    let r = tmp.persist(&*dest).map(|_| ()).map_err(|e| {
+                        let _ = e.file.close();
+                        io_failure("move result into", dest, &e.error)
+                    });
                     // Unregistered once the temporary is renamed or removed.
                     registration.take();
                     r.map(|_| dest.clone())
@@ -299,7 +450,8 @@ impl Outputs {
                     .open(&*dest)
                     .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()))
                     .map(|_| PathBuf::new())
-                    .with_context(|| format!("cannot write {}", dest.display())),
+                    .map_err(|e| io_failure("write", dest, &e)),
+                Staged::Stdout(_) => Ok(PathBuf::new()),
             };
             match result {
                 Ok(p) => done.push(p),
@@ -314,6 +466,13 @@ impl Outputs {
                 let _ = std::fs::remove_file(p);
             }
             return Err(e);
+        }
+        // Every file is in place: the directories made for them stay.
+        self.created.clear();
+        for staged in &self.staged {
+            if let Staged::Stdout(bytes) = staged {
+                crate::console::Stdout.write_all(bytes)?;
+            }
         }
         Ok(())
     }
@@ -333,6 +492,101 @@ pub fn write_atomic_with(
     let mut outputs = Outputs::new();
     outputs.add_with(path, fill)?;
     outputs.commit()
+}
+
+/// Where one output of a command goes.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// Standard output (no file named, or `-`).
+    Stdout,
+    /// A file.
+    File(PathBuf),
+    /// A directory of files (`--dot`, the graphs of `-G`).
+    Dir(PathBuf),
+}
+
+/// The outputs a command line asks for, checked against each other before
+/// any work is done ([`Plan::check`]): at most one of them on standard
+/// output, no two on one path, no file where another output needs a
+/// directory. [`Outputs`] checks the files again as they are staged (and
+/// against the run's inputs).
+#[derive(Default)]
+pub struct Plan {
+    items: Vec<(String, Target)>,
+}
+
+impl Plan {
+    /// No outputs yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The output of `flag` is the file `path` (`-`: standard output).
+    pub fn file(&mut self, flag: &str, path: &Path) {
+        let target = if path.as_os_str() == "-" {
+            Target::Stdout
+        } else {
+            Target::File(path.to_path_buf())
+        };
+        self.items
+            .push((format!("{flag} {}", path.display()), target));
+    }
+
+    /// The output `what` goes to standard output (no file named).
+    pub fn stdout(&mut self, what: &str) {
+        self.items.push((what.to_string(), Target::Stdout));
+    }
+
+    /// The outputs of `flag` go into the directory `path`; `-` is refused
+    /// (standard output cannot hold several files).
+    pub fn dir(&mut self, flag: &str, path: &Path) -> std::result::Result<(), Refused> {
+        if path.as_os_str() == "-" {
+            return Err(Refused(format!(
+                "{flag} -: standard output cannot hold a directory of files; name a directory"
+            )));
+        }
+        self.items.push((
+            format!("{flag} {}", path.display()),
+            Target::Dir(path.to_path_buf()),
+        ));
+        Ok(())
+    }
+
+    /// Refuses two outputs that would go to standard output, two that name
+    /// one path (one directory named twice is fine), and a file named where
+    /// another output needs a directory.
+    pub fn check(&self) -> std::result::Result<(), Refused> {
+        let path = |t: &Target| match t {
+            Target::Stdout => None,
+            Target::File(p) => Some((normalize(p), false)),
+            Target::Dir(p) => Some((normalize(p), true)),
+        };
+        for (i, (a, ta)) in self.items.iter().enumerate() {
+            for (b, tb) in &self.items[i + 1..] {
+                if matches!((ta, tb), (Target::Stdout, Target::Stdout)) {
+                    return Err(Refused(format!(
+                        "{a} and {b} would both write to standard output; name a file for one of them"
+                    )));
+                }
+                let (Some((pa, da)), Some((pb, db))) = (path(ta), path(tb)) else {
+                    continue;
+                };
+                if pa == pb && !(da && db) {
+                    return Err(Refused(format!(
+                        "{a} and {b} name the same path; give them different names"
+                    )));
+                }
+                let file_above = (!da && pb.starts_with(&pa) && pa != pb)
+                    || (!db && pa.starts_with(&pb) && pa != pb);
+                if file_above {
+                    return Err(Refused(format!(
+                        "{a} and {b}: one path cannot be both a file and a directory holding another output"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -32,11 +32,11 @@ pub struct RunArgs {
     /// What kind of program it is and how to drive it.
     #[arg(long, value_enum, default_value = "plain")]
     pub mode: RunMode,
-    /// Number of independents (default: from params.conf).
-    #[arg(long)]
+    /// Number of independents, at least 1 (default: from params.conf).
+    #[arg(long, value_parser = at_least_one)]
     pub n: Option<usize>,
-    /// Number of dependents (default: from params.conf).
-    #[arg(long)]
+    /// Number of dependents, at least 1 (default: from params.conf).
+    #[arg(long, value_parser = at_least_one)]
     pub m: Option<usize>,
     /// params.conf (default: the one beside FILE, if any).
     #[arg(long)]
@@ -52,7 +52,8 @@ pub struct RunArgs {
     /// instead.
     #[arg(long)]
     pub fd: bool,
-    /// Divided-difference step (default: from params.conf, else 1e-6).
+    /// Divided-difference step (default: from params.conf, else 1e-6);
+    /// within [1e-12, 1] times max(1, |x0|) of every independent.
     #[arg(long, value_parser = positive, allow_hyphen_values = true)]
     pub h: Option<f64>,
     /// Write the run's statistics as JSON to this file.
@@ -66,7 +67,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = Limits::STEPS)]
     pub step_budget: u64,
     /// Wall-clock limit of the whole run, in seconds.
-    #[arg(long, default_value_t = Limits::TIME, value_parser = positive, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = Limits::TIME, value_parser = crate::flags::parse_seconds, allow_hyphen_values = true)]
     pub time_limit: f64,
     /// Maximum number of elements held at once by variables, frames, tapes
     /// and checkpoints (and asked for by --n, --m and the harness).
@@ -84,8 +85,21 @@ pub struct RunArgs {
 }
 
 fn sibling(file: &Path, name: &str) -> Option<PathBuf> {
+    if crate::input::is_stdin(file) {
+        return None;
+    }
     let p = file.parent()?.join(name);
     p.is_file().then_some(p)
+}
+
+/// A count of at least one (independents, dependents): a Jacobian without
+/// rows or columns prints nothing that could be checked.
+fn at_least_one(text: &str) -> std::result::Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// A finite number (start values).
@@ -124,6 +138,21 @@ fn hint(kind: &ErrorKind) -> &'static str {
     }
 }
 
+/// The Jacobian `j` if every entry is finite; otherwise the run reports
+/// the first entry that is not (exit code 1): an overflow or a division
+/// by zero of the program is no derivative.
+fn finite_jacobian(file: &str, j: Jacobian) -> std::result::Result<Jacobian, ExitCode> {
+    match j.first_non_finite() {
+        None => Ok(j),
+        Some((k, i, x)) => Err(invalid(
+            file,
+            format!(
+                "F({k},{i}) = {x} is not a finite number (the run overflowed or divided by zero); no Jacobian is printed"
+            ),
+        )),
+    }
+}
+
 /// Reports an input error of `file` (exit code 1).
 fn invalid(file: &str, message: impl std::fmt::Display) -> ExitCode {
     eprintln!("{file}: {message}");
@@ -150,8 +179,29 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
+/// Refuses standard input read twice and outputs that clash (exit code 2).
+fn check_command_line(args: &RunArgs) -> Result<()> {
+    crate::flags::stdin_once(
+        [("", Some(args.file.as_path()))]
+            .into_iter()
+            .chain(args.params.as_deref().map(|p| ("--params", Some(p))))
+            .chain(args.harness.as_deref().map(|p| ("--harness", Some(p)))),
+    )?;
+    let mut plan = crate::output::Plan::new();
+    match &args.output {
+        Some(p) => plan.file("-o", p),
+        None => plan.stdout("the Jacobian (no -o)"),
+    }
+    if let Some(p) = &args.stats_json {
+        plan.file("--stats-json", p);
+    }
+    plan.check()?;
+    Ok(())
+}
+
 /// Runs `xaifb run` on the current thread.
 fn run_here(args: RunArgs) -> Result<ExitCode> {
+    check_command_line(&args)?;
     let (program, source) = match crate::input::read_program(&args.file) {
         Ok(x) => x,
         Err(e) => {
@@ -163,7 +213,7 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
         eprintln!("{e}");
         return Ok(ExitCode::from(1));
     }
-    let file = args.file.display().to_string();
+    let file = crate::input::display_name(&args.file);
     let params_path = args
         .params
         .clone()
@@ -182,6 +232,15 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
                             "the divided-difference step h = {} is not a number above zero",
                             params.h
                         ),
+                    ))
+                }
+                Ok(params) if params.n == 0 || params.m == 0 => {
+                    return Ok(invalid(
+                        &p.display().to_string(),
+                        format!(
+                        "n = {} and m = {}: a run needs at least one independent and one dependent",
+                        params.n, params.m
+                    ),
                     ))
                 }
                 Ok(params) => Some(params),
@@ -257,8 +316,22 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
     };
     let (text, stats) = if args.fd {
         let h = args.h.or(params.map(|p| p.h)).unwrap_or(1e-6);
+        if let Err(e) = harness.check_step(h) {
+            // The step is the user's: named where it came from.
+            return Ok(match (args.h, &params_path) {
+                (Some(_), _) => {
+                    eprintln!("xaifb run: --h: {}", e.kind);
+                    ExitCode::from(2)
+                }
+                (None, Some(p)) => invalid(&p.display().to_string(), e.kind),
+                _ => invalid(&file, e.kind),
+            });
+        }
         match harness.divided_differences(h) {
-            Ok(j) => (j.to_out("DD"), None),
+            Ok(j) => match finite_jacobian(&file, j) {
+                Ok(j) => (j.to_out("DD"), None),
+                Err(code) => return Ok(code),
+            },
             Err(e) => return Ok(invalid(&file, format!("{e}{}", hint(&e.kind)))),
         }
     } else {
@@ -270,6 +343,12 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
             RunMode::Trace => Mode::Trace,
         };
         match harness.run(mode) {
+            Ok(outcome) if !matches!(mode, Mode::Plain | Mode::Trace) => {
+                if let Err(code) = finite_jacobian(&file, outcome.jacobian.clone()) {
+                    return Ok(code);
+                }
+                (outcome.jacobian.to_out("AD"), Some(outcome))
+            }
             Ok(outcome) => {
                 let text = if mode == Mode::Trace {
                     let mut t = String::from("<Trace number=\"1\">\n");
@@ -279,7 +358,7 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
                     }
                     t.push_str("</Trace>\n");
                     t
-                } else if mode == Mode::Plain {
+                } else {
                     outcome
                         .jacobian
                         .entries
@@ -287,8 +366,6 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
                         .enumerate()
                         .map(|(k, y)| format!("y({:3})={}\n", k + 1, xaif_interp::fortran_en(*y)))
                         .collect()
-                } else {
-                    outcome.jacobian.to_out("AD")
                 };
                 (text, Some(outcome))
             }
@@ -332,6 +409,7 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
                 "tapes_empty": o.tapes_empty,
                 "plain_flops": o.plain_flops,
                 "stats": o.stats,
+                "checkpointed_loops": o.stats.checkpointed_loops,
             }),
             None => serde_json::json!({ "file": file, "mode": "fd" }),
         };
@@ -363,6 +441,7 @@ pub struct CompareArgs {
 /// 1 when they differ or either is not a complete Jacobian of finite
 /// numbers.
 pub fn compare_files(args: CompareArgs) -> Result<ExitCode> {
+    crate::flags::stdin_once([("", Some(args.a.as_path())), ("", Some(args.b.as_path()))])?;
     let read = |p: &Path| -> Result<std::result::Result<Jacobian, String>> {
         let text = crate::input::read_text(p)?;
         let name = p.display();

@@ -30,6 +30,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use wait_timeout::ChildExt;
 use xaif_model::Document;
 
+use crate::report::Invalid;
+
 /// Environment variable naming the XAIF schema directory when `--schema` is
 /// not given.
 pub const SCHEMA_ENV: &str = "XAIF_SCHEMA_DIR";
@@ -121,24 +123,39 @@ pub fn has_doctype(bytes: &[u8]) -> bool {
     ascii_prolog_has_doctype(bytes)
 }
 
-/// Validates the file `file` against `schema_dir/xsd` with xmllint; the
-/// error carries xmllint's messages, naming the file.
-pub fn xmllint_file(file: &Path, schema_dir: &Path, xsd: &str) -> Result<()> {
-    let bytes = crate::input::read(file)?;
-    xmllint(&bytes, &file.display().to_string(), schema_dir, xsd)
+/// Whether `xmllint` runs (asked once per process); the error says how to
+/// install it (exit code 3).
+pub fn require_xmllint() -> Result<()> {
+    static RUNS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let runs = *RUNS.get_or_init(|| {
+        Command::new("xmllint")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok()
+    });
+    if !runs {
+        bail!("xmllint is needed for schema validation (install libxml2-utils)");
+    }
+    Ok(())
 }
 
 /// Validates `bytes` (named `name` in messages) against `schema_dir/xsd`
 /// with xmllint, bounded in time and without network or external entities.
+/// A verdict on the document (invalid, a DOCTYPE, xmllint out of time or
+/// memory on it) is [`Invalid`] (exit code 1); a missing schema file or
+/// xmllint is the environment's (exit code 3).
 pub fn xmllint(bytes: &[u8], name: &str, schema_dir: &Path, xsd: &str) -> Result<()> {
     let schema = schema_dir.join(xsd);
     if !schema.is_file() {
         bail!("schema {} not found", schema.display());
     }
     if has_doctype(bytes) {
-        bail!(
+        return Err(Invalid(format!(
             "{name}: has a document type declaration (<!DOCTYPE>); XAIF has none, and it is not passed to xmllint"
-        );
+        ))
+        .into());
     }
     let mut child = Command::new("xmllint")
         .arg("--noout")
@@ -171,10 +188,11 @@ pub fn xmllint(bytes: &[u8], name: &str, schema_dir: &Path, xsd: &str) -> Result
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                Err(anyhow!(
+                Err(Invalid(format!(
                     "{name}: xmllint did not finish schema validation within {} s (raise the limit with --xmllint-timeout)",
                     limit.as_secs_f64()
                 ))
+                .into())
             }
             Err(e) => {
                 let _ = child.kill();
@@ -191,10 +209,11 @@ pub fn xmllint(bytes: &[u8], name: &str, schema_dir: &Path, xsd: &str) -> Result
     let msg = String::from_utf8_lossy(&messages);
     if is_out_of_memory(&msg) {
         // A limit of xmllint's, not a verdict on the file.
-        bail!(
+        return Err(Invalid(format!(
             "{name}: xmllint did not finish schema validation: it ran out of memory on {} bytes (the file was not found invalid; validate it where more memory is available)",
             bytes.len()
-        );
+        ))
+        .into());
     }
     let lines: Vec<String> = msg
         .lines()
@@ -205,9 +224,9 @@ pub fn xmllint(bytes: &[u8], name: &str, schema_dir: &Path, xsd: &str) -> Result
         })
         .collect();
     if lines.is_empty() {
-        bail!("{name}: xmllint failed ({status})");
+        return Err(Invalid(format!("{name}: xmllint failed ({status})")).into());
     }
-    bail!("{}", lines.join("\n"))
+    Err(Invalid(lines.join("\n")).into())
 }
 
 /// Whether xmllint's messages say that it ran out of memory (libxml2's

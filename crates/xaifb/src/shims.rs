@@ -44,23 +44,54 @@ fn quoted(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 
-/// Runs `xaifb shims`.
-pub fn shims(args: ShimsArgs) -> Result<ExitCode> {
-    let exe = match args.xaifb {
-        Some(p) => p,
-        None => std::env::current_exe().context("cannot find the xaifb binary")?,
+/// The binary the shims call, made absolute: `--xaifb` must name an
+/// executable file (exit code 1 otherwise, as for any input), so that no
+/// shim is installed that cannot run.
+fn binary(flag: Option<PathBuf>) -> Result<PathBuf> {
+    let Some(path) = flag else {
+        let exe = std::env::current_exe().context("cannot find the xaifb binary")?;
+        return Ok(exe.canonicalize().unwrap_or(exe));
     };
-    let exe = exe.canonicalize().unwrap_or(exe);
+    let missing = |cause| crate::input::InputError {
+        path: path.clone(),
+        cause,
+    };
+    let meta = std::fs::metadata(&path).map_err(|e| missing(crate::input::io_cause(&path, &e)))?;
+    if let Some(cause) = crate::input::type_cause(meta.file_type()) {
+        return Err(missing(cause).into());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Err(crate::report::Invalid(format!(
+                "{}: is not executable; --xaifb names the xaifb binary the shims run",
+                path.display()
+            ))
+            .into());
+        }
+    }
+    let exe = path
+        .canonicalize()
+        .map_err(|e| missing(crate::input::io_cause(&path, &e)))?;
+    Ok(exe)
+}
+
+/// Runs `xaifb shims`: the four drivers are installed together or not at
+/// all (one job of `output.rs`).
+pub fn shims(args: ShimsArgs) -> Result<ExitCode> {
+    crate::output::Plan::new().dir("shims", &args.dir)?;
+    let exe = binary(args.xaifb)?;
+    let mut outputs = crate::output::Outputs::new();
+    let mut paths = Vec::new();
     for (driver, mode) in DRIVERS {
         let path = driver_path(&args.dir, driver);
         let script = format!("#!/bin/sh\nexec {} {mode} \"$@\"\n", quoted(&exe));
-        crate::output::write_atomic(&path, script.as_bytes())?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-                .with_context(|| format!("cannot make {} executable", path.display()))?;
-        }
+        outputs.add_executable(&path, script.as_bytes())?;
+        paths.push(path);
+    }
+    outputs.commit()?;
+    for path in paths {
         println!("{}", path.display());
     }
     Ok(ExitCode::SUCCESS)

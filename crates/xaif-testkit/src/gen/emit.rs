@@ -75,6 +75,9 @@ struct Ctx<'p> {
     serials: usize,
     /// DU-UD sets and their keys.
     duud_keys: BTreeMap<Vec<String>, usize>,
+    /// Per routine, the listing lines of its `do` loops not yet written
+    /// (the `lineNumber`s of the `ForLoop`s).
+    do_lines: Vec<std::collections::VecDeque<usize>>,
 }
 
 /// A read or a write of a storage, for the DU-UD chains.
@@ -130,6 +133,10 @@ impl<'p> Ctx<'p> {
             goto_vertices: h % 3 == 0,
             chains: h % 3 != 1,
             stmt_id: String::new(),
+            do_lines: super::listing::do_lines(p)
+                .into_iter()
+                .map(Into::into)
+                .collect(),
             events: Vec::new(),
             pending_defs: Vec::new(),
             serials: 0,
@@ -514,6 +521,7 @@ enum VKind {
         cond: String,
         update: String,
         explicit: bool,
+        line: Option<usize>,
     },
     Pre(String),
     Post(String),
@@ -667,12 +675,14 @@ impl Cfg<'_, '_> {
                 };
                 let cond = condition(self.c, r, &cond);
                 let update = assignment(self.c, r, "Update", &Ref::whole(*var), &update);
+                let line = self.c.do_lines.get_mut(r).and_then(|l| l.pop_front());
                 let l = self.vertex(
                     VKind::For {
                         init,
                         cond,
                         update,
                         explicit: *explicit,
+                        line,
                     },
                     preds,
                 );
@@ -1162,11 +1172,15 @@ fn routine(c: &mut Ctx<'_>, r: usize) -> String {
                 cond,
                 update,
                 explicit,
+                line,
             } => {
                 let reversal = if explicit { "explicit" } else { "anonymous" };
+                let line = line
+                    .map(|l| format!(" lineNumber=\"{l}\""))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "    <xaif:ForLoop vertex_id=\"{id}\" reversal=\"{reversal}\">"
+                    "    <xaif:ForLoop vertex_id=\"{id}\" reversal=\"{reversal}\"{line}>"
                 );
                 out.push_str(&init);
                 out.push_str(&cond);

@@ -18,6 +18,8 @@ struct L<'p> {
     p: &'p Program,
     r: usize,
     out: String,
+    /// Per routine, the line of each `do` (in the order written).
+    dos: Vec<Vec<usize>>,
 }
 
 impl L<'_> {
@@ -120,6 +122,10 @@ impl L<'_> {
                         self.e(lo),
                         self.e(hi)
                     );
+                    let at = self.out.matches('\n').count() + 1;
+                    if let Some(dos) = self.dos.get_mut(self.r) {
+                        dos.push(at);
+                    }
                     self.line(d, &t);
                     self.stmts(body, d + 1);
                     self.line(d, "end do");
@@ -219,10 +225,22 @@ impl L<'_> {
 
 /// The program as Fortran-like text.
 pub fn listing(p: &Program) -> String {
+    written(p).out
+}
+
+/// Per routine, the line of the listing at which each `do` loop starts, in
+/// the order the statements are written: the `lineNumber` of its
+/// `ForLoop`, by which `--checkpoint-loop` names it.
+pub fn do_lines(p: &Program) -> Vec<Vec<usize>> {
+    written(p).dos
+}
+
+fn written(p: &Program) -> L<'_> {
     let mut l = L {
         p,
         r: 0,
         out: String::new(),
+        dos: vec![Vec::new(); p.routines.len()],
     };
     let _ = writeln!(
         l.out,
@@ -264,5 +282,5 @@ pub fn listing(p: &Program) -> String {
         l.stmts(&routine.body, 0);
         let _ = writeln!(l.out, "end subroutine");
     }
-    l.out
+    l
 }

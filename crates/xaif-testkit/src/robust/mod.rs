@@ -10,10 +10,14 @@
 //! that does not name the file, a partial output or a leftover temporary,
 //! output that the gate or the output schema rejects when the input was
 //! accepted, different bytes from the same run twice, the content of a
-//! file named in a DOCTYPE anywhere in the output, and a Jacobian
-//! comparison that passes on non-finite numbers.
+//! file named in a DOCTYPE anywhere in the output, a Jacobian
+//! comparison that passes on non-finite numbers, and a `run` that prints
+//! what is not the program's result (`run_kinds.rs`); and the driver's
+//! contract with the file system and the command line (`driver.rs`).
 
+mod driver;
 pub mod mutate;
+mod run_kinds;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -689,6 +693,7 @@ pub fn run(cfg: &Config) -> Report {
         Some(k) => vec![k],
         None => (cfg.first..cfg.first + cfg.mutants).collect(),
     };
+    driver::setup(cfg);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     std::thread::scope(|s| {
@@ -719,6 +724,7 @@ pub fn run(cfg: &Config) -> Report {
     // The fixed cases once per campaign: with its first slice.
     if cfg.fs_cases && cfg.only.is_none() && cfg.first == 0 {
         fs_cases(&shared);
+        driver::fixed_cases(&shared);
     }
     let mut report = shared
         .report
@@ -865,6 +871,7 @@ fn mutant(sh: &Shared<'_>, k: usize) {
         std::fs::write(&input, &text).expect("write mutant");
         tally(sh, &kinds);
         program_runs(sh, k, &kinds, &dir, &input, &seed, &mut rng);
+        driver::mutant_runs(sh, k, &kinds, &dir, &input, &seed, &mut rng);
     }
     // Keep nothing but findings.
     let _ = std::fs::remove_dir_all(&dir);
@@ -1247,6 +1254,9 @@ fn program_runs(
             &[&a, &b],
         );
     }
+    // `run` on every kind of output in every mode, and with odd numbers.
+    run_kinds::every_kind_in_every_mode(sh, k, kinds, dir, input, &sizes, rng);
+    run_kinds::odd_numeric_flags(sh, k, kinds, dir, input, seed, &results, rng);
 }
 
 /// Runs `args` again in a fresh directory and compares `out.xaif`.

@@ -1,0 +1,191 @@
+//! The checkpointing variant (`cargo xtask stress --checkpoint-loops`):
+//! every `ForLoop` of a generated program marked `--checkpoint-loop`, the
+//! checkpointed adjoint run in split and joint mode against the adjoint
+//! without checkpointing, its tapes, checkpoints and snapshots empty at the
+//! end, and every reversed loop instance taking exactly `t(l, s)` forward
+//! steps.
+//!
+//! A loop the transformation refuses is unmarked and the transformation
+//! repeated; refusals are counted, and are findings unless they are the
+//! ones the issue asks for (a loop left by a jump, or one whose body such
+//! a jump makes unstructured).
+
+use xaif_cfrev::checkpoint::LoopMark;
+use xaif_cfrev::AdjointOptions;
+use xaif_interp::{Harness, Jacobian, Mode};
+use xaif_model::{Program, RoutineBody, VertexKind};
+
+use crate::check::{
+    finding, guarded, jacobian_difference, output_text, Checker, Runs, CHECKPOINTED,
+};
+
+/// Why a loop may be refused without that being a finding.
+const EXPECTED_REFUSALS: &[&str] = &[
+    "the loop is left by a jump",
+    "its body is not structured, or a jump enters it",
+];
+
+/// Every `ForLoop` with a line number, with 1 to 3 snapshots.
+fn marks(p: &Program) -> Vec<LoopMark> {
+    let mut out = Vec::new();
+    for (_, r) in p.routines.iter() {
+        let RoutineBody::Graph(cfg) = &r.body else {
+            continue;
+        };
+        for v in p.cfgs[*cfg].vertex_ids() {
+            if let VertexKind::ForLoop { .. } = p.vertices[v].kind {
+                if let Some(line) = p.vertices[v].attrs.int("lineNumber") {
+                    out.push(LoopMark {
+                        routine: r.symbol_name().to_string(),
+                        line,
+                        snapshots: 1 + (out.len() as u64 + line as u64) % 3,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The checkpointed adjoint with as many loops marked as can be: refused
+/// marks are dropped (counted; a finding when unexpected).
+fn transform(checker: &Checker, runs: &mut Runs<'_>, p: &Program) -> Option<String> {
+    let mut options = AdjointOptions {
+        checkpoint_loops: marks(p),
+        ..AdjointOptions::default()
+    };
+    loop {
+        if options.checkpoint_loops.is_empty() {
+            return None;
+        }
+        runs.outcome.counts.transformations += 1;
+        let result = guarded(|| {
+            xaif_cfrev::adjoint(p, &checker.catalogue, Some(&checker.noninlinable), &options)
+                .map(|r| output_text(r.transformed.program))
+                .map_err(|e| e.to_string())
+        });
+        let e = match result {
+            Ok(text) => {
+                runs.outcome.counts.checkpointed_loops += options.checkpoint_loops.len();
+                return Some(text);
+            }
+            Err(e) => e,
+        };
+        let named = options
+            .checkpoint_loops
+            .iter()
+            .position(|m| e.contains(&format!("--checkpoint-loop {}:{}:", m.routine, m.line)));
+        let Some(k) = named else {
+            runs.outcome.findings.push(finding(
+                format!("checkpointed adjoint: {}", crate::check::error_class(&e)),
+                CHECKPOINTED,
+                e,
+            ));
+            return None;
+        };
+        if !EXPECTED_REFUSALS.iter().any(|why| e.contains(why)) {
+            runs.outcome.findings.push(finding(
+                format!(
+                    "checkpointed loop refused: {}",
+                    crate::check::error_class(&e)
+                ),
+                CHECKPOINTED,
+                e,
+            ));
+        }
+        runs.outcome.counts.refused_loops += 1;
+        options.checkpoint_loops.remove(k);
+    }
+}
+
+/// Checks the checkpointed adjoint of `p` against `adjoints`, the
+/// Jacobians of the adjoint without checkpointing by mode.
+pub(crate) fn check_checkpointed(
+    checker: &Checker,
+    runs: &mut Runs<'_>,
+    p: &Program,
+    adjoints: &[(Mode, Jacobian)],
+    full: bool,
+) {
+    let Some(text) = transform(checker, runs, p) else {
+        return;
+    };
+    let prog = guarded(|| {
+        let (out, source) = xaif_model::read_program_str(&text, None).map_err(|e| e.to_string())?;
+        xaif_model::validate_program(&out, &source).map_err(|e| e.to_string())?;
+        Ok(xaif_interp::compile(&out, &source))
+    });
+    let prog = match prog {
+        Ok(prog) => prog,
+        Err(e) => {
+            runs.outcome.findings.push(finding(
+                "checkpointed adjoint does not read back",
+                CHECKPOINTED,
+                e,
+            ));
+            return;
+        }
+    };
+    for (mode, plain) in adjoints {
+        let what = format!("{CHECKPOINTED} ({mode:?})");
+        runs.outcome.counts.runs += 1;
+        let spec = runs.spec();
+        let steps = checker.limits.step_budget;
+        let outcome = guarded(|| {
+            let mut h = Harness::new(&prog, spec);
+            h.limits.steps = steps;
+            h.limits.time = None;
+            h.run(*mode).map_err(|e| e.to_string())
+        });
+        let o = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                runs.outcome.findings.push(finding(
+                    format!(
+                        "checkpointed adjoint run: {}",
+                        crate::check::error_class(&e)
+                    ),
+                    &what,
+                    e,
+                ));
+                continue;
+            }
+        };
+        if !o.tapes_empty {
+            runs.outcome.findings.push(finding(
+                "checkpointed adjoint: tapes or snapshots not empty at the end",
+                &what,
+                "",
+            ));
+        }
+        let d = jacobian_difference(plain, &o.jacobian);
+        if d > checker.limits.exact || d.is_nan() {
+            runs.outcome.findings.push(finding(
+                "checkpointed adjoint differs from the adjoint without checkpointing",
+                &what,
+                format!(
+                    "worst relative difference {d:.3e}\nwithout:\n{}with:\n{}",
+                    plain.to_out("AD"),
+                    o.jacobian.to_out("AD")
+                ),
+            ));
+        }
+        for r in &o.stats.checkpointed_loops {
+            runs.outcome.counts.loop_instances += 1;
+            let t = xaif_revolve::min_forward_steps(r.iterations, r.snapshots);
+            if r.forward_steps != t || r.peak_snapshots > r.snapshots {
+                runs.outcome.findings.push(finding(
+                    "checkpointed loop off the binomial schedule",
+                    &what,
+                    format!(
+                        "loop at line {} of {}: {} iterations, {} snapshots: {} forward steps (t = {t}), {} snapshots held",
+                        r.line, r.routine, r.iterations, r.snapshots, r.forward_steps, r.peak_snapshots
+                    ),
+                ));
+            }
+        }
+    }
+    if full {
+        runs.outcome.outputs.push((CHECKPOINTED.into(), text));
+    }
+}
