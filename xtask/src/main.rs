@@ -170,6 +170,14 @@ struct ElimReportArgs {
     /// With `--timing`: rounds per measurement (the median is reported).
     #[arg(long, default_value_t = 5)]
     rounds: usize,
+    /// Write every distinct graph of the tangent inputs to this directory
+    /// (text form, one `.lcg` file each) instead of the report.
+    #[arg(long)]
+    dump: Option<PathBuf>,
+    /// With `--dump`: the graphs of this program (built-in catalogue
+    /// options, no flags) instead of the corpus's.
+    #[arg(long)]
+    input: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -183,6 +191,15 @@ struct GenArgs {
     /// Seed choosing fragments and callees (same seed, same bytes).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Basic blocks drawn from the corpus's distribution of graph sizes,
+    /// heavy flux-like blocks included (`xaif_testkit::model`), instead
+    /// of the few fragments of `xaif_testkit::scale`.
+    #[arg(long)]
+    realistic: bool,
+    /// Also transform the program (tangent) and print its graph
+    /// statistics: sizes, distinct shapes, the elimination's time.
+    #[arg(long)]
+    stats: bool,
     /// Output file.
     #[arg(short = 'o', long)]
     out: PathBuf,
@@ -272,6 +289,10 @@ fn main() -> Result<()> {
             } else {
                 repo_root().join(args.out)
             };
+            if let Some(dir) = &args.dump {
+                return elim::dump(&shared, dir, args.input.as_deref())
+                    .map_err(|e| anyhow::anyhow!(e));
+            }
             if args.timing {
                 return elim::timing(&shared, &args.only, &args.effort, args.rounds)
                     .map_err(|e| anyhow::anyhow!(e));
@@ -309,13 +330,26 @@ fn main() -> Result<()> {
             deep::run(&xaifb, &catalogue, args.n, args.runs.max(1))
         }
         Task::Gen(args) => {
-            let text = xaif_testkit::scale::program(&xaif_testkit::scale::Shape {
+            let shape = xaif_testkit::scale::Shape {
                 routines: args.routines,
                 statements: args.statements,
                 seed: args.seed,
-            });
+            };
+            let text = if args.realistic {
+                xaif_testkit::model::program(&shape)
+            } else {
+                xaif_testkit::scale::program(&shape)
+            };
             std::fs::write(&args.out, text)
-                .with_context(|| format!("writing {}", args.out.display()))
+                .with_context(|| format!("writing {}", args.out.display()))?;
+            if args.stats {
+                let shared = shared_dir();
+                print!(
+                    "{}",
+                    elim::program_stats(&shared, &args.out).map_err(anyhow::Error::msg)?
+                );
+            }
+            Ok(())
         }
         Task::Versus(args) => versus::run(args),
         Task::Differential(args) => differential::run(args),

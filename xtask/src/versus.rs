@@ -36,6 +36,17 @@ pub enum Part {
     Generated,
 }
 
+/// The generated programs of `cargo xtask versus`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Programs {
+    /// Both kinds.
+    Both,
+    /// `xaif_testkit::scale`: a few fragments repeated.
+    Scale,
+    /// `xaif_testkit::model`: blocks drawn from the corpus's graphs.
+    Realistic,
+}
+
 /// Options of `cargo xtask versus`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -69,6 +80,10 @@ pub struct Args {
     /// Sizes of the generated programs, in statements (100 per routine).
     #[arg(long, value_delimiter = ',', default_values_t = [1_000usize, 10_000, 100_000])]
     sizes: Vec<usize>,
+    /// Which generated programs: the few fragments of `cargo xtask gen`,
+    /// the realistic ones of `cargo xtask gen --realistic`, or both.
+    #[arg(long, value_enum, default_value = "both")]
+    programs: Programs,
     /// Generated programs larger than this run with xaifb alone.
     #[arg(long, default_value_t = 100_000)]
     reference_max: usize,
@@ -365,8 +380,9 @@ fn corpus(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "### Corpus, one process per file ({rounds} rounds)\n\n| mode | inputs | reference, per round | xaifb, per round | reference per file | xaifb per file | ratio (median, min–max) |\n|---|---|---|---|---|---|---|"
+        "### Corpus, one process per file ({rounds} rounds)\n\n| mode | inputs | reference, per round | xaifb, per round | reference per file | xaifb per file | ratio (median, min–max) | above the floor |\n|---|---|---|---|---|---|---|---|"
     );
+    let mut notes = String::new();
     for adjoint in [false, true] {
         let jobs: Vec<Job> = examples
             .iter()
@@ -397,7 +413,9 @@ fn corpus(
             totals.push(per.into_iter().unzip());
         }
         let kept = refused.iter().filter(|r| !**r).count();
-        let (mut rt, mut xt, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+        let f = median(&floor);
+        let (mut rt, mut xt, mut ratio, mut above) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (r, x) in &totals {
             let sum = |v: &Vec<f64>| -> f64 {
                 v.iter()
@@ -410,22 +428,28 @@ fn corpus(
             rt.push(a);
             xt.push(b);
             ratio.push(a / b);
+            // The work above the process floor: each engine's time less
+            // one start of a process per file.
+            let start = f * kept as f64;
+            above.push((a - start) / (b - start));
         }
         let (lo, hi) = spread(&ratio);
+        let (alo, ahi) = spread(&above);
         let (mr, mx) = (median(&rt), median(&xt));
         let _ = writeln!(
             s,
-            "| {} | {kept} of {} | {mr:.2} s | {mx:.3} s | {:.1} ms | {:.2} ms | **{:.1}×** ({lo:.1}–{hi:.1}) |",
+            "| {} | {kept} of {} | {mr:.2} s | {mx:.3} s | {:.1} ms | {:.2} ms | **{:.1}×** ({lo:.1}–{hi:.1}) | **{:.1}×** ({alo:.1}–{ahi:.1}) |",
             if adjoint { "adjoint (-I)" } else { "tangent" },
             jobs.len(),
             mr / kept.max(1) as f64 * 1e3,
             mx / kept.max(1) as f64 * 1e3,
             median(&ratio),
+            median(&above),
         );
-        let f = median(&floor);
         let _ = writeln!(
-            s,
-            "\nStarting a process that does nothing (`true`, spawned the same way) takes {:.2} ms here (median over {} spawns); with that alone per file, the ratio could be at most {:.0}×.\n",
+            notes,
+            "\n{}: starting a process that does nothing (`true`, spawned the same way) takes {:.2} ms here (median over {} spawns); with that alone per file, the ratio could be at most {:.0}×.",
+            if adjoint { "Adjoint" } else { "Tangent" },
             f * 1e3,
             floor.len(),
             mr / kept.max(1) as f64 / f,
@@ -438,32 +462,46 @@ fn corpus(
             .collect();
         if !names.is_empty() {
             let _ = writeln!(
-                s,
-                "\nLeft out ({}: refused by either engine): {}\n",
+                notes,
+                "\nLeft out ({}: refused by either engine): {}",
                 names.len(),
                 names.join(", ")
             );
         }
     }
-    s.push('\n');
+    let _ = writeln!(
+        s,
+        "\nAbove the floor: (reference − floor) / (xaifb − floor) per round, the floor counted once per file.\n{notes}"
+    );
     Ok(s)
 }
 
-/// Formats one row of a side-by-side table from paired samples.
-fn row(name: &str, input: &Path, pairs: &[(Sample, Sample)]) -> String {
+/// Formats one row of a side-by-side table from paired samples, each
+/// with the time of starting a process that does nothing measured right
+/// after it (the floor).
+fn row(name: &str, input: &Path, pairs: &[(Sample, Sample, f64)]) -> String {
     let size = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
-    let ok = pairs.iter().all(|(r, x)| r.ok && x.ok);
+    let ok = pairs.iter().all(|(r, x, _)| r.ok && x.ok);
     let rt: Vec<f64> = pairs.iter().map(|p| p.0.secs).collect();
     let xt: Vec<f64> = pairs.iter().map(|p| p.1.secs).collect();
     let ratio: Vec<f64> = pairs.iter().map(|p| p.0.secs / p.1.secs).collect();
+    let floors: Vec<f64> = pairs.iter().map(|p| p.2).collect();
+    let floor = median(&floors);
+    let above: Vec<f64> = pairs
+        .iter()
+        .map(|p| (p.0.secs - floor) / (p.1.secs - floor))
+        .collect();
     let (lo, hi) = spread(&ratio);
+    let (alo, ahi) = spread(&above);
     let rm = pairs.iter().map(|p| p.0.peak_kib).max().unwrap_or(0);
     let xm = pairs.iter().map(|p| p.1.peak_kib).max().unwrap_or(0);
     format!(
-        "| {name} | {size:.2} MB | {:.3} s | {:.3} s | **{:.1}×** ({lo:.1}–{hi:.1}) | {:.0} MB | {:.0} MB | {:.2} |{}\n",
+        "| {name} | {size:.2} MB | {:.3} s | {:.3} s | **{:.1}×** ({lo:.1}–{hi:.1}) | {:.1}× ({alo:.1}–{ahi:.1}) | {:.2} ms | {:.0} MB | {:.0} MB | {:.2} |{}\n",
         median(&rt),
         median(&xt),
         median(&ratio),
+        median(&above),
+        floor * 1e3,
         mb(rm),
         mb(xm),
         xm as f64 / rm.max(1) as f64,
@@ -471,7 +509,19 @@ fn row(name: &str, input: &Path, pairs: &[(Sample, Sample)]) -> String {
     )
 }
 
-const TABLE_HEAD: &str = "| input | size | reference | xaifb | ratio (median, min–max) | reference peak | xaifb peak | memory ratio |\n|---|---|---|---|---|---|---|---|\n";
+const TABLE_HEAD: &str = "| input | size | reference | xaifb | ratio (median, min–max) | above the floor | floor | reference peak | xaifb peak | memory ratio |\n|---|---|---|---|---|---|---|---|---|---|\n";
+
+/// One pair of runs and the floor measured right after it.
+fn pair_with_floor(
+    engines: &Engines,
+    job: &Job,
+    work: &Path,
+    reference_first: bool,
+) -> Result<(Sample, Sample, f64)> {
+    let (r, x) = engines.pair(job, work, reference_first)?;
+    let floor = measure(Path::new("true"), &[], &work.join("nothing.out"))?.secs;
+    Ok((r, x, floor))
+}
 
 /// The five largest corpus inputs, in both modes.
 fn largest(
@@ -499,7 +549,7 @@ fn largest(
             };
             let mut pairs = Vec::new();
             for round in 0..rounds {
-                pairs.push(engines.pair(&job, work, round % 2 == 0)?);
+                pairs.push(pair_with_floor(engines, &job, work, round % 2 == 0)?);
             }
             let mode = if adjoint { "adjoint -I" } else { "tangent" };
             s.push_str(&row(&format!("{} {mode}", e.name), &job.input, &pairs));
@@ -512,23 +562,38 @@ fn largest(
 /// Generated programs of the requested sizes, 100 statements per routine.
 fn generated(engines: &Engines, args: &Args, work: &Path) -> Result<String> {
     let mut s = format!(
-        "### Generated programs (`cargo xtask gen --routines S/100 --statements S --seed 1`; {} rounds up to 10^4 statements, {} above)\n\n{TABLE_HEAD}",
+        "### Generated programs (`cargo xtask gen [--realistic] --routines S/100 --statements S --seed 1`; {} rounds up to 10^4 statements, {} above)\n\n{TABLE_HEAD}",
         args.generated_rounds, args.large_rounds
     );
     let mut alone = String::new();
     let mut outputs = Vec::new();
-    for &size in &args.sizes {
+    let programs = args
+        .sizes
+        .iter()
+        .flat_map(|&size| [(size, false), (size, true)])
+        .filter(|&(_, realistic)| match args.programs {
+            Programs::Both => true,
+            Programs::Scale => !realistic,
+            Programs::Realistic => realistic,
+        });
+    for (size, realistic) in programs {
         let rounds = if size <= 10_000 {
             args.generated_rounds
         } else {
             args.large_rounds
         };
-        let input = work.join(format!("generated-{size}.xaif"));
-        let text = xaif_testkit::scale::program(&xaif_testkit::scale::Shape {
+        let kind = if realistic { " (realistic)" } else { "" };
+        let input = work.join(format!("generated-{size}-{realistic}.xaif"));
+        let shape = xaif_testkit::scale::Shape {
             routines: (size / 100).max(1),
             statements: size,
             seed: 1,
-        });
+        };
+        let text = if realistic {
+            xaif_testkit::model::program(&shape)
+        } else {
+            xaif_testkit::scale::program(&shape)
+        };
         std::fs::write(&input, text)?;
         for adjoint in [false, true] {
             let job = Job {
@@ -540,9 +605,13 @@ fn generated(engines: &Engines, args: &Args, work: &Path) -> Result<String> {
             if size <= args.reference_max {
                 let mut pairs = Vec::new();
                 for round in 0..rounds {
-                    pairs.push(engines.pair(&job, work, round % 2 == 0)?);
+                    pairs.push(pair_with_floor(engines, &job, work, round % 2 == 0)?);
                 }
-                s.push_str(&row(&format!("{size} statements, {mode}"), &input, &pairs));
+                s.push_str(&row(
+                    &format!("{size} statements{kind}, {mode}"),
+                    &input,
+                    &pairs,
+                ));
             } else {
                 let mut samples = Vec::new();
                 for _ in 0..rounds {
@@ -552,7 +621,7 @@ fn generated(engines: &Engines, args: &Args, work: &Path) -> Result<String> {
                 let peak = samples.iter().map(|x| x.peak_kib).max().unwrap_or(0);
                 let _ = writeln!(
                     alone,
-                    "| {size} statements, {mode} | {:.2} MB | {:.3} s | {:.0} MB |{}",
+                    "| {size} statements{kind}, {mode} | {:.2} MB | {:.3} s | {:.0} MB |{}",
                     std::fs::metadata(&input)?.len() as f64 / 1e6,
                     median(&t),
                     mb(peak),
@@ -565,7 +634,10 @@ fn generated(engines: &Engines, args: &Args, work: &Path) -> Result<String> {
             }
             let out = work.join("xaifb.xaif");
             if let Ok(m) = std::fs::metadata(&out) {
-                outputs.push(format!("{size} {mode}: {:.1} MB", m.len() as f64 / 1e6));
+                outputs.push(format!(
+                    "{size}{kind} {mode}: {:.1} MB",
+                    m.len() as f64 / 1e6
+                ));
             }
         }
         std::fs::remove_file(&input).ok();

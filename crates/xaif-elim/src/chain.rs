@@ -585,111 +585,30 @@ pub(crate) fn run_edge_chain(
     strategy: &Strategy,
     stop_when_flat: bool,
 ) -> ChainRun {
-    use crate::work::Entry;
-    use crate::VertexKind::{Independent, Intermediate};
     let start = work.mark();
-    let n = work.len();
+    let mut state = EdgeRun::new(work, strategy);
     let mut run = ChainRun {
         moves: Vec::new(),
         kept: 0,
         key: (work.nontrivial(), work.mults, work.adds),
         splits: vec![work.cost_split()],
     };
-    let need_fill = strategy.chain.filters.contains(&Filter::LowestFillIn);
-    let scarcity = match strategy.extent {
-        Extent::ScarcityPreserving { allow_maintaining } => Some(allow_maintaining),
-        Extent::Total => None,
-    };
-    let incremental = scarcity.is_some() || need_fill;
     let mut best_scarcity = work.nontrivial();
-    let mut marks = Marks::new(n);
-    let mut have_previous = false;
-    let mut counts = Counts::new(n);
-    if incremental {
-        for u in 0..n as u32 {
-            if !work.is_present(u) {
-                continue;
-            }
-            let back_ok = work.kind(u) != Independent;
-            for at in 0..work.succs(u).len() {
-                let w = work.succs(u)[at].0;
-                let (front, back) = work.refresh_edge(u, at, need_fill);
-                let bits = classes(front, back, work.kind(w) == Intermediate, back_ok);
-                work.cache_at(u, at).counted = bits;
-                counts.add(u, bits, 1);
-            }
-        }
-    }
-    let mut groups = Groups::new(work, &strategy.chain);
-    let mut seen = vec![(0u32, 0u32); n];
-    let mut stamp = 0u32;
-    let mut changed: Vec<u32> = Vec::new();
-    let mut candidates: Vec<Move> = Vec::new();
-    let mut fills: Vec<i64> = Vec::new();
-    let mut measures: Vec<i64> = Vec::new();
     for _ in 0..MOVE_LIMIT {
-        let class = match scarcity {
-            Some(_) if counts.total[0] > 0 => Some(1u8 | 4),
-            Some(true) if counts.total[1] > 0 => Some(2u8 | 8),
-            _ => None,
-        };
-        if stop_when_flat && scarcity.is_some() && class.is_none() {
+        let class = state.scarcity_class();
+        if stop_when_flat && state.scarcity.is_some() && class.is_none() {
             break;
         }
-        let chosen = match class {
-            Some(bits) => {
-                candidates.clear();
-                fills.clear();
-                // Only the vertices with candidates of the class.
-                let which = usize::from(bits & 1 == 0);
-                for u in 0..n as u32 {
-                    if counts.per_vertex[u as usize][which] == 0 {
-                        continue;
-                    }
-                    for at in 0..work.succs(u).len() {
-                        let w = work.succs(u)[at].0;
-                        let c = work.cache_ref(u, at);
-                        if c.counted & bits & 3 != 0 {
-                            candidates.push(Move::Front(u, w));
-                            fills.push(i64::from(c.front_fill));
-                        }
-                        if c.counted & bits & 12 != 0 {
-                            candidates.push(Move::Back(u, w));
-                            fills.push(i64::from(c.back_fill));
-                        }
-                    }
-                }
-                if !need_fill {
-                    fills.clear();
-                }
-                choose(
-                    work,
-                    &strategy.chain,
-                    &mut candidates,
-                    &mut fills,
-                    &mut measures,
-                    have_previous.then_some(&marks),
-                )
-            }
-            None => choose_all(
-                work,
-                &strategy.chain,
-                have_previous.then_some(&marks),
-                need_fill,
-                &groups,
-                &mut candidates,
-                &mut fills,
-                &mut measures,
-            ),
+        let Some(chosen) = state.choose(work, &strategy.chain, class) else {
+            break;
         };
-        let Some(chosen) = chosen else { break };
-        marks.record(work, chosen);
-        have_previous = true;
+        state.marks.record(work, chosen);
+        state.have_previous = true;
         let mark = work.mark();
         work.apply(chosen);
         run.moves.push(chosen);
         run.splits.push(work.cost_split());
-        if scarcity.is_some() {
+        if state.scarcity.is_some() {
             let count = work.nontrivial();
             if count < best_scarcity {
                 best_scarcity = count;
@@ -697,30 +616,175 @@ pub(crate) fn run_edge_chain(
                 run.key = (count, work.mults, work.adds);
             }
         }
-        if !incremental {
-            if groups.kind.is_some() {
+        state.update(work, mark);
+    }
+    if strategy.extent == Extent::Total {
+        run.kept = run.moves.len();
+        run.key = (work.nontrivial(), work.mults, work.adds);
+    }
+    work.undo_to(start);
+    run
+}
+
+/// The incremental state of one [`run_edge_chain`].
+struct EdgeRun {
+    need_fill: bool,
+    /// `Some(allow_maintaining)` for a scarcity-preserving strategy.
+    scarcity: Option<bool>,
+    /// Whether the scarcity classes are counted (scarcity or fill-in).
+    incremental: bool,
+    marks: Marks,
+    have_previous: bool,
+    counts: Counts,
+    groups: Groups,
+    /// Per vertex: the stamp of the last update that saw it changed, and
+    /// which of its lists changed.
+    seen: Vec<(u32, u32)>,
+    stamp: u32,
+    changed: Vec<u32>,
+    candidates: Vec<Move>,
+    fills: Vec<i64>,
+    measures: Vec<i64>,
+}
+
+impl EdgeRun {
+    /// The state before the first move: every edge's classes counted.
+    fn new(work: &mut Work, strategy: &Strategy) -> EdgeRun {
+        use crate::VertexKind::{Independent, Intermediate};
+        let n = work.len();
+        let need_fill = strategy.chain.filters.contains(&Filter::LowestFillIn);
+        let scarcity = match strategy.extent {
+            Extent::ScarcityPreserving { allow_maintaining } => Some(allow_maintaining),
+            Extent::Total => None,
+        };
+        let incremental = scarcity.is_some() || need_fill;
+        let mut counts = Counts::new(n);
+        if incremental {
+            for u in 0..n as u32 {
+                if !work.is_present(u) {
+                    continue;
+                }
+                let back_ok = work.kind(u) != Independent;
+                for at in 0..work.succs(u).len() {
+                    let w = work.succs(u)[at].0;
+                    let (front, back) = work.refresh_edge(u, at, need_fill);
+                    let bits = classes(front, back, work.kind(w) == Intermediate, back_ok);
+                    work.cache_at(u, at).counted = bits;
+                    counts.add(u, bits, 1);
+                }
+            }
+        }
+        EdgeRun {
+            need_fill,
+            scarcity,
+            incremental,
+            marks: Marks::new(n),
+            have_previous: false,
+            counts,
+            groups: Groups::new(work, &strategy.chain),
+            seen: vec![(0, 0); n],
+            stamp: 0,
+            changed: Vec::new(),
+            candidates: Vec::new(),
+            fills: Vec::new(),
+            measures: Vec::new(),
+        }
+    }
+
+    /// The scarcity class the next move is chosen from (as counted bits):
+    /// reducing moves while there are any, then (with `-m`) keeping ones;
+    /// `None` for all moves.
+    fn scarcity_class(&self) -> Option<u8> {
+        match self.scarcity {
+            Some(_) if self.counts.total[0] > 0 => Some(1u8 | 4),
+            Some(true) if self.counts.total[1] > 0 => Some(2u8 | 8),
+            _ => None,
+        }
+    }
+
+    /// The chain's choice among the moves of `class` (or all moves).
+    fn choose(&mut self, work: &mut Work, chain: &Chain, class: Option<u8>) -> Option<Move> {
+        let previous = self.have_previous.then_some(&self.marks);
+        let Some(bits) = class else {
+            return choose_all(
+                work,
+                chain,
+                previous,
+                self.need_fill,
+                &self.groups,
+                &mut self.candidates,
+                &mut self.fills,
+                &mut self.measures,
+            );
+        };
+        self.candidates.clear();
+        self.fills.clear();
+        // Only the vertices with candidates of the class.
+        let which = usize::from(bits & 1 == 0);
+        for u in 0..work.len() as u32 {
+            if self.counts.per_vertex[u as usize][which] == 0 {
+                continue;
+            }
+            for at in 0..work.succs(u).len() {
+                let w = work.succs(u)[at].0;
+                let c = work.cache_ref(u, at);
+                if c.counted & bits & 3 != 0 {
+                    self.candidates.push(Move::Front(u, w));
+                    self.fills.push(i64::from(c.front_fill));
+                }
+                if c.counted & bits & 12 != 0 {
+                    self.candidates.push(Move::Back(u, w));
+                    self.fills.push(i64::from(c.back_fill));
+                }
+            }
+        }
+        if !self.need_fill {
+            self.fills.clear();
+        }
+        choose(
+            work,
+            chain,
+            &mut self.candidates,
+            &mut self.fills,
+            &mut self.measures,
+            previous,
+        )
+    }
+
+    /// Brings the groups and the counted classes up to date with what the
+    /// move made since `mark` changed.
+    fn update(&mut self, work: &mut Work, mark: crate::work::Mark) {
+        use crate::work::Entry;
+        if !self.incremental {
+            if self.groups.kind.is_some() {
                 for e in work.changes_since(mark) {
                     match *e {
                         Entry::Linked(u, w)
                         | Entry::Changed(u, w, _)
                         | Entry::Unlinked(u, w, ..) => {
-                            groups.update(work, u);
-                            groups.update(work, w);
+                            self.groups.update(work, u);
+                            self.groups.update(work, w);
                         }
-                        Entry::Removed(v) => groups.update(work, v),
+                        Entry::Removed(v) => self.groups.update(work, v),
                         Entry::ExprUse(_) => {}
                     }
                 }
             }
-            continue;
+            return;
         }
-        // Update the classes around what changed: front elimination of
-        // (u,w) reads the successors of u and w and the predecessors of w,
-        // back elimination the predecessors of u and w and the successors
-        // of u.
-        stamp += 1;
-        changed.clear();
-        let mut note = |v: u32, bit: u32, changed: &mut Vec<u32>| {
+        self.note_changes(work, mark);
+        self.refresh_changed(work);
+    }
+
+    /// Which vertices' lists changed since `mark` (in `changed`, with the
+    /// lists in `seen`), uncounting the classes of the edges removed.
+    fn note_changes(&mut self, work: &Work, mark: crate::work::Mark) {
+        use crate::work::Entry;
+        self.stamp += 1;
+        self.changed.clear();
+        let stamp = self.stamp;
+        let (seen, changed, counts) = (&mut self.seen, &mut self.changed, &mut self.counts);
+        let mut note = |v: u32, bit: u32| {
             let entry = &mut seen[v as usize];
             if entry.0 != stamp {
                 *entry = (stamp, 0);
@@ -732,32 +796,47 @@ pub(crate) fn run_edge_chain(
         for e in work.changes_since(mark) {
             match *e {
                 Entry::Linked(u, w) | Entry::Changed(u, w, _) => {
-                    note(u, OUT, &mut changed);
-                    note(w, IN, &mut changed);
+                    note(u, OUT);
+                    note(w, IN);
                 }
                 Entry::Unlinked(u, w, _) => {
                     if let Some(&slot) = removed.next() {
                         counts.add(u, work.slot_cache(slot).counted, -1);
                     }
-                    note(u, OUT, &mut changed);
-                    note(w, IN, &mut changed);
+                    note(u, OUT);
+                    note(w, IN);
                 }
-                Entry::Removed(v) => note(v, OUT | IN, &mut changed),
+                Entry::Removed(v) => note(v, OUT | IN),
                 Entry::ExprUse(_) => {}
             }
         }
+    }
+
+    /// Measures again the moves of the edges around the changed vertices:
+    /// front elimination of (u,w) reads the successors of u and w and the
+    /// predecessors of w, back elimination the predecessors of u and w and
+    /// the successors of u.
+    fn refresh_changed(&mut self, work: &mut Work) {
         let epoch = work.epoch();
-        for &v in &changed {
-            groups.update(work, v);
+        for &v in &self.changed {
+            self.groups.update(work, v);
             if !work.is_present(v) {
                 continue;
             }
-            let how = seen[v as usize].1;
+            let how = self.seen[v as usize].1;
             // Out-edges (v,x): both moves read v's successors; back reads
             // v's predecessors.
             let out_sides = if how & OUT != 0 { FRONT | BACK } else { BACK };
             for at in 0..work.succs(v).len() {
-                refresh_counted(work, v, at, need_fill, epoch, out_sides, &mut counts);
+                refresh_counted(
+                    work,
+                    v,
+                    at,
+                    self.need_fill,
+                    epoch,
+                    out_sides,
+                    &mut self.counts,
+                );
             }
             // In-edges (y,v): front reads v's successors and predecessors,
             // back reads v's predecessors.
@@ -765,17 +844,19 @@ pub(crate) fn run_edge_chain(
             for p in 0..work.preds(v).len() {
                 let u = work.preds(v)[p].0;
                 if let Some(at) = work.position(u, v) {
-                    refresh_counted(work, u, at, need_fill, epoch, in_sides, &mut counts);
+                    refresh_counted(
+                        work,
+                        u,
+                        at,
+                        self.need_fill,
+                        epoch,
+                        in_sides,
+                        &mut self.counts,
+                    );
                 }
             }
         }
     }
-    if strategy.extent == Extent::Total {
-        run.kept = run.moves.len();
-        run.key = (work.nontrivial(), work.mults, work.adds);
-    }
-    work.undo_to(start);
-    run
 }
 
 /// Which of a vertex's lists changed.

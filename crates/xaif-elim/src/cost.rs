@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use crate::result::Elimination;
 use crate::strategy::Metric;
 use crate::value::{EdgeValue, Triviality};
-use crate::work::Model;
+use crate::work::{Circuit, Model};
 
 /// Which derivative code propagates the remainder graph.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -112,6 +112,7 @@ pub(crate) fn model(
             total: false,
             max_pushes: i64::MAX,
             w_excess: 0,
+            circuit: Circuit::Tangent,
         },
         (Goal::RunTime, PropagationMode::Adjoint, _) => Model {
             w_mul: OPERATION,
@@ -123,6 +124,7 @@ pub(crate) fn model(
             total: false,
             max_pushes: i64::MAX,
             w_excess: 0,
+            circuit: Circuit::Adjoint,
         },
         (Goal::Metric, _, Metric::Scarcity) => Model {
             w_mul: 1 << 20,
@@ -134,6 +136,7 @@ pub(crate) fn model(
             total: false,
             max_pushes: i64::MAX,
             w_excess: 0,
+            circuit: Circuit::None,
         },
         (Goal::Metric, _, Metric::Operations) => Model {
             w_mul: 1 << 40,
@@ -145,6 +148,7 @@ pub(crate) fn model(
             total: true,
             max_pushes: i64::MAX,
             w_excess: 0,
+            circuit: Circuit::None,
         },
     }
 }

@@ -103,7 +103,9 @@
 
 #![warn(missing_docs)]
 
+mod anytime;
 mod chain;
+mod components;
 pub mod cost;
 pub mod dot;
 pub mod dual;

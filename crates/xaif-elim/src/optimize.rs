@@ -13,19 +13,26 @@
 //!   elimination, reroutings with `-R`, cost-neutral walks with `-m`);
 //! - `Default`: also the exact searches where the graph is small (A* over
 //!   vertex sets up to 8 inner vertices, over edge-elimination states up
-//!   to 6 edges, a few hundred states each);
+//!   to 6 edges, a few hundred states each), on each independent part of
+//!   the graph alone when it has several and the whole is beyond their
+//!   reach ([`crate::components`]);
 //! - `Max`: all seven chains as baseline on every graph, more starting
 //!   points, exact searches up to 32 inner vertices and 16 edges with
-//!   budgets of tens of thousands of states, and beam search where no
-//!   proof was found.
+//!   budgets of tens of thousands of states, and where no proof was
+//!   found the anytime search, iterated descent ([`crate::anytime`]) with
+//!   400 units of work per edge (from 9 inner vertices), then beam search.
+//!   (At the default effort iterated descent does not pay for its time:
+//!   with 10 units per edge on the graphs of 20 inner vertices or more of
+//!   the corpus and of realistic generated programs it took a quarter
+//!   more time for a few tenths of a percent fewer operations.)
 //!
 //! [`optimize_against`] also takes the graph the reference engine builds
 //! for the same code, when it differs (its flattening gives some reads of
 //! one value vertices of their own): in adjoint mode the reference's
 //! selection on that graph also bounds the operations of the result.
 //!
-//! Budgets count states, not time, so the output never depends on the
-//! machine. The winner is replayed on an [`ElimGraph`], which builds the
+//! Budgets count states and work, not time, so the output never depends
+//! on the machine. The winner is replayed on an [`ElimGraph`], which builds the
 //! accumulation expressions, and priced again from them
 //! ([`crate::cost`]); the chain's own result is kept when it is not
 //! strictly more expensive.
@@ -134,6 +141,10 @@ struct Budgets {
     starts: usize,
     /// Moves of one descent at most.
     descent: usize,
+    /// Work (probes and moves) of the iterated descent per edge.
+    anytime: u64,
+    /// Inner vertices from which the iterated descent runs.
+    anytime_from: usize,
 }
 
 impl Effort {
@@ -146,6 +157,8 @@ impl Effort {
                 random_runs: 4,
                 starts: 2,
                 descent: 256,
+                anytime: 0,
+                anytime_from: usize::MAX,
             },
             Effort::Default => Budgets {
                 exact_vertices: (8, 256),
@@ -154,6 +167,8 @@ impl Effort {
                 random_runs: 8,
                 starts: 2,
                 descent: 1024,
+                anytime: 0,
+                anytime_from: usize::MAX,
             },
             Effort::Max => Budgets {
                 exact_vertices: (32, 100_000),
@@ -162,6 +177,8 @@ impl Effort {
                 random_runs: 64,
                 starts: 8,
                 descent: 4096,
+                anytime: 400,
+                anytime_from: 9,
             },
         }
     }
@@ -204,282 +221,532 @@ pub fn optimize_against(
     let graph = ElimGraph::new(lcg)?;
     let m = model(search.goal, mode, config.metric, config.triviality);
     let mut work = Work::new(&graph, m, config.triviality);
-    let size = (work.inner_vertices().count(), work.edge_count());
-    let unit = |c: i64| primary(search.goal, config.metric, c);
     if search.effort == Effort::None || has_face || config.strategies.is_empty() {
-        let selection = select(lcg, config)?;
-        let cost = evaluate_model(&m, &selection.elimination).map_or(u64::MAX, unit);
-        return Ok(Optimized {
-            selection,
-            report: Report {
-                chain: cost,
-                cost,
-                lower_bound: unit(work.lower_bound()).min(cost),
-                proof: None,
-                found_by: "chain",
-                states: 0,
-                micros: started.elapsed().as_micros() as u64,
-                size,
-            },
-        });
+        return select_only(lcg, config, &work, started);
     }
-    let budgets = search.effort.budgets();
+    let mut run = Session::baseline(&mut work, reference, config, mode)?;
+    run.chain_candidates(&mut work);
+    run.descents(&mut work);
+    run.exact(&mut work, &graph, lcg, config, mode);
+    run.anytime(&mut work);
+    run.beam(&mut work);
+    run.finish(&graph, &mut work, config, started)
+}
 
-    // The reference's selection (the baseline), and every run kept for
-    // its cheapest prefix.
-    let baseline = baseline_strategies(config, work.edge_count(), search.effort, mode);
-    let runs: Vec<ChainRun> = crate::chain::run_all(&mut work, &baseline, false)
-        .into_iter()
-        .flatten()
-        .collect();
-    let Some(reference_index) = reference_run(&runs, config.metric) else {
-        return Err(ElimError::NoStrategies);
-    };
-    let reference_moves = runs[reference_index].moves[..runs[reference_index].kept].to_vec();
-    let reference_split = sequence_split(&mut work, &reference_moves);
-    // The operations of the reference's selection on the reference
-    // engine's graph, when it is small enough for its chains to be quick
-    // (on larger graphs the bound costs a third of the time and has not
-    // been seen to bind).
-    let reference_ops = match reference {
-        Some(r)
-            if search.goal == Goal::RunTime
-                && mode == PropagationMode::Adjoint
-                && r.edges().len() < REFERENCE_EDGES =>
-        {
-            reference_bound(r, config, mode)?.map(|s| s.0)
-        }
-        _ => None,
-    };
-    if search.goal == Goal::RunTime && mode == PropagationMode::Adjoint {
-        // Taping more factors than the baseline must pay for itself.
-        if let Some((_, pushes)) = reference_split {
-            work.limit_tape(
-                pushes,
-                crate::cost::EXCESS_TAPE as i64 * crate::cost::OPERATION,
-            );
-        }
-    }
+/// The reference's selection alone ([`Effort::None`], face elimination,
+/// no strategy), reported under the cost model.
+fn select_only(
+    lcg: &Lcg,
+    config: &Config,
+    work: &Work,
+    started: Instant,
+) -> Result<Optimized, ElimError> {
+    let unit = |c: i64| primary(config.search.goal, config.metric, c);
+    let selection = select(lcg, config)?;
+    let cost = evaluate_model(&work.model, &selection.elimination).map_or(u64::MAX, unit);
+    Ok(Optimized {
+        selection,
+        report: Report {
+            chain: cost,
+            cost,
+            lower_bound: unit(work.lower_bound()).min(cost),
+            proof: None,
+            found_by: "chain",
+            states: 0,
+            micros: started.elapsed().as_micros() as u64,
+            size: (work.inner_vertices().count(), work.edge_count()),
+        },
+    })
+}
 
-    let base_limit = reference_split.map_or(i64::MAX, |s| s.0);
-    let limit = reference_ops.map_or(base_limit, |ops| base_limit.min(ops));
+/// The state of one [`optimize_against`]: the baseline, the limits every
+/// returned sequence must respect, the candidates found so far and what
+/// is proven.
+struct Session {
+    goal: Goal,
+    metric: Metric,
+    budgets: Budgets,
+    /// Inner vertices and edges of the graph as built.
+    size: (usize, usize),
+    kinds: Moves,
+    allow_maintaining: bool,
+    seed: u64,
+    randomized: bool,
+    /// The baseline's strategies and their complete runs.
+    baseline: Vec<Strategy>,
+    runs: Vec<ChainRun>,
+    /// Which run is the reference's selection, its moves and cost split.
+    reference_index: usize,
+    reference_moves: Vec<Move>,
+    reference_split: Option<(i64, i64)>,
+    /// Operations (the push part aside) of the baseline, and of the
+    /// reference engine's selection on its graph where that is lower.
+    base_limit: i64,
+    limit: i64,
+    candidates: Vec<Candidate>,
+    states: usize,
+    proof: Option<Proof>,
+    /// A lower bound on every sequence's cost (model units).
+    bound: i64,
+}
 
-    let mut candidates: Vec<Candidate> = Vec::new();
-    for (moves, found_by) in [
-        (Vec::new(), "no elimination"),
-        (reference_moves.clone(), "chain"),
-    ] {
-        if let Some(cost) = sequence_cost(&mut work, &moves) {
-            candidates.push(Candidate {
-                moves,
-                cost,
-                found_by,
-            });
-        }
-    }
-    for run in &runs {
-        if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits, i64::MAX) {
-            candidates.push(Candidate {
-                moves: run.moves[..len].to_vec(),
-                cost,
-                found_by: "chain prefix",
-            });
-        }
-        if limit < base_limit {
-            if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits, limit) {
-                candidates.push(Candidate {
-                    moves: run.moves[..len].to_vec(),
-                    cost,
-                    found_by: "chain prefix",
-                });
+impl Session {
+    /// Runs the reference's chains (the baseline), finds the reference's
+    /// selection among them and sets the limits.
+    fn baseline(
+        work: &mut Work,
+        reference: Option<&Lcg>,
+        config: &Config,
+        mode: PropagationMode,
+    ) -> Result<Session, ElimError> {
+        let search = &config.search;
+        let baseline = baseline_strategies(config, work.edge_count(), search.effort, mode);
+        let runs: Vec<ChainRun> = crate::chain::run_all(work, &baseline, false)
+            .into_iter()
+            .flatten()
+            .collect();
+        let Some(reference_index) = reference_run(&runs, config.metric) else {
+            return Err(ElimError::NoStrategies);
+        };
+        let reference_moves = runs[reference_index].moves[..runs[reference_index].kept].to_vec();
+        let reference_split = sequence_split(work, &reference_moves);
+        let adjoint_runtime = search.goal == Goal::RunTime && mode == PropagationMode::Adjoint;
+        // The operations of the reference's selection on the reference
+        // engine's graph, when it is small enough for its chains to be
+        // quick (on larger graphs the bound costs a third of the time and
+        // has not been seen to bind).
+        let reference_ops = match reference {
+            Some(r) if adjoint_runtime && r.edges().len() < REFERENCE_EDGES => {
+                reference_bound(r, config, mode)?.map(|s| s.0)
+            }
+            _ => None,
+        };
+        if adjoint_runtime {
+            // Taping more factors than the baseline must pay for itself.
+            if let Some((_, pushes)) = reference_split {
+                work.limit_tape(
+                    pushes,
+                    crate::cost::EXCESS_TAPE as i64 * crate::cost::OPERATION,
+                );
             }
         }
-    }
-    let mut states = runs.iter().map(|r| r.moves.len()).sum::<usize>();
-    if search.randomized {
-        let random = Strategy {
-            method: Method::Edge,
-            chain: crate::heuristics::Chain::reverse(),
-            extent: Extent::ScarcityPreserving {
-                allow_maintaining: search.allow_maintaining,
+        let base_limit = reference_split.map_or(i64::MAX, |s| s.0);
+        let limit = reference_ops.map_or(base_limit, |ops| base_limit.min(ops));
+        let states = runs.iter().map(|r| r.moves.len()).sum::<usize>();
+        Ok(Session {
+            goal: search.goal,
+            metric: config.metric,
+            budgets: search.effort.budgets(),
+            size: (work.inner_vertices().count(), work.edge_count()),
+            kinds: Moves {
+                vertices: true,
+                edges: true,
+                reroutings: search.rerouting,
             },
-        };
-        let mut rng = Rng::new(search.seed);
-        for _ in 0..budgets.random_runs {
-            if let Some(run) = run_chain(&mut work, &random, Some(&mut rng)) {
-                states += run.moves.len();
-                if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits, i64::MAX) {
-                    candidates.push(Candidate {
-                        moves: run.moves[..len].to_vec(),
-                        cost,
-                        found_by: "randomized chain",
-                    });
+            allow_maintaining: search.allow_maintaining,
+            seed: search.seed,
+            randomized: search.randomized,
+            baseline,
+            runs,
+            reference_index,
+            reference_moves,
+            reference_split,
+            base_limit,
+            limit,
+            candidates: Vec::new(),
+            states,
+            proof: None,
+            bound: work.lower_bound(),
+        })
+    }
+
+    fn push(&mut self, moves: Vec<Move>, cost: i64, found_by: &'static str) {
+        self.candidates.push(Candidate {
+            moves,
+            cost,
+            found_by,
+        });
+    }
+
+    /// No elimination, the reference's selection, the cheapest prefix of
+    /// every chain run (within the limits), and randomized chains (`-a`).
+    fn chain_candidates(&mut self, work: &mut Work) {
+        for (moves, found_by) in [
+            (Vec::new(), "no elimination"),
+            (self.reference_moves.clone(), "chain"),
+        ] {
+            if let Some(cost) = sequence_cost(work, &moves) {
+                self.push(moves, cost, found_by);
+            }
+        }
+        let mut found = Vec::new();
+        for run in &self.runs {
+            let mut limits = vec![i64::MAX];
+            if self.limit < self.base_limit {
+                limits.push(self.limit);
+            }
+            for limit in limits {
+                if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits, limit) {
+                    found.push((run.moves[..len].to_vec(), cost));
                 }
             }
         }
-    }
-    sort_candidates(&mut candidates);
-
-    // Remainder post-processing: greedy descent from the best starting
-    // points.
-    let kinds = Moves {
-        vertices: true,
-        edges: true,
-        reroutings: search.rerouting,
-    };
-    let mut starts: Vec<Vec<Move>> = Vec::new();
-    for c in &candidates {
-        if starts.len() >= budgets.starts {
-            break;
+        for (moves, cost) in found {
+            self.push(moves, cost, "chain prefix");
         }
-        if !starts.contains(&c.moves) {
-            starts.push(c.moves.clone());
-        }
-    }
-    for start in starts {
-        let base = work.mark();
-        for &mv in &start {
-            work.apply(mv);
-        }
-        let more = descend(&mut work, kinds, search.allow_maintaining, budgets.descent);
-        states += more.len();
-        if !more.is_empty() {
-            if let Some(cost) = work.cost() {
-                let mut moves = start;
-                moves.extend(more);
-                candidates.push(Candidate {
-                    moves,
-                    cost,
-                    found_by: "descent",
-                });
+        if self.randomized {
+            let random = Strategy {
+                method: Method::Edge,
+                chain: crate::heuristics::Chain::reverse(),
+                extent: Extent::ScarcityPreserving {
+                    allow_maintaining: self.allow_maintaining,
+                },
+            };
+            let mut rng = Rng::new(self.seed);
+            for _ in 0..self.budgets.random_runs {
+                if let Some(run) = run_chain(work, &random, Some(&mut rng)) {
+                    self.states += run.moves.len();
+                    if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits, i64::MAX) {
+                        self.push(run.moves[..len].to_vec(), cost, "randomized chain");
+                    }
+                }
             }
         }
-        work.undo_to(base);
+        sort_candidates(&mut self.candidates);
     }
-    sort_candidates(&mut candidates);
 
-    // Exact searches, then beam search where no proof was found. They
-    // search among the sequences that spend no more operations than the
-    // baseline (the push part aside) and than the reference engine's
-    // selection on its graph (`limit`), the only ones returned below (the
-    // latter when one is found).
-    let mut proof = None;
-    let mut bound = work.lower_bound();
-    let (vlimit, vbudget) = budgets.exact_vertices;
-    if size.0 <= vlimit && vbudget > 0 {
-        let incumbent = feasible_cost(&mut work, &candidates, limit);
-        let exact = exact_vertices(&mut work, incumbent, limit, vbudget);
-        states += exact.expanded;
-        if let Some((moves, cost)) = exact.best {
-            candidates.push(Candidate {
-                moves,
-                cost,
-                found_by: "exact (vertices)",
-            });
+    /// The remainder post-processing: greedy descent from the best
+    /// starting points.
+    fn descents(&mut self, work: &mut Work) {
+        let mut starts: Vec<Vec<Move>> = Vec::new();
+        for c in &self.candidates {
+            if starts.len() >= self.budgets.starts {
+                break;
+            }
+            if !starts.contains(&c.moves) {
+                starts.push(c.moves.clone());
+            }
         }
-        if exact.proven {
-            proof = Some(Proof::Vertex);
+        for start in starts {
+            let base = work.mark();
+            for &mv in &start {
+                work.apply(mv);
+            }
+            let more = descend(
+                work,
+                self.kinds,
+                self.allow_maintaining,
+                self.budgets.descent,
+            );
+            self.states += more.len();
+            if !more.is_empty() {
+                if let Some(cost) = work.cost() {
+                    let mut moves = start;
+                    moves.extend(more);
+                    self.push(moves, cost, "descent");
+                }
+            }
+            work.undo_to(base);
         }
-        sort_candidates(&mut candidates);
+        sort_candidates(&mut self.candidates);
     }
-    let (elimit, ebudget) = budgets.exact_edges;
-    if size.1 <= elimit && ebudget > 0 {
-        let incumbent = feasible_cost(&mut work, &candidates, limit);
-        let exact = exact_edges(&mut work, incumbent, limit, ebudget);
-        states += exact.expanded;
-        if let Some((moves, cost)) = exact.best {
-            candidates.push(Candidate {
-                moves,
-                cost,
-                found_by: "exact (edges)",
-            });
+
+    /// The exact searches where the graph is small enough: on the whole
+    /// graph, or on each of its independent parts ([`crate::components`]).
+    /// They search among the sequences that spend no more operations than
+    /// the baseline (the push part aside) and than the reference engine's
+    /// selection on its graph (`limit`), the only ones returned in the end
+    /// (the latter when one is found).
+    fn exact(
+        &mut self,
+        work: &mut Work,
+        graph: &ElimGraph,
+        lcg: &Lcg,
+        config: &Config,
+        mode: PropagationMode,
+    ) {
+        // Parts only where the whole graph is beyond the exact searches'
+        // reach (and there is something to search at all).
+        let (vlimit, _) = self.budgets.exact_vertices;
+        let (elimit, _) = self.budgets.exact_edges;
+        let whole_in_reach = self.size.0 <= vlimit && self.size.1 <= elimit;
+        let parts = if whole_in_reach || self.size.0 == 0 {
+            None
+        } else {
+            crate::components::parts(lcg, |v| graph.contains_vertex(v))
+        };
+        if let Some(parts) = parts {
+            // Where the cost is a sum over the parts: always in tangent
+            // mode, in adjoint mode when no label is shared.
+            let additive = mode == PropagationMode::Tangent
+                || self.goal == Goal::Metric
+                || !crate::components::share_labels(&parts);
+            // Only where every part is within the vertex search's reach,
+            // so that the parts can prove the whole.
+            let in_reach = parts
+                .iter()
+                .all(|p| crate::components::inner_vertices(&p.lcg) <= vlimit);
+            if additive && in_reach {
+                self.exact_parts(work, &parts, config, mode);
+                return;
+            }
         }
-        bound = bound.max(exact.lower_bound);
-        if exact.proven {
-            proof = Some(Proof::Edge);
+        let vbudget = self.budgets.exact_vertices.1;
+        if self.size.0 <= vlimit && vbudget > 0 {
+            let incumbent = feasible_cost(work, &self.candidates, self.limit);
+            let exact = exact_vertices(work, incumbent, self.limit, vbudget);
+            self.states += exact.expanded;
+            if let Some((moves, cost)) = exact.best {
+                self.push(moves, cost, "exact (vertices)");
+            }
+            if exact.proven {
+                self.proof = Some(Proof::Vertex);
+            }
+            sort_candidates(&mut self.candidates);
         }
-        sort_candidates(&mut candidates);
+        let (elimit, ebudget) = self.budgets.exact_edges;
+        if self.size.1 <= elimit && ebudget > 0 {
+            let incumbent = feasible_cost(work, &self.candidates, self.limit);
+            let exact = exact_edges(work, incumbent, self.limit, ebudget);
+            self.states += exact.expanded;
+            if let Some((moves, cost)) = exact.best {
+                self.push(moves, cost, "exact (edges)");
+            }
+            self.bound = self.bound.max(exact.lower_bound);
+            if exact.proven {
+                self.proof = Some(Proof::Edge);
+            }
+            sort_candidates(&mut self.candidates);
+        }
     }
-    let (width, bbudget) = budgets.beam;
-    if proof.is_none() && bbudget > 0 {
-        let starts: Vec<Vec<Move>> = candidates
+
+    /// [`Session::exact`] part by part: each part's graph is searched
+    /// alone (without the tape and operation limits, a relaxation), from
+    /// the best candidate's moves in it; the parts' results together are
+    /// a candidate. Where the cost is a sum over the parts (always in
+    /// tangent mode; in adjoint mode when no label is shared), the sum of
+    /// the parts' bounds is a bound, and when every part is proven and the
+    /// combination keeps the limits, the combination is optimal.
+    fn exact_parts(
+        &mut self,
+        work: &mut Work,
+        parts: &[crate::components::Part],
+        config: &Config,
+        mode: PropagationMode,
+    ) {
+        let best = self
+            .candidates
+            .first()
+            .map(|c| c.moves.clone())
+            .unwrap_or_default();
+        let mut combined: Vec<Move> = Vec::new();
+        let mut bound = 0i64;
+        let mut proof = Some(Proof::Edge);
+        for part in parts {
+            let Ok(graph) = ElimGraph::new(&part.lcg) else {
+                return;
+            };
+            let m = model(self.goal, mode, self.metric, config.triviality);
+            let mut sub = Work::new(&graph, m, config.triviality);
+            // Working indices of the part to those of the whole, and back.
+            let to_whole: Vec<u32> = (0..sub.len() as u32)
+                .map(|v| {
+                    let whole = part.to_whole[sub.vertex_of(v).index()];
+                    work.rank_of(whole)
+                })
+                .collect();
+            let mut to_part = vec![u32::MAX; work.len()];
+            for (v, &w) in to_whole.iter().enumerate() {
+                to_part[w as usize] = v as u32;
+            }
+            // The best candidate's moves in this part.
+            let mine: Vec<Move> = best
+                .iter()
+                .filter(|m| m.vertices().all(|v| to_part[v as usize] != u32::MAX))
+                .map(|m| m.map(|v| to_part[v as usize]))
+                .collect();
+            let (moves, part_bound, part_proof) = self.exact_part(&mut sub, mine);
+            bound += part_bound;
+            proof = match (proof, part_proof) {
+                (Some(Proof::Edge), Some(p)) => Some(p),
+                (Some(Proof::Vertex), Some(_)) => Some(Proof::Vertex),
+                _ => None,
+            };
+            combined.extend(moves.into_iter().map(|m| m.map(|v| to_whole[v as usize])));
+        }
+        if let Some(cost) = sequence_cost(work, &combined) {
+            // The relaxation's optimum is the optimum when it keeps the
+            // limits: operations and the baseline's tape.
+            let max_pushes = work.model.max_pushes;
+            let tape_kept = sequence_split(work, &combined)
+                .is_some_and(|(ops, pushes)| ops <= self.limit && pushes <= max_pushes);
+            self.push(combined, cost, "exact (parts)");
+            self.bound = self.bound.max(bound);
+            if tape_kept {
+                self.proof = proof;
+            }
+        }
+        sort_candidates(&mut self.candidates);
+    }
+
+    /// The exact searches on one part's graph from the candidate's moves
+    /// there: the best sequence found, a lower bound and the proof.
+    fn exact_part(&mut self, sub: &mut Work, start: Vec<Move>) -> (Vec<Move>, i64, Option<Proof>) {
+        let mut best = (sequence_cost(sub, &start).unwrap_or(i64::MAX), start);
+        let mut bound = sub.lower_bound().min(best.0);
+        let mut proof = None;
+        let (vlimit, vbudget) = self.budgets.exact_vertices;
+        let inner = sub.inner_vertices().count();
+        if inner <= vlimit && vbudget > 0 {
+            let exact = exact_vertices(sub, best.0, i64::MAX, vbudget);
+            self.states += exact.expanded;
+            if let Some((moves, cost)) = exact.best {
+                best = (cost, moves);
+            }
+            if exact.proven {
+                proof = Some(Proof::Vertex);
+            }
+        }
+        let (elimit, ebudget) = self.budgets.exact_edges;
+        if sub.edge_count() <= elimit && ebudget > 0 {
+            let exact = exact_edges(sub, best.0, i64::MAX, ebudget);
+            self.states += exact.expanded;
+            if let Some((moves, cost)) = exact.best {
+                best = (cost, moves);
+            }
+            bound = bound.max(exact.lower_bound);
+            if exact.proven {
+                proof = Some(Proof::Edge);
+            }
+        }
+        if proof == Some(Proof::Edge) {
+            bound = best.0;
+        }
+        (best.1, bound, proof)
+    }
+
+    /// Iterated local search from the best candidate where no proof was
+    /// found, within a budget in proportion to the graph's size.
+    fn anytime(&mut self, work: &mut Work) {
+        let budget = self.budgets.anytime * self.size.1 as u64;
+        if self.proof.is_some() || budget == 0 || self.size.0 < self.budgets.anytime_from {
+            return;
+        }
+        let start = self.candidates[0].moves.clone();
+        let incumbent = self.candidates[0].cost;
+        // Only states within the operations of the baseline and its tape:
+        // more taped factors than the reference's selection would make an
+        // example push more than the reference's code.
+        let (limit, max_pushes) = (self.limit, work.model.max_pushes);
+        let keep = |w: &Work| {
+            w.cost_split()
+                .is_some_and(|(ops, pushes)| ops <= limit && pushes <= max_pushes)
+        };
+        let (found, spent) =
+            crate::anytime::iterated(work, &start, incumbent, self.kinds, budget, self.seed, keep);
+        self.states += spent as usize;
+        if let Some((moves, cost)) = found {
+            self.push(moves, cost, "iterated descent");
+            sort_candidates(&mut self.candidates);
+        }
+    }
+
+    /// Beam search where no proof was found.
+    fn beam(&mut self, work: &mut Work) {
+        let (width, budget) = self.budgets.beam;
+        if self.proof.is_some() || budget == 0 {
+            return;
+        }
+        let starts: Vec<Vec<Move>> = self
+            .candidates
             .iter()
             .take(width)
             .map(|c| c.moves.clone())
             .collect();
-        let incumbent = candidates[0].cost;
-        if let Some((moves, cost)) = beam(&mut work, &starts, kinds, width, incumbent, bbudget) {
-            candidates.push(Candidate {
-                moves,
-                cost,
-                found_by: "beam",
-            });
+        let incumbent = self.candidates[0].cost;
+        if let Some((moves, cost)) = beam(work, &starts, self.kinds, width, incumbent, budget) {
+            self.push(moves, cost, "beam");
         }
-        states += bbudget;
-        sort_candidates(&mut candidates);
+        self.states += budget;
+        sort_candidates(&mut self.candidates);
     }
 
-    // The cheapest candidate that is no worse than the baseline in
-    // operations (the push part aside) and, where one is, no worse than
-    // the reference engine's selection, is replayed with expressions; the
-    // baseline is kept unless it is strictly more expensive or spends more
-    // than that selection.
-    let reference_strategy = baseline[reference_index].clone();
-    let chain_elimination = replay(&graph, &mut work, &reference_moves, config)?;
-    let chain_cost = evaluate_model(&work.model, &chain_elimination);
-    let within = |s: Option<(i64, i64)>, limit: i64| s.is_some_and(|s| s.0 <= limit);
-    let mut best = candidates
-        .iter()
-        .find(|c| within(sequence_split(&mut work, &c.moves), limit))
-        .cloned();
-    let chain_within = best.is_none() || within(reference_split, limit);
-    if best.is_none() {
-        best = candidates
+    /// The cheapest candidate that is no worse than the baseline in
+    /// operations (the push part aside) and, where one is, no worse than
+    /// the reference engine's selection, replayed with expressions; the
+    /// baseline is kept unless it is strictly more expensive or spends
+    /// more than that selection.
+    fn finish(
+        self,
+        graph: &ElimGraph,
+        work: &mut Work,
+        config: &Config,
+        started: Instant,
+    ) -> Result<Optimized, ElimError> {
+        let unit = |c: i64| primary(self.goal, self.metric, c);
+        let reference_strategy = self.baseline[self.reference_index].clone();
+        let chain_elimination = replay(graph, work, &self.reference_moves, config)?;
+        let chain_cost = evaluate_model(&work.model, &chain_elimination);
+        let within = |s: Option<(i64, i64)>, limit: i64| s.is_some_and(|s| s.0 <= limit);
+        let mut best = self
+            .candidates
             .iter()
-            .find(|c| within(sequence_split(&mut work, &c.moves), base_limit))
+            .find(|c| within(sequence_split(work, &c.moves), self.limit))
             .cloned();
-    }
-    let best_within = best.as_ref().map_or(i64::MAX, |b| b.cost);
-    let (elimination, cost, found_by) = match best {
-        Some(best) if best.moves != reference_moves => {
-            let ours = replay(&graph, &mut work, &best.moves, config)?;
-            let ours_cost = evaluate_model(&work.model, &ours);
-            match (ours_cost, chain_cost) {
-                (Some(a), Some(b)) if a < b || !chain_within => (ours, ours_cost, best.found_by),
-                (Some(_), None) => (ours, ours_cost, best.found_by),
-                _ => (chain_elimination, chain_cost, "chain"),
-            }
+        let chain_within = best.is_none() || within(self.reference_split, self.limit);
+        if best.is_none() {
+            best = self
+                .candidates
+                .iter()
+                .find(|c| within(sequence_split(work, &c.moves), self.base_limit))
+                .cloned();
         }
-        _ => (chain_elimination, chain_cost, "chain"),
-    };
-    // Reported in the goal's units, under the objective minimized.
-    let cost_unit = cost.map_or(u64::MAX, unit);
-    let chain_unit = chain_cost.map_or(u64::MAX, unit);
-    // A proof covers the model optimum among the sequences within the
-    // baseline's operations; the result is that optimum unless the
-    // replayed expressions made the baseline cheaper.
-    let proof = proof.filter(|_| cost.is_some_and(|c| c <= best_within));
-    let lower_bound = if proof == Some(Proof::Edge) {
-        cost_unit
-    } else {
-        unit(bound).min(cost_unit)
-    };
-    Ok(Optimized {
-        selection: Selection {
-            elimination,
-            strategy: reference_strategy,
-        },
-        report: Report {
-            chain: chain_unit,
-            cost: cost_unit,
-            lower_bound,
-            proof,
-            found_by,
-            states,
-            micros: started.elapsed().as_micros() as u64,
-            size,
-        },
-    })
+        let best_within = best.as_ref().map_or(i64::MAX, |b| b.cost);
+        let (elimination, cost, found_by) = match best {
+            Some(best) if best.moves != self.reference_moves => {
+                let ours = replay(graph, work, &best.moves, config)?;
+                let ours_cost = evaluate_model(&work.model, &ours);
+                match (ours_cost, chain_cost) {
+                    (Some(a), Some(b)) if a < b || !chain_within => {
+                        (ours, ours_cost, best.found_by)
+                    }
+                    (Some(_), None) => (ours, ours_cost, best.found_by),
+                    _ => (chain_elimination, chain_cost, "chain"),
+                }
+            }
+            _ => (chain_elimination, chain_cost, "chain"),
+        };
+        // Reported in the goal's units, under the objective minimized.
+        let cost_unit = cost.map_or(u64::MAX, unit);
+        let chain_unit = chain_cost.map_or(u64::MAX, unit);
+        // A proof covers the model optimum among the sequences within the
+        // baseline's operations; the result is that optimum unless the
+        // replayed expressions made the baseline cheaper.
+        let proof = self
+            .proof
+            .filter(|_| cost.is_some_and(|c| c <= best_within));
+        let lower_bound = if proof == Some(Proof::Edge) {
+            cost_unit
+        } else {
+            unit(self.bound).min(cost_unit)
+        };
+        Ok(Optimized {
+            selection: Selection {
+                elimination,
+                strategy: reference_strategy,
+            },
+            report: Report {
+                chain: chain_unit,
+                cost: cost_unit,
+                lower_bound,
+                proof,
+                found_by,
+                states: self.states,
+                micros: started.elapsed().as_micros() as u64,
+                size: self.size,
+            },
+        })
+    }
 }
 
 /// The index of the reference's selection among complete runs of its

@@ -61,6 +61,18 @@ pub(crate) fn moves(work: &Work, kinds: Moves, out: &mut Vec<Move>) {
 /// With `plateau`, moves that keep the cost are taken when nothing
 /// improves, at most `plateau_steps` of them in a row.
 pub(crate) fn descend(work: &mut Work, kinds: Moves, plateau: bool, steps: usize) -> Vec<Move> {
+    descend_marked(work, kinds, plateau, steps, &mut Vec::new())
+}
+
+/// [`descend`], pushing onto `marks` the mark before each move taken.
+pub(crate) fn descend_marked(
+    work: &mut Work,
+    kinds: Moves,
+    plateau: bool,
+    steps: usize,
+    marks: &mut Vec<crate::work::Mark>,
+) -> Vec<Move> {
+    let marks_at_start = marks.len();
     let mut done = Vec::new();
     let mut candidates = Vec::new();
     // Where the current run of cost-neutral moves began.
@@ -99,6 +111,7 @@ pub(crate) fn descend(work: &mut Work, kinds: Moves, plateau: bool, steps: usize
         match real {
             Some(d) if d < 0 => {
                 flat = None;
+                marks.push(work.mark());
                 work.apply(m);
                 done.push(m);
             }
@@ -109,6 +122,7 @@ pub(crate) fn descend(work: &mut Work, kinds: Moves, plateau: bool, steps: usize
                 if done.len() - flat.map_or(0, |f| f.1) >= PLATEAU {
                     break;
                 }
+                marks.push(work.mark());
                 work.apply(m);
                 done.push(m);
             }
@@ -119,6 +133,7 @@ pub(crate) fn descend(work: &mut Work, kinds: Moves, plateau: bool, steps: usize
     if let Some((mark, len)) = flat {
         work.undo_to(mark);
         done.truncate(len);
+        marks.truncate(marks_at_start + len);
     }
     done
 }

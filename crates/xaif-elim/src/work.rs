@@ -15,9 +15,10 @@
 //! Bookkeeping is incremental: every change of an edge updates the in-edge
 //! counts of its target (units, constants, run-time values), the
 //! propagation cost of the remainder under the [`Model`], the number of
-//! distinct run-time factors, the number of grounded run-time edges (the
-//! lower bound's potential) and the non-trivial edge count, so the cost of
-//! the current state is always known in O(1). Each change is journaled;
+//! distinct run-time factors and the non-trivial edge count, so the cost
+//! of the current state is always known in O(1) (the lower bound,
+//! [`Work::lower_bound`], takes one pass over the edges). Each change is
+//! journaled;
 //! [`Work::undo_to`] reverts to a mark, which is how the search measures a
 //! candidate (apply, read, undo) and backtracks without cloning.
 
@@ -117,13 +118,29 @@ pub(crate) struct Model {
     pub max_pushes: i64,
     /// Per distinct run-time factor beyond `max_pushes`.
     pub w_excess: i64,
+    /// Whether the circuit bound ([`Work::circuit_bound`]) holds for this
+    /// model, and for which propagation.
+    pub circuit: Circuit,
+}
+
+/// Which derivative code the circuit bound ([`Work::circuit_bound`])
+/// counts, if the model prices operations at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Circuit {
+    /// A metric, not operations: no circuit bound.
+    None,
+    /// Tangent code: its inputs are the independents' tangents.
+    Tangent,
+    /// Adjoint code: its inputs are the dependents' adjoints and the
+    /// independents' adjoints so far (which it increments).
+    Adjoint,
 }
 
 impl Model {
     /// The lower bound beyond the operations spent: `phi` grounded
-    /// run-time edges, of which `fixed_run` (and `fixed_const` constant
-    /// edges) run from an independent to a dependent, which no
-    /// elimination removes.
+    /// run-time edges (whose source an independent reaches), of which
+    /// `fixed_run` (and `fixed_const` constant edges) run from an
+    /// independent to a dependent, which no elimination removes.
     ///
     /// Every operation merges at most two run-time values into one and
     /// folding never merges run-time values, so reaching a state with `f`
@@ -154,6 +171,66 @@ pub(crate) enum Entry {
     ExprUse(u32),
 }
 
+/// Reusable memory of [`Work::circuit_bound`]: union-find parents and
+/// stamps of what the current count has seen.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CircuitScratch {
+    stamp: u32,
+    parent: Vec<u32>,
+    value_seen: Vec<u32>,
+    /// A vertex with an out-edge carrying each run-time value seen.
+    value_vertex: Vec<u32>,
+    vertex_seen: Vec<u32>,
+    source_seen: Vec<u32>,
+    grounded: Vec<u32>,
+}
+
+impl CircuitScratch {
+    /// A fresh stamp, with room for `vertices` vertices and `values`
+    /// run-time ids.
+    fn next_stamp(&mut self, vertices: usize, values: usize) -> u32 {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.value_seen.iter_mut().for_each(|s| *s = 0);
+            self.vertex_seen.iter_mut().for_each(|s| *s = 0);
+            self.source_seen.iter_mut().for_each(|s| *s = 0);
+            self.grounded.iter_mut().for_each(|s| *s = 0);
+            self.stamp = 1;
+        }
+        if self.parent.len() < vertices {
+            self.parent.resize(vertices, 0);
+            self.vertex_seen.resize(vertices, 0);
+            self.source_seen.resize(vertices, 0);
+            self.grounded.resize(vertices, 0);
+        }
+        if self.value_seen.len() < values {
+            self.value_seen.resize(values, 0);
+            self.value_vertex.resize(values, 0);
+        }
+        self.stamp
+    }
+}
+
+/// Joins the trees of `a` and `b` in a union-find forest; whether they
+/// were apart.
+fn union(parent: &mut [u32], a: u32, b: u32) -> bool {
+    let (a, b) = (find_root(parent, a), find_root(parent, b));
+    if a != b {
+        parent[a.max(b) as usize] = a.min(b);
+    }
+    a != b
+}
+
+/// The root of `v` in a union-find forest, halving paths on the way.
+fn find_root(parent: &mut [u32], mut v: u32) -> u32 {
+    while parent[v as usize] != v {
+        let up = parent[parent[v as usize] as usize];
+        parent[v as usize] = up;
+        v = up;
+    }
+    v
+}
+
 /// A point to return to with [`Work::undo_to`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Mark {
@@ -180,6 +257,29 @@ pub(crate) enum Move {
     /// Post-routing of the edge `(i,k)` about the pivot edge `(i,j)`:
     /// `Post(i, k, j)` (`-R`).
     Post(u32, u32, u32),
+}
+
+impl Move {
+    /// The same move with every vertex renamed by `f`.
+    pub(crate) fn map(self, f: impl Fn(u32) -> u32) -> Move {
+        match self {
+            Move::Vertex(v) => Move::Vertex(f(v)),
+            Move::Front(i, j) => Move::Front(f(i), f(j)),
+            Move::Back(j, k) => Move::Back(f(j), f(k)),
+            Move::Pre(i, k, j) => Move::Pre(f(i), f(k), f(j)),
+            Move::Post(i, k, j) => Move::Post(f(i), f(k), f(j)),
+        }
+    }
+
+    /// The vertices the move names.
+    pub(crate) fn vertices(self) -> impl Iterator<Item = u32> {
+        let (a, b, c) = match self {
+            Move::Vertex(v) => (v, u32::MAX, u32::MAX),
+            Move::Front(i, j) | Move::Back(i, j) => (i, j, u32::MAX),
+            Move::Pre(i, k, j) | Move::Post(i, k, j) => (i, k, j),
+        };
+        [a, b, c].into_iter().filter(|&v| v != u32::MAX)
+    }
 }
 
 /// Reusable memory of [`Work::state_key`]: the canonical number given to
@@ -217,7 +317,6 @@ pub(crate) struct Work {
     /// Working index (topological rank) to original vertex.
     orig: Vec<VertexId>,
     present: Vec<bool>,
-    grounded: Vec<bool>,
     succ: Vec<Vec<(u32, W)>>,
     pred: Vec<Vec<(u32, W)>>,
     pub(crate) model: Model,
@@ -240,8 +339,6 @@ pub(crate) struct Work {
     sub_top: Vec<bool>,
     /// Per run-time id: reads by later expressions.
     expr_use: Vec<u32>,
-    /// Grounded run-time edges: the lower bound's potential.
-    phi: i64,
     /// Edges from independents to dependents by class (never eliminated).
     fixed: [i64; 4],
     nontrivial: i64,
@@ -282,6 +379,11 @@ pub(crate) struct Work {
     /// edge elimination, see [`Work::same_as_vertex`]) as last probed,
     /// and `version + 1` then (0: never).
     probed: Vec<(u64, Option<i64>)>,
+    /// Memory of [`Work::circuit_bound`] (which only reads the graph).
+    circuit_scratch: std::cell::RefCell<CircuitScratch>,
+    /// See [`Work::find_constant_reconvergence`]: when set, the bounds
+    /// count only what run-time values make certain.
+    constant_reconvergence: bool,
 }
 
 /// Measures of the front and back elimination of one edge, valid while
@@ -363,7 +465,6 @@ impl Work {
         let mut work = Work {
             kinds: orig.iter().map(|v| kinds_in[v.index()]).collect(),
             present: orig.iter().map(|&v| graph.contains_vertex(v)).collect(),
-            grounded: vec![false; n],
             orig,
             succ: vec![Vec::new(); n],
             pred: vec![Vec::new(); n],
@@ -385,7 +486,6 @@ impl Work {
             acc_base,
             sub_top: Vec::new(),
             expr_use: Vec::new(),
-            phi: 0,
             fixed: [0; 4],
             nontrivial: 0,
             intermediates: 0,
@@ -406,6 +506,8 @@ impl Work {
             probes: 0,
             version: 0,
             probed: vec![(0, None); n],
+            circuit_scratch: Default::default(),
+            constant_reconvergence: false,
         };
         for r in 0..n {
             if work.present[r] && work.kinds[r] == VertexKind::Intermediate {
@@ -422,19 +524,6 @@ impl Work {
                 work.expr_use[id] = uses;
             }
         }
-        // Grounded: reachable from an independent (ranks are topological).
-        for r in 0..n {
-            let v = work.orig[r];
-            if !work.present[r] {
-                continue;
-            }
-            let g = work.kinds[r] == VertexKind::Independent
-                || graph
-                    .predecessors(v)
-                    .iter()
-                    .any(|p| work.grounded[ranks[p.index()] as usize]);
-            work.grounded[r] = g;
-        }
         for r in 0..n {
             let v = work.orig[r];
             for &k in graph.successors(v) {
@@ -445,7 +534,54 @@ impl Work {
         }
         work.journal.clear();
         work.unlinked.clear();
+        work.constant_reconvergence = work.find_constant_reconvergence();
         work
+    }
+
+    /// Whether two different paths of unit and constant edges join the
+    /// same two vertices. Only then can constants cancel (`1 + (-1)`)
+    /// into the constant zero, which carries nothing; eliminations never
+    /// add such paths (a new edge stands for paths that were there).
+    fn find_constant_reconvergence(&self) -> bool {
+        let n = self.kinds.len();
+        let mut paths = vec![0u8; n];
+        for u in 0..n {
+            if !self.succ[u].iter().any(|e| !matches!(e.1, W::Run(..))) {
+                continue;
+            }
+            paths.iter_mut().for_each(|p| *p = 0);
+            paths[u] = 1;
+            // Working indices are topological ranks.
+            for v in u..n {
+                let here = paths[v];
+                if here == 0 {
+                    continue;
+                }
+                for &(w, val) in &self.succ[v] {
+                    if !matches!(val, W::Run(..)) {
+                        let p = &mut paths[w as usize];
+                        *p = (*p + here).min(2);
+                        if *p >= 2 {
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// The vertex of the graph as built at working index `v`.
+    pub(crate) fn vertex_of(&self, v: u32) -> VertexId {
+        self.orig[v as usize]
+    }
+
+    /// The working index of a vertex of the graph as built.
+    pub(crate) fn rank_of(&self, v: VertexId) -> u32 {
+        self.orig
+            .iter()
+            .position(|&o| o == v)
+            .map_or(u32::MAX, |r| r as u32)
     }
 
     /// Number of vertices (present or not).
@@ -510,9 +646,153 @@ impl Work {
     }
 
     /// An admissible lower bound on the cost of every state reachable from
-    /// here, stopping included.
+    /// here, stopping included: the larger of the potential bound
+    /// ([`Model::bound`]) and the circuit bound ([`Work::circuit_bound`]).
     pub(crate) fn lower_bound(&self) -> i64 {
-        self.g() + self.model.bound(self.phi, self.fixed[2], self.fixed[1])
+        let mut scratch = self.circuit_scratch.borrow_mut();
+        let n = self.kinds.len();
+        let stamp = scratch.next_stamp(n, self.fresh as usize + 1);
+        // What carries derivatives now: reachable from an independent
+        // (front eliminations can cut a vertex off its inputs).
+        let grounded = &mut scratch.grounded;
+        let mut phi = 0i64;
+        for u in 0..n {
+            let g = self.present[u]
+                && (self.kinds[u] == VertexKind::Independent
+                    || self.pred[u].iter().any(|e| grounded[e.0 as usize] == stamp));
+            grounded[u] = if g { stamp } else { 0 };
+            if g {
+                phi += self.succ[u]
+                    .iter()
+                    .filter(|e| matches!(e.1, W::Run(..)))
+                    .count() as i64;
+            }
+        }
+        // A constant edge from an independent to a dependent may cancel
+        // to zero where constants reconverge.
+        let fixed_const = if self.constant_reconvergence {
+            0
+        } else {
+            self.fixed[1]
+        };
+        let potential = self.g() + self.model.bound(phi, self.fixed[2], fixed_const);
+        potential.max(self.circuit_bound(&mut scratch, stamp))
+    }
+
+    /// The circuit bound: the derivative code of every state reachable
+    /// from here is a circuit of binary operations (multiplications and
+    /// additions; copies and sign changes are free) whose inputs include
+    /// every distinct run-time value on an edge that carries derivatives
+    /// (grounded, not the constant zero) and the derivative of every
+    /// independent with such an out-edge (tangent; adjoint code also reads
+    /// the adjoints of the dependents with such an in-edge, and increments
+    /// those of the independents). Each operation joins at most two
+    /// connected pieces of the circuit into one, and in the end there are
+    /// at most as many pieces as the graph has components once the edges
+    /// and the shared run-time values join what they connect, so the code
+    /// has at least `inputs - components` operations beyond those spent; the derivative code's count (a
+    /// `Sax` or `Saxpy` is two, push and pop cost extra) is at least that.
+    /// Where constants reconverge ([`Work::find_constant_reconvergence`])
+    /// a unit or constant edge may cancel, so only run-time edges count.
+    /// Beyond the circuit: a dependent whose in-edges all carry run-time
+    /// values never gets a unit in-edge (every product into it has such a
+    /// factor), so its tangent starts with a `Sax` whose addition joins
+    /// nothing, and in adjoint code a factor into it is taped.
+    fn circuit_bound(&self, scratch: &mut CircuitScratch, stamp: u32) -> i64 {
+        let adjoint = match self.model.circuit {
+            Circuit::None => return i64::MIN,
+            Circuit::Tangent => false,
+            Circuit::Adjoint => true,
+        };
+        let robust = self.constant_reconvergence;
+        let n = self.kinds.len();
+        let CircuitScratch {
+            parent,
+            value_seen,
+            value_vertex,
+            vertex_seen,
+            source_seen,
+            grounded,
+            ..
+        } = scratch;
+        let (mut inputs, mut vertices, mut joins) = (0i64, 0i64, 0i64);
+        for (u, succ) in self.succ.iter().enumerate().take(n) {
+            if grounded[u] != stamp {
+                continue;
+            }
+            for &(w, val) in succ {
+                if val.class() == 3 || (robust && !matches!(val, W::Run(..))) {
+                    // The constant zero carries nothing; where constants
+                    // reconverge, a constant path may cancel.
+                    continue;
+                }
+                // Tangent code starts from the independents' tangents;
+                // adjoint code from the dependents' adjoints and the
+                // independents' adjoints so far (it increments them).
+                let w = w as usize;
+                let sources = [
+                    (self.kinds[u] == VertexKind::Independent).then_some(u),
+                    (adjoint && self.kinds[w] == VertexKind::Dependent).then_some(w),
+                ];
+                for v in sources.into_iter().flatten() {
+                    if source_seen[v] != stamp {
+                        source_seen[v] = stamp;
+                        inputs += 1;
+                    }
+                }
+                for v in [u, w] {
+                    if vertex_seen[v] != stamp {
+                        vertex_seen[v] = stamp;
+                        parent[v] = v as u32;
+                        vertices += 1;
+                    }
+                }
+                joins += i64::from(union(parent, u as u32, w as u32));
+                // A run-time value is one input wherever it occurs, and
+                // joins the pieces that read it.
+                if let W::Run(id, _) = val {
+                    let id = id as usize;
+                    if value_seen[id] != stamp {
+                        value_seen[id] = stamp;
+                        value_vertex[id] = u as u32;
+                        inputs += 1;
+                    } else {
+                        joins += i64::from(union(parent, u as u32, value_vertex[id]));
+                    }
+                }
+            }
+        }
+        let gates = (inputs - (vertices - joins)).max(0);
+        // Dependents that keep run-time in-edges: a first `Sax` each in
+        // tangent code, a taped factor per piece (components joined by
+        // the values they share) in adjoint code.
+        let mut first_terms = 0i64;
+        let mut taped = 0i64;
+        for (v, pred) in self.pred.iter().enumerate().take(n) {
+            if !self.present[v]
+                || self.kinds[v] != VertexKind::Dependent
+                || vertex_seen[v] != stamp
+                || pred.is_empty()
+                || !pred.iter().all(|e| matches!(e.1, W::Run(..)))
+            {
+                continue;
+            }
+            first_terms += 1;
+            let root = find_root(parent, v as u32) as usize;
+            // Components counted are marked in `source_seen` with the
+            // stamp's complement.
+            if source_seen[root] != !stamp {
+                source_seen[root] = !stamp;
+                taped += 1;
+            }
+        }
+        let op = self.model.w_add.min(self.model.w_mul);
+        let extra = if adjoint {
+            taped * self.model.w_push
+        } else {
+            first_terms * self.model.w_add
+        };
+        self.g() + gates * op + extra
     }
 
     /// Non-trivial remainder edges under the triviality of construction.
@@ -618,9 +898,6 @@ impl Work {
             self.fixed[val.class()] += sign;
         }
         if let Some(key) = val.push_key() {
-            if self.grounded[u as usize] {
-                self.phi += sign;
-            }
             if key >= self.uses.len() {
                 self.uses.resize(key + 1 + key / 2, 0);
             }
@@ -857,7 +1134,6 @@ impl Work {
     // ---------------------------------------------------------- moves
 
     /// Whether a move is possible in the current state.
-    #[cfg(test)]
     pub(crate) fn can(&self, m: Move) -> bool {
         match m {
             Move::Vertex(v) => self.is_inner(v),

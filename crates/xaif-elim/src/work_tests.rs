@@ -257,3 +257,78 @@ proptest! {
         }
     }
 }
+
+/// The cheapest cost reachable from the current state of `work` by
+/// eliminations (vertex, front and back; every prefix counts), by
+/// exhaustive search over states (memoised by [`Work::state_key`] with
+/// the cost spent to reach them); `None` beyond `limit` states.
+fn cheapest_reachable(work: &mut Work, limit: usize) -> Option<i64> {
+    fn go(
+        work: &mut Work,
+        seen: &mut std::collections::HashMap<(u64, u64), i64>,
+        scratch: &mut crate::work::KeyScratch,
+        best: &mut i64,
+        limit: usize,
+    ) -> bool {
+        if seen.len() > limit {
+            return false;
+        }
+        if let Some(c) = work.cost() {
+            *best = (*best).min(c);
+        }
+        let mut moves: Vec<Move> = work.inner_vertices().map(Move::Vertex).collect();
+        work.edge_moves(&mut moves);
+        for m in moves {
+            let mark = work.mark();
+            work.apply(m);
+            let key = work.state_key(scratch);
+            let g = work.g();
+            let fresh = seen.get(&key).is_none_or(|&old| g < old);
+            if fresh {
+                seen.insert(key, g);
+                if !go(work, seen, scratch, best, limit) {
+                    work.undo_to(mark);
+                    return false;
+                }
+            }
+            work.undo_to(mark);
+        }
+        true
+    }
+    let mut best = i64::MAX;
+    let mut seen = std::collections::HashMap::new();
+    let mut scratch = crate::work::KeyScratch::default();
+    go(work, &mut seen, &mut scratch, &mut best, limit).then_some(best)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The lower bound (the potential and the circuit bound) is at most
+    /// the cheapest cost reachable, in every state a few random moves
+    /// reach, for every goal.
+    #[test]
+    fn the_lower_bound_holds_in_every_state(
+        lcg in graph(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
+    ) {
+        let base = ElimGraph::new(&lcg).unwrap();
+        for m in models() {
+            let mut work = Work::new(&base, m, Triviality::Unit);
+            let mut moves = Vec::new();
+            for pick in &picks {
+                moves.clear();
+                moves.extend(work.inner_vertices().map(Move::Vertex));
+                work.edge_moves(&mut moves);
+                if moves.is_empty() {
+                    break;
+                }
+                work.apply(moves[pick.index(moves.len())]);
+            }
+            let bound = work.lower_bound();
+            if let Some(best) = cheapest_reachable(&mut work, 20_000) {
+                prop_assert!(bound <= best, "{:?}: bound {} above {}", m, bound, best);
+            }
+        }
+    }
+}

@@ -432,6 +432,8 @@ pub struct GraphStats {
     /// Vertices elimination can remove or cut: intermediates and
     /// dependents with out-edges (after parallel edges are merged).
     pub inner_vertices: usize,
+    /// Intermediate vertices of the graph as linearized.
+    pub intermediates: usize,
     /// Cost of the reference's chain under the elimination goal
     /// (operations of the derivative code by default).
     pub chain_cost: u64,
@@ -465,6 +467,7 @@ impl GraphStats {
         self.nontrivial_remainder_edges += o.nontrivial_remainder_edges;
         self.graphs += o.graphs;
         self.inner_vertices += o.inner_vertices;
+        self.intermediates += o.intermediates;
         self.chain_cost += o.chain_cost;
         self.cost += o.cost;
         self.lower_bound += o.lower_bound;

@@ -238,6 +238,11 @@ fn record_graph(
     }
     result.stats.vertices = graph.lcg.vertex_count();
     result.stats.edges = graph.lcg.edges().len();
+    result.stats.intermediates = graph
+        .lcg
+        .vertices()
+        .filter(|&v| graph.lcg.kind(v) == Some(xaif_elim::VertexKind::Intermediate))
+        .count();
     if let Some(e) = elimination {
         result.stats.multiplications = e.ops.multiplications;
         result.stats.additions = e.ops.additions;

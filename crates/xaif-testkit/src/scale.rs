@@ -33,10 +33,10 @@ pub struct Shape {
 
 /// A small deterministic generator (splitmix64): the program must not
 /// depend on a random-number crate's version.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -44,26 +44,26 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 }
 
-fn var(scope: usize, name: &str) -> String {
+pub(crate) fn var(scope: usize, name: &str) -> String {
     format!(r#"<xaif:SymbolReference vertex_id="1" scope_id="{scope}" symbol_id="{name}"/>"#)
 }
 
-fn elem(scope: usize, name: &str, index: &str) -> String {
+pub(crate) fn elem(scope: usize, name: &str, index: &str) -> String {
     format!(
         r#"<xaif:SymbolReference vertex_id="1" scope_id="{scope}" symbol_id="{name}"/><xaif:ArrayElementReference vertex_id="2"><xaif:IndexTriplet><xaif:Index>{index}</xaif:Index></xaif:IndexTriplet></xaif:ArrayElementReference><xaif:VariableReferenceEdge edge_id="1" source="1" target="2"/>"#
     )
 }
 
-fn int(v: i64) -> String {
+pub(crate) fn int(v: i64) -> String {
     format!(r#"<xaif:Constant vertex_id="1" type="integer" value="{v}"/>"#)
 }
 
-fn index_var(scope: usize, name: &str) -> String {
+pub(crate) fn index_var(scope: usize, name: &str) -> String {
     format!(
         r#"<xaif:VariableReference vertex_id="1">{}</xaif:VariableReference>"#,
         var(scope, name)
@@ -73,15 +73,15 @@ fn index_var(scope: usize, name: &str) -> String {
 /// An expression tree under construction: vertices and edges of an
 /// `AssignmentRHS` (or `Condition`), numbered from 1.
 #[derive(Default)]
-struct Expr {
-    text: String,
+pub(crate) struct Expr {
+    pub(crate) text: String,
     edges: String,
-    next: usize,
+    pub(crate) next: usize,
     edge_count: usize,
 }
 
 impl Expr {
-    fn leaf(&mut self, reference: &str) -> usize {
+    pub(crate) fn leaf(&mut self, reference: &str) -> usize {
         self.next += 1;
         let v = self.next;
         let _ = write!(
@@ -91,7 +91,7 @@ impl Expr {
         v
     }
 
-    fn op(&mut self, tag: &str, name: &str, args: &[usize]) -> usize {
+    pub(crate) fn op(&mut self, tag: &str, name: &str, args: &[usize]) -> usize {
         self.next += 1;
         let v = self.next;
         let _ = write!(self.text, r#"<xaif:{tag} vertex_id="{v}" name="{name}"/>"#);
@@ -123,7 +123,7 @@ fn assign(out: &mut String, id: &mut usize, lhs: &str, op: &str, a: &str, b: Opt
     assign_expr(out, id, lhs, e);
 }
 
-fn assign_expr(out: &mut String, id: &mut usize, lhs: &str, rhs: Expr) {
+pub(crate) fn assign_expr(out: &mut String, id: &mut usize, lhs: &str, rhs: Expr) {
     *id += 1;
     let _ = writeln!(
         out,
@@ -133,7 +133,7 @@ fn assign_expr(out: &mut String, id: &mut usize, lhs: &str, rhs: Expr) {
 }
 
 /// A comparison `a OP b` as a `Condition`.
-fn condition(op: &str, a: &str, b: &str) -> String {
+pub(crate) fn condition(op: &str, a: &str, b: &str) -> String {
     let mut e = Expr::default();
     let (x, y) = (e.leaf(a), e.leaf(b));
     e.op("BooleanOperation", op, &[x, y]);
@@ -142,21 +142,21 @@ fn condition(op: &str, a: &str, b: &str) -> String {
 
 /// One control flow graph being written: vertices as text, edges kept to
 /// be written after them.
-struct Cfg {
-    text: String,
-    edges: Vec<(usize, usize, Option<u8>)>,
-    next: usize,
+pub(crate) struct Cfg {
+    pub(crate) text: String,
+    pub(crate) edges: Vec<(usize, usize, Option<u8>)>,
+    pub(crate) next: usize,
     /// The vertex the next fragment follows.
-    prev: usize,
+    pub(crate) prev: usize,
 }
 
 impl Cfg {
-    fn vertex(&mut self) -> usize {
+    pub(crate) fn vertex(&mut self) -> usize {
         self.next += 1;
         self.next
     }
 
-    fn block(&mut self, scope: usize, body: &str) -> usize {
+    pub(crate) fn block(&mut self, scope: usize, body: &str) -> usize {
         let v = self.vertex();
         let _ = writeln!(
             self.text,
@@ -166,7 +166,7 @@ impl Cfg {
     }
 
     /// Appends a straight-line block after the current vertex.
-    fn then_block(&mut self, scope: usize, body: &str) {
+    pub(crate) fn then_block(&mut self, scope: usize, body: &str) {
         let v = self.block(scope, body);
         self.edges.push((self.prev, v, None));
         self.prev = v;
@@ -175,7 +175,7 @@ impl Cfg {
     /// A two-way branch on `cond` with the two bodies; returns the
     /// `EndBranch`. The branch follows `from` through an edge with
     /// `from_value`.
-    fn branch(
+    pub(crate) fn branch(
         &mut self,
         scope: usize,
         from: usize,
@@ -203,7 +203,7 @@ impl Cfg {
     /// `do i = 1, n` after the current vertex; returns the loop vertex,
     /// from which the body hangs with condition value 1 (closed by
     /// `end_loop`).
-    fn for_loop(&mut self, scope: usize, id: &mut usize) -> usize {
+    pub(crate) fn for_loop(&mut self, scope: usize, id: &mut usize) -> usize {
         let l = self.vertex();
         let i = var(scope, "i");
         *id += 1;
@@ -228,7 +228,7 @@ impl Cfg {
     /// The `EndLoop` of loop `l` whose body ends in `last`. The reference
     /// engine wants the front end's order: body vertices and edges before
     /// the `EndLoop` and its edge back.
-    fn end_loop(&mut self, l: usize, last: usize) {
+    pub(crate) fn end_loop(&mut self, l: usize, last: usize) {
         let e = self.vertex();
         let _ = writeln!(self.text, r#"<xaif:EndLoop vertex_id="{e}"/>"#);
         self.edges.push((last, e, None));
