@@ -32,10 +32,12 @@ pub struct RunArgs {
     /// What kind of program it is and how to drive it.
     #[arg(long, value_enum, default_value = "plain")]
     pub mode: RunMode,
-    /// Number of independents, at least 1 (default: from params.conf).
+    /// Number of independents, at least 1 (default: from params.conf;
+    /// with a harness, the harness's, which it must equal).
     #[arg(long, value_parser = at_least_one)]
     pub n: Option<usize>,
-    /// Number of dependents, at least 1 (default: from params.conf).
+    /// Number of dependents, at least 1 (default: from params.conf;
+    /// with a harness, the harness's, which it must equal).
     #[arg(long, value_parser = at_least_one)]
     pub m: Option<usize>,
     /// params.conf (default: the one beside FILE, if any).
@@ -257,7 +259,12 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
         Some(p) => {
             let text = crate::input::read_text(p)?;
             match HarnessSpec::parse_json(&text) {
-                Ok(spec) => spec,
+                Ok(spec) => {
+                    if let Some(code) = sizes_against_harness(&args, &spec, p) {
+                        return Ok(code);
+                    }
+                    spec
+                }
                 // The path names the file: not `PATH: harness.json: …`.
                 Err(e) => {
                     let cause = e.strip_prefix("harness.json: ").unwrap_or(&e);
@@ -491,4 +498,29 @@ pub fn compare_files(args: CompareArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A harness fixes the numbers of independents and dependents: `--n` or
+/// `--m` beside it must agree, or the command line is refused (exit 2)
+/// rather than silently ignored.
+fn sizes_against_harness(
+    args: &RunArgs,
+    spec: &HarnessSpec,
+    harness: &std::path::Path,
+) -> Option<ExitCode> {
+    for (flag, given, fixed, what) in [
+        ("--n", args.n, spec.n, "independents"),
+        ("--m", args.m, spec.m, "dependents"),
+    ] {
+        if let Some(given) = given {
+            if given != fixed {
+                eprintln!(
+                    "xaifb run: {flag} {given} disagrees with {}, which has {fixed} {what}",
+                    harness.display()
+                );
+                return Some(ExitCode::from(2));
+            }
+        }
+    }
+    None
 }

@@ -478,3 +478,41 @@ fn trace_records_escape_symbol_names() {
     let doc = xaif_testkit::infoset(out.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{out}"));
     assert_eq!(doc.name, "Trace");
 }
+
+/// A harness fixes the numbers of independents and dependents: `--n` or
+/// `--m` that disagree with it are refused, naming the harness (before,
+/// they were silently ignored and the harness's sizes used); sizes that
+/// agree run as without them.
+#[test]
+fn sizes_that_disagree_with_the_harness_are_refused() {
+    let dir = scratch("harness-sizes");
+    let input = exp_program(&dir);
+    let tangent = transform("tangent", &[], &input, &dir.join("t.xaif"));
+    let harness = dir.join("h.json");
+    std::fs::write(
+        &harness,
+        r#"{"n": 2, "m": 2, "top": "head", "args": [{"kind": "x", "first": 1, "size": 2}, {"kind": "y", "first": 1, "size": 2}], "x0": [0.5, 1.5]}"#,
+    )
+    .unwrap();
+    let base = [
+        "run",
+        path(&tangent),
+        "--mode",
+        "tangent",
+        "--harness",
+        path(&harness),
+    ];
+    let plain = run(&base).ok().to_string();
+    for (flag, value) in [("--n", "3"), ("--m", "1")] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(&[flag, value]);
+        let err = run(&args).refused(2).to_string();
+        assert!(err.contains(flag) && err.contains(path(&harness)), "{err}");
+    }
+    let mut agreeing = base.to_vec();
+    agreeing.extend_from_slice(&["--n", "2", "--m", "2"]);
+    assert_eq!(run(&agreeing).ok(), plain);
+    // The Jacobian is the harness's: d exp(x1)/dx1 and dx2/dx2.
+    let j = entries(&plain);
+    assert_close(&j, &[0.5f64.exp(), 0.0, 0.0, 1.0], "harness Jacobian");
+}
