@@ -126,10 +126,10 @@ fn strategy(method: Method, filters: &[Filter], mode: Direction, total: bool) ->
 /// The variants every program is checked under (besides the defaults):
 /// elimination strategies (`--heuristic`), `-S`, `-n`, `-H`, `-M 0`,
 /// `-A 0`, `-A 2`, `-m`, `-D`, `-p` in the tangent; `-S`, `-M 0`, `-A 2`,
-/// a heuristic, `-p`, `-I`, `-P`, `-D`, `--enumerate-blocks` and
-/// `--full-checkpoints` in the adjoint. (`-f`, restoring checkpoints in
-/// store order, needs a first-in first-out checkpoint runtime; the
-/// oracle's stacks, like OpenAD's, are last-in first-out.)
+/// a heuristic, `-p`, `-I`, `-P`, `-D`, `--enumerate-blocks`,
+/// `--full-checkpoints` and `-f` (checkpoints restored in store order,
+/// which the output marks and the oracle's joint mode follows) in the
+/// adjoint.
 pub fn variants(dead: &[String]) -> Vec<Variant> {
     let t = |name: &str, f: &dyn Fn(&mut TangentOptions)| {
         let mut o = TangentOptions::default();
@@ -228,6 +228,7 @@ pub fn variants(dead: &[String]) -> Vec<Variant> {
             o.force_enumeration = true
         }),
         a("adjoint --full-checkpoints", &|o| o.full_checkpoints = true),
+        a("adjoint -f", &|o| o.restore_in_store_order = true),
     ]
 }
 
