@@ -3,8 +3,8 @@
 //! Every output is written to a temporary beside its destination first
 //! (`output.rs`); an interrupted run must not leave those behind. The
 //! cleanup runs inside the signal handler itself, so no thread has to wait
-//! for signals: a thread spawned at start-up cost a tenth of the run time of
-//! a small file (see `docs/performance.md`).
+//! for signals: a thread spawned at start-up would add to the run time of
+//! every small file, which is mostly process start.
 //!
 //! A signal handler may only do async-signal-safe work: no locks, no
 //! allocation. The temporaries therefore live in an append-only list of
