@@ -401,21 +401,7 @@ fn routine(out: &mut String, rng: &mut Rng, id: &mut usize, k: usize, routines: 
             }
         }
     }
-    let exit = cfg.vertex();
-    let _ = writeln!(cfg.text, r#"<xaif:Exit vertex_id="{exit}"/>"#);
-    cfg.edges.push((cfg.prev, exit, None));
-    out.push_str(&cfg.text);
-    for (n, (src, dst, cv)) in cfg.edges.iter().enumerate() {
-        let c = cv
-            .map(|v| format!(r#" has_condition_value="true" condition_value="{v}""#))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            r#"<xaif:ControlFlowEdge edge_id="{}" source="{src}" target="{dst}"{c}/>"#,
-            n + 1
-        );
-    }
-    out.push_str("</xaif:ControlFlowGraph>\n");
+    cfg.finish(out);
 }
 
 #[cfg(test)]

@@ -151,6 +151,26 @@ pub(crate) struct Cfg {
 }
 
 impl Cfg {
+    /// Ends the graph: the Exit after the current vertex, every edge, and
+    /// the closing tag, appended to `out` after the vertices.
+    pub(crate) fn finish(mut self, out: &mut String) {
+        let exit = self.vertex();
+        let _ = writeln!(self.text, r#"<xaif:Exit vertex_id="{exit}"/>"#);
+        self.edges.push((self.prev, exit, None));
+        out.push_str(&self.text);
+        for (n, (src, dst, cv)) in self.edges.iter().enumerate() {
+            let c = cv
+                .map(|v| format!(r#" has_condition_value="true" condition_value="{v}""#))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                r#"<xaif:ControlFlowEdge edge_id="{}" source="{src}" target="{dst}"{c}/>"#,
+                n + 1
+            );
+        }
+        out.push_str("</xaif:ControlFlowGraph>\n");
+    }
+
     pub(crate) fn vertex(&mut self) -> usize {
         self.next += 1;
         self.next
@@ -438,21 +458,7 @@ fn routine(out: &mut String, rng: &mut Rng, id: &mut usize, k: usize, routines: 
             }
         }
     }
-    let exit = cfg.vertex();
-    let _ = writeln!(cfg.text, r#"<xaif:Exit vertex_id="{exit}"/>"#);
-    cfg.edges.push((cfg.prev, exit, None));
-    out.push_str(&cfg.text);
-    for (n, (src, dst, cv)) in cfg.edges.iter().enumerate() {
-        let c = cv
-            .map(|v| format!(r#" has_condition_value="true" condition_value="{v}""#))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            r#"<xaif:ControlFlowEdge edge_id="{}" source="{src}" target="{dst}"{c}/>"#,
-            n + 1
-        );
-    }
-    out.push_str("</xaif:ControlFlowGraph>\n");
+    cfg.finish(out);
 }
 
 #[cfg(test)]
