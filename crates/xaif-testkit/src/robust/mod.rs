@@ -252,11 +252,20 @@ pub struct Exec {
     pub end: End,
     /// Standard output (at most 1 MiB kept).
     pub stdout: Vec<u8>,
-    /// Standard error (at most 1 MiB kept).
+    /// Standard error: its first [`CAPTURE_HEAD`] bytes and, when longer,
+    /// its last [`CAPTURE_TAIL`].
     pub stderr: String,
     /// Wall-clock time.
     pub elapsed: Duration,
 }
+
+/// Bytes of a command's output kept from its start: bounded, since a
+/// mutant can make a command print without end.
+pub const CAPTURE_HEAD: u64 = 1 << 20;
+
+/// Bytes of standard error kept from its end besides: the error message
+/// comes last, after any debug output (`-g`) however long.
+pub const CAPTURE_TAIL: u64 = 64 << 10;
 
 /// Runs `args` with `xaifb` in `dir` (stdout and stderr to files there),
 /// under the address-space limit and the timeout.
@@ -291,16 +300,26 @@ pub fn exec_with(
         Ok(mut child) => wait(&mut child, cfg.timeout),
     };
     let elapsed = start.elapsed();
-    let read = |p: &Path| {
-        use std::io::Read;
+    let read = |p: &Path, keep_tail: bool| {
+        use std::io::{Read, Seek, SeekFrom};
         let mut v = Vec::new();
-        if let Ok(f) = std::fs::File::open(p) {
-            let _ = f.take(1 << 20).read_to_end(&mut v);
+        if let Ok(mut f) = std::fs::File::open(p) {
+            let _ = (&mut f).take(CAPTURE_HEAD).read_to_end(&mut v);
+            // A long debug output (`-g`) comes before the error message:
+            // the end is kept too, so the message is judged.
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            if keep_tail && len > CAPTURE_HEAD {
+                let from = len.saturating_sub(CAPTURE_TAIL).max(CAPTURE_HEAD);
+                if f.seek(SeekFrom::Start(from)).is_ok() {
+                    v.extend_from_slice(b"\n[...]\n");
+                    let _ = f.take(CAPTURE_TAIL).read_to_end(&mut v);
+                }
+            }
         }
         v
     };
-    let stdout = read(&out_path);
-    let stderr = String::from_utf8_lossy(&read(&err_path)).into_owned();
+    let stdout = read(&out_path, false);
+    let stderr = String::from_utf8_lossy(&read(&err_path, true)).into_owned();
     let _ = std::fs::remove_file(&out_path);
     let _ = std::fs::remove_file(&err_path);
     Exec {
@@ -1707,4 +1726,32 @@ fn libc_sigint() -> i32 {
 #[cfg(not(unix))]
 fn libc_sigterm() -> i32 {
     15
+}
+
+#[cfg(all(test, unix))]
+mod capture_tests {
+    use super::*;
+
+    /// An error message after more debug output than the head keeps is
+    /// still seen: the campaign judges the message, not the debug output.
+    #[test]
+    fn the_end_of_a_long_standard_error_is_kept() {
+        let dir = std::env::temp_dir().join(format!("robust-capture-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = Config::new("/bin/sh".into(), dir.clone(), dir.clone(), 0, 1);
+        let script = format!(
+            "head -c {} /dev/zero | tr '\\0' x >&2; echo ' the last line' >&2",
+            CAPTURE_HEAD * 2
+        );
+        let e = exec(&cfg, &dir, &["-c".to_string(), script]);
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(e.end, End::Code(0));
+        assert!(
+            e.stderr.ends_with("the last line\n"),
+            "{}",
+            &e.stderr[e.stderr.len() - 40..]
+        );
+        assert!(e.stderr.len() as u64 <= CAPTURE_HEAD + CAPTURE_TAIL + 16);
+        assert!(e.stderr.starts_with("xxxx"));
+    }
 }
