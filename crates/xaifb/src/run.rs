@@ -204,109 +204,22 @@ fn check_command_line(args: &RunArgs) -> Result<()> {
 /// Runs `xaifb run` on the current thread.
 fn run_here(args: RunArgs) -> Result<ExitCode> {
     check_command_line(&args)?;
-    let (program, source) = match crate::input::read_program(&args.file) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("{e}");
-            return Ok(ExitCode::from(1));
-        }
-    };
-    if let Err(e) = xaif_model::validate_program(&program, &source) {
-        eprintln!("{e}");
+    let Some((program, source)) = read_and_gate(&args.file) else {
         return Ok(ExitCode::from(1));
-    }
+    };
     let file = crate::input::display_name(&args.file);
     let params_path = args
         .params
         .clone()
         .or_else(|| sibling(&args.file, "params.conf"));
-    let params = match &params_path {
-        Some(p) => {
-            let text = crate::input::read_text(p)?;
-            match Params::parse(&text) {
-                // The step is checked where it is used: --h overrides it.
-                Ok(params)
-                    if args.fd && args.h.is_none() && !(params.h.is_finite() && params.h > 0.0) =>
-                {
-                    return Ok(invalid(
-                        &p.display().to_string(),
-                        format!(
-                            "the divided-difference step h = {} is not a number above zero",
-                            params.h
-                        ),
-                    ))
-                }
-                Ok(params) if params.n == 0 || params.m == 0 => {
-                    return Ok(invalid(
-                        &p.display().to_string(),
-                        format!(
-                        "n = {} and m = {}: a run needs at least one independent and one dependent",
-                        params.n, params.m
-                    ),
-                    ))
-                }
-                Ok(params) => Some(params),
-                Err(e) => return Ok(invalid(&p.display().to_string(), e)),
-            }
-        }
-        None => None,
+    let params = match read_params(&args, params_path.as_deref())? {
+        Ok(params) => params,
+        Err(code) => return Ok(code),
     };
-    let harness_path = args
-        .harness
-        .clone()
-        .or_else(|| sibling(&args.file, "harness.json"));
-    let mut spec = match &harness_path {
-        Some(p) => {
-            let text = crate::input::read_text(p)?;
-            match HarnessSpec::parse_json(&text) {
-                Ok(spec) => {
-                    if let Some(code) = sizes_against_harness(&args, &spec, p) {
-                        return Ok(code);
-                    }
-                    spec
-                }
-                // The path names the file: not `PATH: harness.json: …`.
-                Err(e) => {
-                    let cause = e.strip_prefix("harness.json: ").unwrap_or(&e);
-                    return Ok(invalid(&p.display().to_string(), cause));
-                }
-            }
-        }
-        None => {
-            let (Some(n), Some(m)) = (
-                args.n.or(params.map(|p| p.n)),
-                args.m.or(params.map(|p| p.m)),
-            ) else {
-                eprintln!(
-                    "xaifb run: give --n and --m, or --params (no params.conf beside {file})"
-                );
-                return Ok(ExitCode::from(2));
-            };
-            // The generic driver's start values are allocated here: check
-            // the sizes first.
-            if n.max(m) > args.max_elements {
-                return Ok(invalid(
-                    &file,
-                    format!(
-                        "{n} independents and {m} dependents exceed the limit of {} elements; raise it with --max-elements",
-                        args.max_elements,
-                    ),
-                ));
-            }
-            HarnessSpec::generic(n, m)
-        }
+    let spec = match harness_spec(&args, params, &file)? {
+        Ok(spec) => spec,
+        Err(code) => return Ok(code),
     };
-    if let Some(x0) = &args.x0 {
-        if x0.len() != spec.n {
-            eprintln!(
-                "xaifb run: --x0 has {} values for {} independents",
-                x0.len(),
-                spec.n
-            );
-            return Ok(ExitCode::from(2));
-        }
-        spec.x0 = x0.clone();
-    }
     let prog = xaif_interp::compile_with(
         &program,
         &source,
@@ -321,95 +234,225 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
         elements: args.max_elements,
         call_depth: args.max_call_depth as usize,
     };
-    let (text, stats) = if args.fd {
-        let h = args.h.or(params.map(|p| p.h)).unwrap_or(1e-6);
-        if let Err(e) = harness.check_step(h) {
-            // The step is the user's: named where it came from.
-            return Ok(match (args.h, &params_path) {
-                (Some(_), _) => {
-                    eprintln!("xaifb run: --h: {}", e.kind);
-                    ExitCode::from(2)
-                }
-                (None, Some(p)) => invalid(&p.display().to_string(), e.kind),
-                _ => invalid(&file, e.kind),
-            });
-        }
-        match harness.divided_differences(h) {
-            Ok(j) => match finite_jacobian(&file, j) {
-                Ok(j) => (j.to_out("DD"), None),
-                Err(code) => return Ok(code),
-            },
-            Err(e) => return Ok(invalid(&file, format!("{e}{}", hint(&e.kind)))),
-        }
+    let executed = if args.fd {
+        divided_differences(&args, &harness, params, params_path.as_deref(), &file)
     } else {
-        let mode = match args.mode {
-            RunMode::Plain => Mode::Plain,
-            RunMode::Tangent => Mode::Tangent,
-            RunMode::Split => Mode::Split,
-            RunMode::Joint => Mode::Joint,
-            RunMode::Trace => Mode::Trace,
-        };
-        match harness.run(mode) {
-            Ok(outcome) if !matches!(mode, Mode::Plain | Mode::Trace) => {
-                if let Err(code) = finite_jacobian(&file, outcome.jacobian.clone()) {
-                    return Ok(code);
-                }
-                (outcome.jacobian.to_out("AD"), Some(outcome))
-            }
-            Ok(outcome) => {
-                let text = if mode == Mode::Trace {
-                    let mut t = String::from("<Trace number=\"1\">\n");
-                    for r in &outcome.trace {
-                        t.push_str(r);
-                        t.push('\n');
-                    }
-                    t.push_str("</Trace>\n");
-                    t
-                } else {
-                    outcome
-                        .jacobian
-                        .entries
-                        .iter()
-                        .enumerate()
-                        .map(|(k, y)| format!("y({:3})={}\n", k + 1, xaif_interp::fortran_en(*y)))
-                        .collect()
-                };
-                (text, Some(outcome))
-            }
-            Err(e) => return Ok(invalid(&file, format!("{e}{}", hint(&e.kind)))),
+        execute(&args, &harness, &file)
+    };
+    let (text, outcome) = match executed {
+        Ok(done) => done,
+        Err(code) => return Ok(code),
+    };
+    write_results(&args, &file, &text, outcome.as_ref())
+}
+
+/// Reads the program and checks it at the gate; `None` when either
+/// failed (the error is printed).
+fn read_and_gate(path: &Path) -> Option<(xaif_model::Program, xaif_model::SourceMap)> {
+    let (program, source) = match crate::input::read_program(path) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return None;
         }
     };
+    if let Err(e) = xaif_model::validate_program(&program, &source) {
+        eprintln!("{e}");
+        return None;
+    }
+    Some((program, source))
+}
+
+/// `params.conf` (`--params`, or the one beside the program), checked:
+/// sizes of at least one, and a usable step when divided differences
+/// take theirs from it. The inner `Err` is the exit code of a refusal.
+fn read_params(
+    args: &RunArgs,
+    path: Option<&Path>,
+) -> Result<std::result::Result<Option<Params>, ExitCode>> {
+    let Some(p) = path else {
+        return Ok(Ok(None));
+    };
+    let text = crate::input::read_text(p)?;
+    let name = p.display().to_string();
+    Ok(match Params::parse(&text) {
+        // The step is checked where it is used: --h overrides it.
+        Ok(params) if args.fd && args.h.is_none() && !(params.h.is_finite() && params.h > 0.0) => {
+            Err(invalid(
+                &name,
+                format!(
+                    "the divided-difference step h = {} is not a number above zero",
+                    params.h
+                ),
+            ))
+        }
+        Ok(params) if params.n == 0 || params.m == 0 => Err(invalid(
+            &name,
+            format!(
+                "n = {} and m = {}: a run needs at least one independent and one dependent",
+                params.n, params.m
+            ),
+        )),
+        Ok(params) => Ok(Some(params)),
+        Err(e) => Err(invalid(&name, e)),
+    })
+}
+
+/// The harness that drives the run: `--harness` or the `harness.json`
+/// beside the program, else the generic driver of `--n`/`--m` or
+/// `params.conf`; `--x0` replaces its start values. The inner `Err` is
+/// the exit code of a refusal.
+fn harness_spec(
+    args: &RunArgs,
+    params: Option<Params>,
+    file: &str,
+) -> Result<std::result::Result<HarnessSpec, ExitCode>> {
+    let harness_path = args
+        .harness
+        .clone()
+        .or_else(|| sibling(&args.file, "harness.json"));
+    let mut spec = match &harness_path {
+        Some(p) => {
+            let text = crate::input::read_text(p)?;
+            match HarnessSpec::parse_json(&text) {
+                Ok(spec) => {
+                    if let Some(code) = sizes_against_harness(args, &spec, p) {
+                        return Ok(Err(code));
+                    }
+                    spec
+                }
+                // The path names the file: not `PATH: harness.json: …`.
+                Err(e) => {
+                    let cause = e.strip_prefix("harness.json: ").unwrap_or(&e);
+                    return Ok(Err(invalid(&p.display().to_string(), cause)));
+                }
+            }
+        }
+        None => {
+            let (Some(n), Some(m)) = (
+                args.n.or(params.map(|p| p.n)),
+                args.m.or(params.map(|p| p.m)),
+            ) else {
+                eprintln!(
+                    "xaifb run: give --n and --m, or --params (no params.conf beside {file})"
+                );
+                return Ok(Err(ExitCode::from(2)));
+            };
+            // The generic driver's start values are allocated here: check
+            // the sizes first.
+            if n.max(m) > args.max_elements {
+                return Ok(Err(invalid(
+                    file,
+                    format!(
+                        "{n} independents and {m} dependents exceed the limit of {} elements; raise it with --max-elements",
+                        args.max_elements,
+                    ),
+                )));
+            }
+            HarnessSpec::generic(n, m)
+        }
+    };
+    if let Some(x0) = &args.x0 {
+        if x0.len() != spec.n {
+            eprintln!(
+                "xaifb run: --x0 has {} values for {} independents",
+                x0.len(),
+                spec.n
+            );
+            return Ok(Err(ExitCode::from(2)));
+        }
+        spec.x0 = x0.clone();
+    }
+    Ok(Ok(spec))
+}
+
+/// What a run prints, and the outcome whose statistics it reports (none
+/// for divided differences); `Err` is the exit code of a failed run.
+type Executed = std::result::Result<(String, Option<xaif_interp::Outcome>), ExitCode>;
+
+/// `--fd`: divided differences of the program at the step of `--h` or
+/// `params.conf` (default 1e-6), a step that gives no derivative refused
+/// where it came from.
+fn divided_differences(
+    args: &RunArgs,
+    harness: &Harness<'_>,
+    params: Option<Params>,
+    params_path: Option<&Path>,
+    file: &str,
+) -> Executed {
+    let h = args.h.or(params.map(|p| p.h)).unwrap_or(1e-6);
+    if let Err(e) = harness.check_step(h) {
+        // The step is the user's: named where it came from.
+        return Err(match (args.h, params_path) {
+            (Some(_), _) => {
+                eprintln!("xaifb run: --h: {}", e.kind);
+                ExitCode::from(2)
+            }
+            (None, Some(p)) => invalid(&p.display().to_string(), e.kind),
+            _ => invalid(file, e.kind),
+        });
+    }
+    match harness.divided_differences(h) {
+        Ok(j) => finite_jacobian(file, j).map(|j| (j.to_out("DD"), None)),
+        Err(e) => Err(invalid(file, format!("{e}{}", hint(&e.kind)))),
+    }
+}
+
+/// Runs the program in `--mode`: the Jacobian (finite, or refused), the
+/// dependents' values, or the trace records.
+fn execute(args: &RunArgs, harness: &Harness<'_>, file: &str) -> Executed {
+    let mode = match args.mode {
+        RunMode::Plain => Mode::Plain,
+        RunMode::Tangent => Mode::Tangent,
+        RunMode::Split => Mode::Split,
+        RunMode::Joint => Mode::Joint,
+        RunMode::Trace => Mode::Trace,
+    };
+    let outcome = match harness.run(mode) {
+        Ok(outcome) => outcome,
+        Err(e) => return Err(invalid(file, format!("{e}{}", hint(&e.kind)))),
+    };
+    let text = match mode {
+        Mode::Trace => {
+            let mut t = String::from("<Trace number=\"1\">\n");
+            for r in &outcome.trace {
+                t.push_str(r);
+                t.push('\n');
+            }
+            t.push_str("</Trace>\n");
+            t
+        }
+        Mode::Plain => outcome
+            .jacobian
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(k, y)| format!("y({:3})={}\n", k + 1, xaif_interp::fortran_en(*y)))
+            .collect(),
+        _ => finite_jacobian(file, outcome.jacobian.clone())?.to_out("AD"),
+    };
+    Ok((text, Some(outcome)))
+}
+
+/// Writes the printed text (`-o`, else standard output) and the
+/// statistics file (`--stats-json`), both or neither, and reports the
+/// tape statistics on standard error.
+fn write_results(
+    args: &RunArgs,
+    file: &str,
+    text: &str,
+    outcome: Option<&xaif_interp::Outcome>,
+) -> Result<ExitCode> {
     // The Jacobian file and the statistics file: both or neither.
     let mut outputs = crate::output::Outputs::new();
     if let Some(path) = &args.output {
         outputs.add(path, text.as_bytes())?;
     }
-    if let Some(outcome) = stats
-        .as_ref()
-        .filter(|_| !matches!(args.mode, RunMode::Trace))
-    {
-        let s = &outcome.stats;
-        if s.counted_multiplications + s.counted_additions > 0 {
-            eprintln!(
-                "counters: {} multiplications and {} additions counted",
-                s.counted_multiplications, s.counted_additions
-            );
-        }
-        eprintln!(
-            "tape: {} doubles and {} integers pushed, peaks {} / {}, {}; checkpoint peak {}; flops: plain {} / run original {} + derivative {}",
-            s.doubles_pushed,
-            s.integers_pushed,
-            s.peak_double_tape,
-            s.peak_integer_tape,
-            if outcome.tapes_empty { "all tapes empty at the end" } else { "TAPES NOT EMPTY at the end" },
-            s.peak_checkpoint,
-            outcome.plain_flops,
-            s.flops_original,
-            s.flops_derivative
-        );
+    if let Some(outcome) = outcome.filter(|_| !matches!(args.mode, RunMode::Trace)) {
+        report_tape(outcome);
     }
     if let Some(path) = &args.stats_json {
-        let report = match &stats {
+        let report = match outcome {
             Some(o) => serde_json::json!({
                 "file": file,
                 "mode": format!("{:?}", args.mode).to_lowercase(),
@@ -427,6 +470,29 @@ fn run_here(args: RunArgs) -> Result<ExitCode> {
         print!("{text}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The tape, checkpoint and operation counts of a run, on standard error.
+fn report_tape(outcome: &xaif_interp::Outcome) {
+    let s = &outcome.stats;
+    if s.counted_multiplications + s.counted_additions > 0 {
+        eprintln!(
+            "counters: {} multiplications and {} additions counted",
+            s.counted_multiplications, s.counted_additions
+        );
+    }
+    eprintln!(
+        "tape: {} doubles and {} integers pushed, peaks {} / {}, {}; checkpoint peak {}; flops: plain {} / run original {} + derivative {}",
+        s.doubles_pushed,
+        s.integers_pushed,
+        s.peak_double_tape,
+        s.peak_integer_tape,
+        if outcome.tapes_empty { "all tapes empty at the end" } else { "TAPES NOT EMPTY at the end" },
+        s.peak_checkpoint,
+        outcome.plain_flops,
+        s.flops_original,
+        s.flops_derivative
+    );
 }
 
 /// Arguments of `xaifb compare`.
