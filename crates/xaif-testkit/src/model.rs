@@ -33,7 +33,10 @@
 
 use std::fmt::Write as _;
 
-use crate::scale::{assign_expr, condition, elem, index_var, int, var, Cfg, Expr, Rng, Shape};
+use crate::scale::{
+    assign_expr, call_graph_start, condition, elem, index_var, int, var, Cfg, Expr, Rng, Shape,
+    SCOPE_HIERARCHY_END,
+};
 
 /// Local scalars of every routine (`t1` … `tN`).
 const LOCALS: usize = 48;
@@ -265,18 +268,13 @@ pub fn write_program(shape: &Shape, out: &mut String) {
     let routines = shape.routines.max(1);
     let per = (shape.statements / routines).max(8);
     let mut rng = Rng(shape.seed ^ 0x6d6f_6465_6c00);
-    out.push_str(r#"<?xml version="1.0" encoding="UTF-8"?>
-<xaif:CallGraph xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xaif="http://www.mcs.anl.gov/XAIF" xsi:schemaLocation="http://www.mcs.anl.gov/XAIF xaif.xsd" program_name="model" prefix="OpenAD_">
-<xaif:ScopeHierarchy><xaif:Scope vertex_id="1"><xaif:SymbolTable>
-<xaif:Symbol symbol_id="g_1" kind="variable" type="real" shape="scalar" active="1"/>
-"#);
-    for k in 0..routines {
-        let _ = writeln!(
-            out,
-            r#"<xaif:Symbol symbol_id="r{k}__{k}" kind="subroutine" type="void" active="0"/>"#
-        );
-    }
-    out.push_str("</xaif:SymbolTable></xaif:Scope>\n");
+    call_graph_start(
+        out,
+        "model",
+        r#"<xaif:Symbol symbol_id="g_1" kind="variable" type="real" shape="scalar" active="1"/>
+"#,
+        routines,
+    );
     for k in 0..routines {
         let s = k + 2;
         let _ = write!(
@@ -299,8 +297,7 @@ pub fn write_program(shape: &Shape, out: &mut String) {
             r#"</xaif:SymbolTable></xaif:Scope><xaif:ScopeEdge edge_id="{s}" source="{s}" target="1"/>"#
         );
     }
-    out.push_str(r#"</xaif:ScopeHierarchy><xaif:AliasSetMap><xaif:AliasSet key="0"/></xaif:AliasSetMap><xaif:DUUDSetMap><xaif:StmtIdSet key="0"/></xaif:DUUDSetMap><xaif:DOSetMap><xaif:StmtIdSet key="0"/></xaif:DOSetMap>
-"#);
+    out.push_str(SCOPE_HIERARCHY_END);
     let mut id = 0;
     for k in 0..routines {
         routine(out, &mut rng, &mut id, k, routines, per);

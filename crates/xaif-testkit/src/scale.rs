@@ -256,17 +256,16 @@ impl Cfg {
     }
 }
 
-/// Writes the program described by `shape` into `out`.
-pub fn write_program(shape: &Shape, out: &mut String) {
-    let routines = shape.routines.max(1);
-    let per = (shape.statements / routines).max(8);
-    let mut rng = Rng(shape.seed);
-    out.push_str(r#"<?xml version="1.0" encoding="UTF-8"?>
-<xaif:CallGraph xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xaif="http://www.mcs.anl.gov/XAIF" xsi:schemaLocation="http://www.mcs.anl.gov/XAIF xaif.xsd" program_name="generated" prefix="OpenAD_">
+/// Opens a generated call graph named `name`: the global scope with the
+/// symbols `globals` and one subroutine symbol per routine.
+pub(crate) fn call_graph_start(out: &mut String, name: &str, globals: &str, routines: usize) {
+    let _ = write!(
+        out,
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<xaif:CallGraph xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xaif="http://www.mcs.anl.gov/XAIF" xsi:schemaLocation="http://www.mcs.anl.gov/XAIF xaif.xsd" program_name="{name}" prefix="OpenAD_">
 <xaif:ScopeHierarchy><xaif:Scope vertex_id="1"><xaif:SymbolTable>
-<xaif:Symbol symbol_id="g_1" kind="variable" type="real" shape="scalar" active="1"/>
-<xaif:Symbol symbol_id="gv_2" kind="variable" type="real" shape="vector" active="1"><xaif:DimensionBounds lower="1" upper="10"/></xaif:Symbol>
-"#);
+{globals}"#
+    );
     for k in 0..routines {
         let _ = writeln!(
             out,
@@ -274,6 +273,26 @@ pub fn write_program(shape: &Shape, out: &mut String) {
         );
     }
     out.push_str("</xaif:SymbolTable></xaif:Scope>\n");
+}
+
+/// Closes the scope hierarchy of a generated program, with the empty
+/// analysis maps the back end expects after it.
+pub(crate) const SCOPE_HIERARCHY_END: &str = r#"</xaif:ScopeHierarchy><xaif:AliasSetMap><xaif:AliasSet key="0"/></xaif:AliasSetMap><xaif:DUUDSetMap><xaif:StmtIdSet key="0"/></xaif:DUUDSetMap><xaif:DOSetMap><xaif:StmtIdSet key="0"/></xaif:DOSetMap>
+"#;
+
+/// Writes the program described by `shape` into `out`.
+pub fn write_program(shape: &Shape, out: &mut String) {
+    let routines = shape.routines.max(1);
+    let per = (shape.statements / routines).max(8);
+    let mut rng = Rng(shape.seed);
+    call_graph_start(
+        out,
+        "generated",
+        r#"<xaif:Symbol symbol_id="g_1" kind="variable" type="real" shape="scalar" active="1"/>
+<xaif:Symbol symbol_id="gv_2" kind="variable" type="real" shape="vector" active="1"><xaif:DimensionBounds lower="1" upper="10"/></xaif:Symbol>
+"#,
+        routines,
+    );
     for k in 0..routines {
         let s = k + 2;
         let _ = writeln!(
@@ -289,8 +308,7 @@ pub fn write_program(shape: &Shape, out: &mut String) {
 </xaif:SymbolTable></xaif:Scope><xaif:ScopeEdge edge_id="{s}" source="{s}" target="1"/>"#
         );
     }
-    out.push_str(r#"</xaif:ScopeHierarchy><xaif:AliasSetMap><xaif:AliasSet key="0"/></xaif:AliasSetMap><xaif:DUUDSetMap><xaif:StmtIdSet key="0"/></xaif:DUUDSetMap><xaif:DOSetMap><xaif:StmtIdSet key="0"/></xaif:DOSetMap>
-"#);
+    out.push_str(SCOPE_HIERARCHY_END);
     let mut id = 0;
     for k in 0..routines {
         routine(out, &mut rng, &mut id, k, routines, per);
