@@ -309,12 +309,7 @@ pub fn trace(args: TransformArgs) -> Result<ExitCode> {
         xaif_trace::trace(p, catalogue.as_ref(), noninlinable.as_ref(), &options)
             .map_err(|e| Failure::from(e.to_string()))
     };
-    if args.is_batch() {
-        return batch(&args, None, &schema, Mode::Trace, |_, p| run(p));
-    }
-    one_file(&args, Mode::Trace, None, &schema, begun, |p, _| {
-        run(p).map(Done::plain)
-    })
+    whole_program(&args, Mode::Trace, &schema, begun, run)
 }
 
 /// Runs `xaifb typechange`.
@@ -336,10 +331,25 @@ pub fn typechange(args: TransformArgs) -> Result<ExitCode> {
             .map(|t| t.program)
             .map_err(|e| Failure::from(e.to_string()))
     };
+    whole_program(&args, Mode::TypeChange, &schema, begun, run)
+}
+
+/// A transformation of the whole program without a catalogue of its own
+/// and without streaming (trace, typechange): a batch, or one file.
+fn whole_program<F>(
+    args: &TransformArgs,
+    mode: Mode,
+    schema: &SchemaCheck,
+    begun: Instant,
+    run: F,
+) -> Result<ExitCode>
+where
+    F: Fn(&Program) -> Result<Program, Failure> + Sync,
+{
     if args.is_batch() {
-        return batch(&args, None, &schema, Mode::TypeChange, |_, p| run(p));
+        return batch(args, None, schema, mode, |_, p| run(p));
     }
-    one_file(&args, Mode::TypeChange, None, &schema, begun, |p, _| {
+    one_file(args, mode, None, schema, begun, |p, _| {
         run(p).map(Done::plain)
     })
 }
