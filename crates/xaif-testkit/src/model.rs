@@ -320,20 +320,7 @@ fn class(rng: &mut Rng) -> usize {
 /// One routine of about `per` statements.
 fn routine(out: &mut String, rng: &mut Rng, id: &mut usize, k: usize, routines: usize, per: usize) {
     let s = k + 2;
-    let _ = writeln!(
-        out,
-        r#"<xaif:ControlFlowGraph vertex_id="{}" scope_id="1" symbol_id="r{k}__{k}" controlflowgraph_scope_id="{s}"><xaif:ArgumentList><xaif:ArgumentSymbolReference position="1" scope_id="{s}" symbol_id="x" intent="inout"/><xaif:ArgumentSymbolReference position="2" scope_id="{s}" symbol_id="y" intent="inout"/><xaif:ArgumentSymbolReference position="3" scope_id="{s}" symbol_id="n" intent="inout"/></xaif:ArgumentList>"#,
-        k + 1
-    );
-    let mut cfg = Cfg {
-        text: String::new(),
-        edges: Vec::new(),
-        next: 0,
-        prev: 0,
-    };
-    let entry = cfg.vertex();
-    let _ = writeln!(cfg.text, r#"<xaif:Entry vertex_id="{entry}"/>"#);
-    cfg.prev = entry;
+    let mut cfg = Cfg::open(out, k);
     let mut count = 0;
     while count < per {
         match rng.below(10) {

@@ -151,6 +151,27 @@ pub(crate) struct Cfg {
 }
 
 impl Cfg {
+    /// Opens the control flow graph of routine `k` (scope `k + 2`, formals
+    /// `x`, `y`, `n`) in `out`; the graph under way holds its Entry.
+    pub(crate) fn open(out: &mut String, k: usize) -> Cfg {
+        let s = k + 2;
+        let _ = writeln!(
+            out,
+            r#"<xaif:ControlFlowGraph vertex_id="{}" scope_id="1" symbol_id="r{k}__{k}" controlflowgraph_scope_id="{s}"><xaif:ArgumentList><xaif:ArgumentSymbolReference position="1" scope_id="{s}" symbol_id="x" intent="inout"/><xaif:ArgumentSymbolReference position="2" scope_id="{s}" symbol_id="y" intent="inout"/><xaif:ArgumentSymbolReference position="3" scope_id="{s}" symbol_id="n" intent="inout"/></xaif:ArgumentList>"#,
+            k + 1
+        );
+        let mut cfg = Cfg {
+            text: String::new(),
+            edges: Vec::new(),
+            next: 0,
+            prev: 0,
+        };
+        let entry = cfg.vertex();
+        let _ = writeln!(cfg.text, r#"<xaif:Entry vertex_id="{entry}"/>"#);
+        cfg.prev = entry;
+        cfg
+    }
+
     /// Ends the graph: the Exit after the current vertex, every edge, and
     /// the closing tag, appended to `out` after the vertices.
     pub(crate) fn finish(mut self, out: &mut String) {
@@ -326,20 +347,7 @@ pub fn program(shape: &Shape) -> String {
 /// One routine of about `per` statements.
 fn routine(out: &mut String, rng: &mut Rng, id: &mut usize, k: usize, routines: usize, per: usize) {
     let s = k + 2;
-    let _ = writeln!(
-        out,
-        r#"<xaif:ControlFlowGraph vertex_id="{}" scope_id="1" symbol_id="r{k}__{k}" controlflowgraph_scope_id="{s}"><xaif:ArgumentList><xaif:ArgumentSymbolReference position="1" scope_id="{s}" symbol_id="x" intent="inout"/><xaif:ArgumentSymbolReference position="2" scope_id="{s}" symbol_id="y" intent="inout"/><xaif:ArgumentSymbolReference position="3" scope_id="{s}" symbol_id="n" intent="inout"/></xaif:ArgumentList>"#,
-        k + 1
-    );
-    let mut cfg = Cfg {
-        text: String::new(),
-        edges: Vec::new(),
-        next: 0,
-        prev: 0,
-    };
-    let entry = cfg.vertex();
-    let _ = writeln!(cfg.text, r#"<xaif:Entry vertex_id="{entry}"/>"#);
-    cfg.prev = entry;
+    let mut cfg = Cfg::open(out, k);
     let (a, b, c) = (var(s, "a"), var(s, "b"), var(s, "c"));
     let g = var(1, "g_1");
     let mut count = 0;
