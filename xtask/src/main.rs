@@ -23,6 +23,8 @@
 //!   per effort level) as `docs/elimination.md`.
 //! - `cargo xtask versus --reference PATH`: xaifb and the reference engine
 //!   side by side, whole process, alternating runs (`docs/performance.md`).
+//! - `cargo xtask install [--root DIR]`: the xaifb an OpenAD installation
+//!   runs, statically linked on GNU/Linux for a quick start per file.
 //! - `cargo xtask differential --reference PATH`: generated programs
 //!   through both engines, every derivative output executed and held
 //!   against divided differences (`docs/testing.md`).
@@ -44,6 +46,7 @@ mod deep;
 mod differential;
 mod elim;
 mod engine;
+mod install;
 mod same_bytes;
 mod speed;
 mod stress;
@@ -112,6 +115,10 @@ enum Task {
     /// Run the robustness campaign: mutants through every subcommand under
     /// a memory limit and a timeout; exit non-zero on any finding.
     Robust(RobustArgs),
+    /// Build the xaifb an OpenAD installation runs: statically linked on
+    /// GNU/Linux, so that starting it per file loads nothing; with
+    /// `--root DIR`, copy it to DIR/bin/xaifb.
+    Install(install::Args),
     /// Run a command and print its peak resident set size in KiB (used by
     /// `bench`, in a process of its own so that no other child counts).
     #[command(hide = true)]
@@ -352,6 +359,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         Task::Versus(args) => versus::run(args),
+        Task::Install(args) => install::run(args),
         Task::Differential(args) => differential::run(args),
         Task::SameBytes(args) => same_bytes::run(args),
         Task::Robust(args) => robust(args),

@@ -58,9 +58,14 @@ pub struct Args {
     /// The reference material (default: $XAIFB_SHARED or ../shared).
     #[arg(long)]
     shared: Option<PathBuf>,
-    /// The xaifb binary (default: build and use the release binary).
+    /// The xaifb binary (default: build the one `cargo xtask install`
+    /// installs, statically linked on GNU/Linux, and use it).
     #[arg(long)]
     xaifb: Option<PathBuf>,
+    /// Without `--xaifb`: build and use the ordinary dynamically linked
+    /// release binary instead.
+    #[arg(long)]
+    dynamic: bool,
     /// Parts to run (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Vec<Part>,
@@ -304,13 +309,11 @@ fn mb(kib: u64) -> f64 {
 /// Runs the benchmark and prints its report.
 pub fn run(args: Args) -> Result<()> {
     let shared = args.shared.clone().unwrap_or_else(crate::shared_dir);
-    let xaifb = match &args.xaifb {
-        Some(p) => p.clone(),
+    let (xaifb, which) = match &args.xaifb {
+        Some(p) => (p.clone(), format!("`{}`", p.display())),
         None => {
-            let mut build = crate::cargo();
-            build.args(["build", "--release", "-p", "xaifb"]);
-            crate::run(build)?;
-            crate::target_dir().join("release").join("xaifb")
+            let built = crate::install::build(args.dynamic)?;
+            (built.path, built.linking.describe().to_string())
         }
     };
     let (tangent_driver, adjoint_driver) = drivers(&args.reference)?;
@@ -341,7 +344,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut report = String::new();
     let _ = writeln!(
         report,
-        "xaifb versus the reference engine, whole process, alternating runs; load average at start {}.\n",
+        "xaifb versus the reference engine, whole process, alternating runs; xaifb {which}; load average at start {}.\n",
         load()
     );
     print!("{report}");
