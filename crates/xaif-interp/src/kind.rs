@@ -151,14 +151,61 @@ fn marked_type_change(p: &Program) -> bool {
 }
 
 /// Whether routine `r`'s argument restores (placeholder 6) read in store
-/// order: the `Entry` of that graph carries [`STORE_ORDER_ENTRY`].
+/// order: the `Entry` of that graph carries [`STORE_ORDER_ENTRY`] (xaifb's
+/// `-f`), or, unmarked, the restores name the stored arguments in the
+/// order placeholder 4 stored them where that order is not its own
+/// reverse. The reference engine's `-f` writes no mark, only that order
+/// (its output differs from the one without `-f` in nothing else), and
+/// run as a stack it would restore the wrong values with no error; where
+/// the stores read the same both ways, the two disciplines restore alike.
 pub(crate) fn restores_in_store_order(p: &Program, r: &xaif_model::Routine) -> bool {
     let Some(cfg) = r.graph(Some("6")) else {
         return false;
     };
-    p.cfgs[cfg].vertex_ids().any(|v| {
+    let marked = p.cfgs[cfg].vertex_ids().any(|v| {
         let vertex = &p.vertices[v];
         matches!(vertex.kind, VertexKind::Entry)
             && vertex.attrs.get("annotation") == Some(STORE_ORDER_ENTRY)
-    })
+    });
+    if marked {
+        return true;
+    }
+    let (Some(stores), Some(restores)) = (
+        checkpoint_calls(p, r, "4", "cp_arg_store_"),
+        checkpoint_calls(p, r, "6", "cp_arg_restore_"),
+    ) else {
+        return false;
+    };
+    restores == stores && !stores.iter().eq(stores.iter().rev())
+}
+
+/// The argument checkpoint calls of placeholder `placeholder` of `r`
+/// whose names begin with `prefix`, in document order, each as the rest
+/// of its name and its arguments (which compare without their source
+/// positions, so that a store and the restore of the same argument are
+/// equal).
+fn checkpoint_calls<'p>(
+    p: &'p Program,
+    r: &xaif_model::Routine,
+    placeholder: &str,
+    prefix: &str,
+) -> Option<Vec<(&'p str, &'p [xaif_model::InlinableArg])>> {
+    let cfg = r.graph(Some(placeholder))?;
+    let mut calls = Vec::new();
+    for v in p.cfgs[cfg].vertex_ids() {
+        let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
+            continue;
+        };
+        for &s in stmts {
+            let stmt = &p.stmts[s];
+            let xaif_model::StmtKind::InlinableCall(args) = &stmt.kind else {
+                continue;
+            };
+            let name = stmt.attrs.get("subroutine_name").unwrap_or("");
+            if let Some(rest) = name.strip_prefix(prefix) {
+                calls.push((rest, args.as_slice()));
+            }
+        }
+    }
+    Some(calls)
 }

@@ -175,6 +175,79 @@ fn store_order_checkpoints_reproduce_ad_out_on_the_corpus() {
     }
 }
 
+/// The reference engine's `-f` output carries no mark: it differs from its
+/// output without `-f` only in restoring each routine's argument
+/// checkpoints in the order they were stored. xaifb's `-f` output with its
+/// marks taken out is that file; joint mode reads the discipline from the
+/// order of the calls and reproduces `ad.out` (as a stack it printed a
+/// wrong Jacobian with exit 0 on every one of these examples).
+#[test]
+fn unmarked_store_order_output_runs_with_its_discipline_in_joint_mode() {
+    let Some(shared) = xaif_testkit::shared_dir() else {
+        return;
+    };
+    let dir = scratch("store-order-unmarked");
+    for name in [
+        "boxmodel",
+        "nested_calls_1",
+        "sideEffect_1",
+        "srIntr",
+        "Loop_simple_16",
+        "LoopArrayIndex2",
+    ] {
+        let ex = shared.join("corpus/examples").join(name);
+        let marked = transform(
+            "adjoint",
+            &["-f", "--full-checkpoints"],
+            &ex.join("admhead_sf.pre.xaif"),
+            &dir.join(format!("{name}-marked.xaif")),
+        );
+        let text = std::fs::read_to_string(&marked).unwrap();
+        assert!(text.contains(xaif_model::STORE_ORDER_ENTRY), "{name}");
+        let unmarked = dir.join(format!("{name}.xaif"));
+        std::fs::write(
+            &unmarked,
+            text.replace(
+                &format!("\"{}\"", xaif_model::STORE_ORDER_ENTRY),
+                "\"cp_entry\"",
+            ),
+        )
+        .unwrap();
+        assert!(!std::fs::read_to_string(&unmarked)
+            .unwrap()
+            .contains(xaif_model::STORE_ORDER_ENTRY));
+        let params = ex.join("params.conf");
+        let harness = ex.join("harness.json");
+        let mut driver = vec!["--params", path(&params)];
+        if harness.is_file() {
+            driver.extend_from_slice(&["--harness", path(&harness)]);
+        }
+        // The kind names the discipline it read from the calls.
+        let mut tangent = vec!["run", path(&unmarked), "--mode", "tangent"];
+        tangent.extend_from_slice(&driver);
+        let refused = run(&tangent);
+        assert!(
+            refused.stderr.contains("restored in store order"),
+            "{name}: {}",
+            refused.stderr
+        );
+        let jacobian = dir.join(format!("{name}.out"));
+        let mut args = vec![
+            "run",
+            path(&unmarked),
+            "--mode",
+            "joint",
+            "-o",
+            path(&jacobian),
+        ];
+        args.extend_from_slice(&driver);
+        run(&args).ok();
+        let ad = ex.join("ad.out");
+        let cmp = run(&["compare", path(&jacobian), path(&ad)]);
+        assert_eq!(cmp.code, Some(0), "{name}: {}", cmp.stdout);
+    }
+}
+
 // ------------------------------------------- every kind in every mode
 
 /// Which run modes execute each kind of output; every other mode refuses
