@@ -39,7 +39,8 @@ pub enum ProgramKind {
     Adjoint {
         /// Whether some routine restores its argument checkpoints in the
         /// order they were stored (`-f`), which its `Entry` annotation
-        /// ([`STORE_ORDER_ENTRY`]) says.
+        /// ([`STORE_ORDER_ENTRY`]) says, or, in the reference engine's
+        /// unmarked output, the order of its restores shows.
         store_order: bool,
     },
     /// Trace output (`tracing_subroutine_template`).
