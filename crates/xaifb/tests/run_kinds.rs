@@ -137,92 +137,51 @@ fn store_order_checkpoints_run_with_their_discipline_in_joint_mode() {
     }
 }
 
-/// On the corpus examples whose `-f` Jacobian was wrong in joint mode,
-/// it is now `ad.out`'s.
-#[test]
-fn store_order_checkpoints_reproduce_ad_out_on_the_corpus() {
-    let Some(shared) = xaif_testkit::shared_dir() else {
-        return;
-    };
-    let dir = scratch("store-order-corpus");
-    for name in [
-        "boxmodel",
-        "nested_calls_1",
-        "sideEffect_1",
-        "srIntr",
-        "Loop_simple_16",
-        "LoopArrayIndex2",
-    ] {
-        let ex = shared.join("corpus/examples").join(name);
-        let out = transform(
-            "adjoint",
-            &["-f", "--full-checkpoints"],
-            &ex.join("admhead_sf.pre.xaif"),
-            &dir.join(format!("{name}.xaif")),
-        );
-        let jacobian = dir.join(format!("{name}.out"));
-        let mut args = vec!["run", path(&out), "--mode", "joint", "-o", path(&jacobian)];
-        let params = ex.join("params.conf");
-        let harness = ex.join("harness.json");
-        args.extend_from_slice(&["--params", path(&params)]);
-        if harness.is_file() {
-            args.extend_from_slice(&["--harness", path(&harness)]);
-        }
-        run(&args).ok();
-        let ad = ex.join("ad.out");
-        let cmp = run(&["compare", path(&jacobian), path(&ad)]);
-        assert_eq!(cmp.code, Some(0), "{name}: {}", cmp.stdout);
-    }
-}
+/// The corpus examples whose `-f` Jacobian was wrong in joint mode.
+const STORE_ORDER_EXAMPLES: [&str; 6] = [
+    "boxmodel",
+    "nested_calls_1",
+    "sideEffect_1",
+    "srIntr",
+    "Loop_simple_16",
+    "LoopArrayIndex2",
+];
 
+/// On the corpus examples whose `-f` Jacobian was wrong in joint mode,
+/// it is now `ad.out`'s, with the marks and without them.
+///
 /// The reference engine's `-f` output carries no mark: it differs from its
 /// output without `-f` only in restoring each routine's argument
 /// checkpoints in the order they were stored. xaifb's `-f` output with its
 /// marks taken out is that file; joint mode reads the discipline from the
-/// order of the calls and reproduces `ad.out` (as a stack it printed a
-/// wrong Jacobian with exit 0 on every one of these examples).
+/// order of the calls (as a stack it printed a wrong Jacobian with exit 0
+/// on every one of these examples).
 #[test]
-fn unmarked_store_order_output_runs_with_its_discipline_in_joint_mode() {
+fn store_order_checkpoints_reproduce_ad_out_on_the_corpus_marked_or_not() {
     let Some(shared) = xaif_testkit::shared_dir() else {
         return;
     };
-    let dir = scratch("store-order-unmarked");
-    for name in [
-        "boxmodel",
-        "nested_calls_1",
-        "sideEffect_1",
-        "srIntr",
-        "Loop_simple_16",
-        "LoopArrayIndex2",
-    ] {
+    let dir = scratch("store-order-corpus");
+    for name in STORE_ORDER_EXAMPLES {
         let ex = shared.join("corpus/examples").join(name);
         let marked = transform(
             "adjoint",
             &["-f", "--full-checkpoints"],
             &ex.join("admhead_sf.pre.xaif"),
-            &dir.join(format!("{name}-marked.xaif")),
+            &dir.join(format!("{name}.xaif")),
         );
         let text = std::fs::read_to_string(&marked).unwrap();
         assert!(text.contains(xaif_model::STORE_ORDER_ENTRY), "{name}");
-        let unmarked = dir.join(format!("{name}.xaif"));
-        std::fs::write(
-            &unmarked,
-            text.replace(
-                &format!("\"{}\"", xaif_model::STORE_ORDER_ENTRY),
-                "\"cp_entry\"",
-            ),
-        )
-        .unwrap();
-        assert!(!std::fs::read_to_string(&unmarked)
-            .unwrap()
-            .contains(xaif_model::STORE_ORDER_ENTRY));
+        let unmarked = dir.join(format!("{name}-unmarked.xaif"));
+        let mark = format!("\"{}\"", xaif_model::STORE_ORDER_ENTRY);
+        std::fs::write(&unmarked, text.replace(&mark, "\"cp_entry\"")).unwrap();
         let params = ex.join("params.conf");
         let harness = ex.join("harness.json");
         let mut driver = vec!["--params", path(&params)];
         if harness.is_file() {
             driver.extend_from_slice(&["--harness", path(&harness)]);
         }
-        // The kind names the discipline it read from the calls.
+        // Unmarked, the kind names the discipline it read from the calls.
         let mut tangent = vec!["run", path(&unmarked), "--mode", "tangent"];
         tangent.extend_from_slice(&driver);
         let refused = run(&tangent);
@@ -231,20 +190,15 @@ fn unmarked_store_order_output_runs_with_its_discipline_in_joint_mode() {
             "{name}: {}",
             refused.stderr
         );
-        let jacobian = dir.join(format!("{name}.out"));
-        let mut args = vec![
-            "run",
-            path(&unmarked),
-            "--mode",
-            "joint",
-            "-o",
-            path(&jacobian),
-        ];
-        args.extend_from_slice(&driver);
-        run(&args).ok();
-        let ad = ex.join("ad.out");
-        let cmp = run(&["compare", path(&jacobian), path(&ad)]);
-        assert_eq!(cmp.code, Some(0), "{name}: {}", cmp.stdout);
+        for (file, form) in [(&marked, "marked"), (&unmarked, "unmarked")] {
+            let jacobian = dir.join(format!("{name}-{form}.out"));
+            let mut args = vec!["run", path(file), "--mode", "joint", "-o", path(&jacobian)];
+            args.extend_from_slice(&driver);
+            run(&args).ok();
+            let ad = ex.join("ad.out");
+            let cmp = run(&["compare", path(&jacobian), path(&ad)]);
+            assert_eq!(cmp.code, Some(0), "{name} {form}: {}", cmp.stdout);
+        }
     }
 }
 
