@@ -115,12 +115,7 @@ pub fn run(args: Args) -> Result<()> {
     let (tangent_driver, adjoint_driver) = crate::versus::drivers(&args.reference)?;
     let xaifb = match &args.xaifb {
         Some(bin) => bin.canonicalize().context("the xaifb binary")?,
-        None => {
-            let mut build = crate::cargo();
-            build.args(["build", "--release", "-p", "xaifb"]);
-            crate::run(build)?;
-            crate::target_dir().join("release").join("xaifb")
-        }
+        None => crate::release_xaifb()?,
     };
     let work = args
         .work

@@ -128,11 +128,8 @@ pub fn build(dynamic: bool) -> Result<Built> {
             ),
         }
     }
-    let mut cmd = crate::cargo();
-    cmd.args(["build", "--release", "-p", "xaifb"]);
-    crate::run(cmd)?;
     Ok(Built {
-        path: crate::target_dir().join("release").join("xaifb"),
+        path: crate::release_xaifb()?,
         linking: Linking::Dynamic,
     })
 }

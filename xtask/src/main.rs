@@ -308,10 +308,7 @@ fn main() -> Result<()> {
         }
         Task::Speed(args) => {
             let shared = args.shared.unwrap_or_else(shared_dir);
-            let mut build = cargo();
-            build.args(["build", "--release", "-p", "xaifb"]);
-            run(build)?;
-            let xaifb = target_dir().join("release").join("xaifb");
+            let xaifb = release_xaifb()?;
             let report = speed::run(&shared, &xaifb).map_err(|e| anyhow::anyhow!(e))?;
             print!("{report}");
             let runaway = repo_root().join("fixtures/interp/runaway.xaif");
@@ -326,12 +323,7 @@ fn main() -> Result<()> {
             let shared = args.shared.unwrap_or_else(shared_dir);
             let xaifb = match args.xaifb {
                 Some(bin) => bin,
-                None => {
-                    let mut build = cargo();
-                    build.args(["build", "--release", "-p", "xaifb"]);
-                    run(build)?;
-                    target_dir().join("release").join("xaifb")
-                }
+                None => release_xaifb()?,
             };
             let catalogue = shared.join("xaif/schema/examples/inlinable_intrinsics.xaif");
             deep::run(&xaifb, &catalogue, args.n, args.runs.max(1))
@@ -400,6 +392,15 @@ pub(crate) fn run(mut cmd: Command) -> Result<()> {
     Ok(())
 }
 
+/// Builds the workspace's ordinary (dynamically linked) release xaifb and
+/// returns its path: what the tasks run unless given `--xaifb`.
+pub(crate) fn release_xaifb() -> Result<PathBuf> {
+    let mut build = cargo();
+    build.args(["build", "--release", "-p", "xaifb"]);
+    run(build)?;
+    Ok(target_dir().join("release").join("xaifb"))
+}
+
 pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -428,10 +429,7 @@ fn bench(args: BenchArgs) -> Result<()> {
             p
         }
     };
-    let mut build = cargo();
-    build.args(["build", "--release", "-p", "xaifb"]);
-    run(build)?;
-    let xaifb = target_dir().join("release").join("xaifb");
+    let xaifb = release_xaifb()?;
     let out = std::env::temp_dir().join(format!("xtask-bench-{}.xaif", std::process::id()));
 
     // Measure in a child xtask process, so that getrusage(RUSAGE_CHILDREN)
@@ -472,12 +470,7 @@ fn robust(args: RobustArgs) -> Result<()> {
     let shared = args.shared.unwrap_or_else(shared_dir);
     let xaifb = match args.xaifb {
         Some(bin) => bin.canonicalize().context("the xaifb binary")?,
-        None => {
-            let mut build = cargo();
-            build.args(["build", "--release", "-p", "xaifb"]);
-            run(build)?;
-            target_dir().join("release").join("xaifb")
-        }
+        None => release_xaifb()?,
     };
     let work = args.work.unwrap_or_else(|| target_dir().join("robust"));
     let work = if work.is_absolute() {

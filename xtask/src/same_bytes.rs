@@ -69,12 +69,7 @@ pub fn run(args: Args) -> Result<()> {
     let shared = args.shared.clone().unwrap_or_else(crate::shared_dir);
     let xaifb = match &args.xaifb {
         Some(p) => p.clone(),
-        None => {
-            let mut build = crate::cargo();
-            build.args(["build", "--release", "-p", "xaifb"]);
-            crate::run(build)?;
-            crate::target_dir().join("release").join("xaifb")
-        }
+        None => crate::release_xaifb()?,
     };
     let schema = shared.join("xaif/schema").canonicalize()?;
     let catalogue = schema.join("examples/inlinable_intrinsics.xaif");
