@@ -1491,6 +1491,29 @@ fn op(name: &str) -> Option<Op> {
     })
 }
 
+/// The tangent module's calls (`-H` output): the reference engine's names,
+/// with or without their `_s<rank>` suffixes (one per argument), and the
+/// unsuffixed names xaifb wrote before it followed them.
+fn tangent_call(name: &str) -> Option<InlineOp> {
+    let mut base = name;
+    while let Some((head, rank)) = base.rsplit_once("_s") {
+        if rank.is_empty() || !rank.bytes().all(|b| b.is_ascii_digit()) {
+            break;
+        }
+        base = head;
+    }
+    Some(match base {
+        "saxpy" => InlineOp::Saxpy,
+        "sax" => InlineOp::Sax,
+        "setderiv" => InlineOp::SetDeriv,
+        "set_neg_deriv" | "setnegderiv" => InlineOp::SetNegDeriv,
+        "inc_deriv" | "incderiv" => InlineOp::IncDerivTarget,
+        "dec_deriv" | "decderiv" => InlineOp::DecDerivTarget,
+        "zero_deriv" | "zeroderiv" => InlineOp::ZeroDeriv,
+        _ => return None,
+    })
+}
+
 fn inline_op(name: &str) -> Option<InlineOp> {
     Some(match name {
         "push_s0" | "push_s1" | "push_s2" | "push_s3" | "apush" => InlineOp::Push(Ty::Real),
@@ -1501,13 +1524,7 @@ fn inline_op(name: &str) -> Option<InlineOp> {
         "pop_b" => InlineOp::Pop(Ty::Bool),
         "push_s" => InlineOp::Push(Ty::Str),
         "pop_s" => InlineOp::Pop(Ty::Str),
-        "Saxpy" | "saxpy" => InlineOp::Saxpy,
-        "sax" => InlineOp::Sax,
-        "setderiv" => InlineOp::SetDeriv,
-        "setnegderiv" => InlineOp::SetNegDeriv,
-        "incderiv" => InlineOp::IncDerivTarget,
-        "decderiv" => InlineOp::DecDerivTarget,
-        "zeroderiv" => InlineOp::ZeroDeriv,
+        "Saxpy" => InlineOp::Saxpy,
         "IncDeriv" => InlineOp::IncDeriv,
         "DecDeriv" => InlineOp::DecDeriv,
         "ZeroDeriv" => InlineOp::ZeroDeriv,
@@ -1518,6 +1535,9 @@ fn inline_op(name: &str) -> Option<InlineOp> {
         "countmult" => InlineOp::Count(true),
         "countadd" => InlineOp::Count(false),
         _ => {
+            if let Some(op) = tangent_call(name) {
+                return Some(op);
+            }
             if let Some(record) = name.strip_prefix("oad_trace_") {
                 return TraceRecord::from_name(record).map(InlineOp::Trace);
             }

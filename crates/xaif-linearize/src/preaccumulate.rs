@@ -59,6 +59,10 @@ pub struct Slot {
     pub var: VarRef,
     /// A temporary of the generated code (not a program variable).
     pub temporary: bool,
+    /// The rank of the value it holds (the temporary's declared rank; a
+    /// program variable's rank after its subscripts), which `-H` names
+    /// its inlinable calls by.
+    pub rank: usize,
 }
 
 /// One step of propagation: `target.d (+)= Σ factor · source.d`.
@@ -619,6 +623,7 @@ impl Preaccumulation<'_, '_, '_, '_> {
             let own = Slot {
                 var: ind.var.clone(),
                 temporary: false,
+                rank: self.ctx.ref_shape(&ind.var.graph).rank,
             };
             if aliased {
                 let save = self.save_slot(&ind.var);
@@ -641,6 +646,7 @@ impl Preaccumulation<'_, '_, '_, '_> {
                             Slot {
                                 var: lhs.clone(),
                                 temporary: false,
+                                rank: self.ctx.ref_shape(&lhs.graph).rank,
                             },
                         );
                     }
@@ -673,6 +679,7 @@ impl Preaccumulation<'_, '_, '_, '_> {
         Slot {
             var: temp.var,
             temporary: true,
+            rank: shape.rank,
         }
     }
 
@@ -700,6 +707,7 @@ impl Preaccumulation<'_, '_, '_, '_> {
         let s = Slot {
             var: temp.var,
             temporary: true,
+            rank: shape.rank,
         };
         self.slot.insert(v, s.clone());
         s

@@ -5,9 +5,11 @@
 //! The output follows the reference engine's conventions
 //! (`../shared/docs/engine-conventions.md` §2–§4 and §8): plain
 //! `ControlFlowGraph`s, temporaries declared in the routine's scope with
-//! `temp="1"`, `DerivativePropagator`s (or, with `-H`, the tangent
-//! inlinable calls `setderiv(tgt, src)`, `setnegderiv`, `incderiv`,
-//! `decderiv`, `zeroderiv(x)`, `sax(a, x, y)`, `saxpy(a, x, y)`), and
+//! `temp="1"`, `DerivativePropagator`s (or, with `-H`, the reference's
+//! tangent inlinable calls `setderiv(tgt, src)`, `set_neg_deriv`,
+//! `inc_deriv`, `dec_deriv`, `zero_deriv(x)`, `sax(a, x, y)`,
+//! `saxpy(a, x, y)`, suffixed `_s<rank>` per argument where no argument
+//! is an array section), and
 //! `oad_convert` around calls whose actual and formal activity differ.
 
 use crate::absent::guard_absent;
@@ -493,7 +495,7 @@ fn tangent_routine(
                         source,
                     })?;
                     new_stmts.extend(pre.stmts.iter().copied());
-                    emit_propagation(out, names, &pre, options, &mut new_stmts);
+                    emit_propagation(ctx, out, names, &pre, options, &mut new_stmts);
                     if seq.is_active() {
                         if let Some(before) = &pre.dot_before {
                             dots.push(DotGraph {
@@ -567,6 +569,7 @@ fn prop_entry(kind: PropKind) -> PropEntry {
 
 /// Appends the forward propagation of a preaccumulated sequence.
 pub fn emit_propagation(
+    ctx: &Ctx<'_>,
     out: &mut Program,
     names: &mut Names,
     pre: &Preaccumulated,
@@ -659,8 +662,23 @@ pub fn emit_propagation(
         return;
     }
     if options.inline_calls {
+        let ranks = temporary_ranks(pre);
+        let shape_of = |r: &VarRef| -> (usize, bool) {
+            let temp = r
+                .graph
+                .symbol_ref()
+                .and_then(|a| a.get("symbol_id"))
+                .and_then(|n| ranks.get(n));
+            match temp {
+                Some(&rank) => (rank, false),
+                None => (
+                    ctx.ref_shape(&r.graph).rank,
+                    !r.graph.subscripts().is_empty(),
+                ),
+            }
+        };
         for e in entries {
-            for s in inline_form(names, e) {
+            for s in inline_form(names, e, &shape_of) {
                 stmts.push(add(out, s));
             }
         }
@@ -675,39 +693,108 @@ pub fn emit_propagation(
     }
 }
 
+/// The ranks of the temporaries a sequence's propagation names (they
+/// are referenced whole): propagation and saved-derivative temporaries,
+/// and the factors' temporaries.
+fn temporary_ranks(pre: &Preaccumulated) -> rustc_hash::FxHashMap<&str, usize> {
+    fn slot<'p>(ranks: &mut rustc_hash::FxHashMap<&'p str, usize>, s: &'p Slot) {
+        if s.temporary {
+            if let Some(n) = s.var.graph.symbol_ref().and_then(|a| a.get("symbol_id")) {
+                ranks.insert(n, s.rank);
+            }
+        }
+    }
+    let mut ranks = rustc_hash::FxHashMap::default();
+    for step in &pre.steps {
+        slot(&mut ranks, &step.target);
+        for (_, source) in &step.terms {
+            slot(&mut ranks, source);
+        }
+    }
+    for (save, var) in &pre.saves {
+        slot(&mut ranks, save);
+        slot(&mut ranks, var);
+    }
+    for (factor, shape) in &pre.factors {
+        if let Some(n) = factor.graph.symbol_ref().and_then(|a| a.get("symbol_id")) {
+            ranks.insert(n, shape.rank);
+        }
+    }
+    ranks
+}
+
+/// The name `-H` gives a tangent inlinable call: the reference engine's
+/// (`setderiv`, `set_neg_deriv`, `inc_deriv`, `dec_deriv`, `zero_deriv`,
+/// `sax`, `saxpy`), with `_s<rank>` for each argument in order when none
+/// is an array section of rank one or more, the variants OpenAD's
+/// inlining definitions provide.
+fn inline_name(base: &str, args: &[(usize, bool)]) -> String {
+    let mut name = base.to_string();
+    if args.iter().any(|&(rank, section)| rank > 0 && section) {
+        return name;
+    }
+    for &(rank, _) in args {
+        name.push_str(&format!("_s{rank}"));
+    }
+    name
+}
+
 /// A propagator entry as tangent inlinable calls (target first for the
 /// set/inc/dec family, `(a, x, y)` for `sax`/`saxpy`; an n-ary `Sax`
-/// becomes one `sax` and then `saxpy` calls).
-fn inline_form(names: &mut Names, e: PropEntry) -> Vec<Stmt> {
+/// becomes one `sax` and then `saxpy` calls), named by [`inline_name`]
+/// from `shape_of`: a reference's rank and whether it has subscripts.
+fn inline_form(
+    names: &mut Names,
+    e: PropEntry,
+    shape_of: &dyn Fn(&VarRef) -> (usize, bool),
+) -> Vec<Stmt> {
     let v = |r: VarRef| ArgValue::Variable(value_ref(&r));
-    let factor = |a: &Expr| -> ArgValue {
+    let factor = |a: &Expr| -> (ArgValue, (usize, bool)) {
         // Factors are one constant or one reference.
         match &a.vertices[0].kind {
-            xaif_model::ExprVertexKind::VariableReference(g) => ArgValue::Variable(VarRef {
-                attrs: a.vertices[0].attrs.clone(),
-                graph: g.clone(),
-            }),
-            _ => ArgValue::Constant(a.vertices[0].attrs.clone()),
+            xaif_model::ExprVertexKind::VariableReference(g) => {
+                let r = VarRef {
+                    attrs: a.vertices[0].attrs.clone(),
+                    graph: g.clone(),
+                };
+                let shape = shape_of(&r);
+                (ArgValue::Variable(r), shape)
+            }
+            _ => (ArgValue::Constant(a.vertices[0].attrs.clone()), (0, false)),
         }
     };
-    let mut call = |name: &str, args: Vec<ArgValue>| {
-        inlinable_call(name, &names.statement("tangent_call"), args)
+    let mut call = |base: &str, shapes: &[(usize, bool)], args: Vec<ArgValue>| {
+        inlinable_call(
+            &inline_name(base, shapes),
+            &names.statement("tangent_call"),
+            args,
+        )
     };
     let is_sax = matches!(e.kind, PropKind::Sax { .. });
+    let mut pair = |base: &str, tgt: VarRef, src: VarRef| {
+        let shapes = [shape_of(&tgt), shape_of(&src)];
+        vec![call(base, &shapes, vec![v(tgt), v(src)])]
+    };
     match e.kind {
-        PropKind::SetDeriv { tgt, src } => vec![call("setderiv", vec![v(tgt), v(src)])],
-        PropKind::SetNegDeriv { tgt, src } => vec![call("setnegderiv", vec![v(tgt), v(src)])],
-        PropKind::IncDeriv { tgt, src } => vec![call("incderiv", vec![v(tgt), v(src)])],
-        PropKind::DecDeriv { tgt, src } => vec![call("decderiv", vec![v(tgt), v(src)])],
-        PropKind::ZeroDeriv(x) => vec![call("zeroderiv", vec![v(x)])],
+        PropKind::SetDeriv { tgt, src } => pair("setderiv", tgt, src),
+        PropKind::SetNegDeriv { tgt, src } => pair("set_neg_deriv", tgt, src),
+        PropKind::IncDeriv { tgt, src } => pair("inc_deriv", tgt, src),
+        PropKind::DecDeriv { tgt, src } => pair("dec_deriv", tgt, src),
+        PropKind::ZeroDeriv(x) => {
+            let shapes = [shape_of(&x)];
+            vec![call("zero_deriv", &shapes, vec![v(x)])]
+        }
         PropKind::Sax { terms, y } | PropKind::Saxpy { terms, y } => {
             let mut sets = is_sax;
+            let y_shape = shape_of(&y);
             terms
                 .into_iter()
                 .map(|t| {
-                    let name = if sets { "sax" } else { "saxpy" };
+                    let base = if sets { "sax" } else { "saxpy" };
                     sets = false;
-                    call(name, vec![factor(&t.a), v(t.x), v(y.clone())])
+                    let (a, a_shape) = factor(&t.a);
+                    let shapes = [a_shape, shape_of(&t.x), y_shape];
+                    call(base, &shapes, vec![a, v(t.x), v(y.clone())])
                 })
                 .collect()
         }

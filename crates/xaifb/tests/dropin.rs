@@ -840,3 +840,67 @@ fn readme_main_job_runs_without_reference_material() {
         "{text}"
     );
 }
+
+/// `-H` writes the tangent propagation as the reference engine's inlinable
+/// calls: its names (`set_neg_deriv`, `inc_deriv`, …), suffixed `_s<rank>`
+/// per argument unless an argument is an array section, which select
+/// OpenAD's inlining definitions. Here they are the reference engine's
+/// calls on the same examples, and the output reproduces `ad.out`.
+#[test]
+fn tangent_calls_carry_the_reference_engines_names() {
+    let Some(shared) = shared_dir() else { return };
+    let dir = scratch("inline-names");
+    for (name, expected) in [
+        (
+            "LoopArrayIndex",
+            vec![
+                ("sax_s0_s0_s0", 3),
+                ("saxpy_s0_s0_s0", 1),
+                ("setderiv_s0_s0", 2),
+            ],
+        ),
+        ("arrayAdd", vec![("inc_deriv", 1), ("setderiv", 2)]),
+    ] {
+        let ex = shared.join("corpus/examples").join(name);
+        let out_name = format!("{name}.xaif");
+        let (text, _) = transform(
+            "tangent",
+            &["-H"],
+            &ex.join("tlmhead_sf.pre.xaif"),
+            &dir,
+            &out_name,
+        );
+        let mut calls: std::collections::BTreeMap<&str, usize> = Default::default();
+        for part in text.split("subroutine_name=\"").skip(1) {
+            let called = part.split('"').next().unwrap();
+            if !called.starts_with("oad_") {
+                *calls.entry(called).or_default() += 1;
+            }
+        }
+        let expected: std::collections::BTreeMap<&str, usize> = expected.into_iter().collect();
+        assert_eq!(calls, expected, "{name}");
+        let out = dir.join(&out_name);
+        let jacobian = dir.join(format!("{name}.out"));
+        let o = xaifb()
+            .arg("run")
+            .arg(&out)
+            .args(["--mode", "tangent", "--params"])
+            .arg(ex.join("params.conf"))
+            .arg("-o")
+            .arg(&jacobian)
+            .output()
+            .unwrap();
+        ok(&o);
+        let cmp = xaifb()
+            .arg("compare")
+            .arg(&jacobian)
+            .arg(ex.join("ad.out"))
+            .output()
+            .unwrap();
+        assert!(
+            cmp.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&cmp.stdout)
+        );
+    }
+}
