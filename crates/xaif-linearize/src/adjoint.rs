@@ -226,14 +226,17 @@ impl<'s> IndexTape<'s> {
                 return;
             }
             // Taping: push the value (through a temporary when it is not a
-            // single variable, or when it must be saved before a call).
+            // single variable, or when it must be saved before a call). A
+            // subscript may be an integer array (`a(maxloc(a))`, a vector
+            // subscript): it is taped whole, in a temporary of its shape.
+            let shape = subscript_shape(ctx, e);
             let single = if self.freeze {
                 None
             } else {
                 single_reference(e)
             };
             let pushed = single.unwrap_or_else(|| {
-                let temp = integer_temp(t.out, t.names, t.scope);
+                let temp = index_temp(t, &shape);
                 let save = set_temp(t.out, t.names, "index", &temp, e.clone());
                 if self.freeze {
                     self.frozen.push(save);
@@ -243,7 +246,7 @@ impl<'s> IndexTape<'s> {
                 temp
             });
             // Adjoint: pop into a fresh integer and read it instead.
-            let popped = self.push_and_pop(t, &pushed);
+            let popped = self.push_and_pop(t, &pushed, &shape);
             *e = read_temp(&popped);
             self.subscripts.insert(text, e.clone());
         });
@@ -253,13 +256,15 @@ impl<'s> IndexTape<'s> {
 
     /// Pushes the integer `pushed` on the taping side and pops it into a
     /// fresh integer on the adjoint side, which is returned.
-    fn push_and_pop(&mut self, t: &mut Target<'_>, pushed: &VarRef) -> VarRef {
+    fn push_and_pop(&mut self, t: &mut Target<'_>, pushed: &VarRef, shape: &Shape) -> VarRef {
+        let push = push_name("push_i", shape.rank);
         self.pushes
-            .push(call(t.out, t.names, "push_i_s0", vec![var(pushed)]));
+            .push(call(t.out, t.names, &push, vec![var(pushed)]));
         self.integers += 1;
-        let popped = integer_temp(t.out, t.names, t.scope);
+        let popped = index_temp(t, shape);
+        let pop = push_name("pop_i", shape.rank);
         self.pops
-            .push(call(t.out, t.names, "pop_i_s0", vec![var(&popped)]));
+            .push(call(t.out, t.names, &pop, vec![var(&popped)]));
         popped
     }
 
@@ -314,7 +319,7 @@ impl<'s> IndexTape<'s> {
             } else {
                 r
             };
-            let popped = self.push_and_pop(t, &pushed);
+            let popped = self.push_and_pop(t, &pushed, &Shape::SCALAR);
             self.variables.insert(s, read_temp(&popped));
         }
         for (k, s) in reads {
@@ -355,6 +360,32 @@ fn single_reference(e: &Expr) -> Option<VarRef> {
         }),
         _ => None,
     }
+}
+
+/// The shape of a subscript's value: a scalar index, or an integer
+/// array (`maxloc`, a vector subscript) of rank one.
+fn subscript_shape(ctx: &Ctx<'_>, e: &Expr) -> Shape {
+    crate::dag::Dag::from_expr(e)
+        .map(|d| ctx.infer(&d)[d.root].1.clone())
+        .filter(|s| s.rank > 0 && s.extents.is_some())
+        .unwrap_or(Shape::SCALAR)
+}
+
+/// An integer temporary of `shape` for a taped subscript value.
+fn index_temp(t: &mut Target<'_>, shape: &Shape) -> VarRef {
+    if shape.rank == 0 {
+        return integer_temp(t.out, t.names, t.scope);
+    }
+    declare(
+        t.out,
+        t.names,
+        t.scope,
+        crate::temps::TempKind::Prp,
+        ValueType::Integer,
+        shape,
+        false,
+    )
+    .var
 }
 
 fn push_name(tape: &str, rank: usize) -> String {

@@ -904,3 +904,52 @@ fn tangent_calls_carry_the_reference_engines_names() {
         );
     }
 }
+
+/// A subscript whose value is an integer array (`x(maxloc(x))`) is taped
+/// whole, in an integer temporary of its shape with `push_i_s1` and
+/// `pop_i_s1`, as the reference engine tapes it: stored in a scalar, the
+/// generated Fortran would not compile. The adjoint reproduces `ad.out`.
+#[test]
+fn array_valued_subscripts_are_taped_in_arrays() {
+    let Some(shared) = shared_dir() else { return };
+    let dir = scratch("array-subscripts");
+    let ex = shared.join("corpus/examples/maxLoc");
+    let (text, _) = transform(
+        "adjoint",
+        &["-I"],
+        &ex.join("admhead_sf.pre.xaif"),
+        &dir,
+        "a.xaif",
+    );
+    assert!(text.contains("subroutine_name=\"push_i_s1\""), "{text}");
+    assert!(text.contains("subroutine_name=\"pop_i_s1\""), "{text}");
+    assert!(!text.contains("subroutine_name=\"push_i_s0\""), "{text}");
+    assert!(
+        text.contains("type=\"integer\" feType=\"I4\" shape=\"vector\""),
+        "{text}"
+    );
+    for mode in ["split", "joint"] {
+        let jacobian = dir.join(format!("{mode}.out"));
+        let o = xaifb()
+            .arg("run")
+            .arg(dir.join("a.xaif"))
+            .args(["--mode", mode, "--params"])
+            .arg(ex.join("params.conf"))
+            .arg("-o")
+            .arg(&jacobian)
+            .output()
+            .unwrap();
+        ok(&o);
+        let cmp = xaifb()
+            .arg("compare")
+            .arg(&jacobian)
+            .arg(ex.join("ad.out"))
+            .output()
+            .unwrap();
+        assert!(
+            cmp.status.success(),
+            "{mode}: {}",
+            String::from_utf8_lossy(&cmp.stdout)
+        );
+    }
+}
