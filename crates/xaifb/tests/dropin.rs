@@ -879,30 +879,36 @@ fn tangent_calls_carry_the_reference_engines_names() {
         }
         let expected: std::collections::BTreeMap<&str, usize> = expected.into_iter().collect();
         assert_eq!(calls, expected, "{name}");
-        let out = dir.join(&out_name);
-        let jacobian = dir.join(format!("{name}.out"));
-        let o = xaifb()
-            .arg("run")
-            .arg(&out)
-            .args(["--mode", "tangent", "--params"])
-            .arg(ex.join("params.conf"))
-            .arg("-o")
-            .arg(&jacobian)
-            .output()
-            .unwrap();
-        ok(&o);
-        let cmp = xaifb()
-            .arg("compare")
-            .arg(&jacobian)
-            .arg(ex.join("ad.out"))
-            .output()
-            .unwrap();
-        assert!(
-            cmp.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&cmp.stdout)
-        );
+        reproduces_ad_out(&dir.join(&out_name), &ex, "tangent", &dir);
     }
+}
+
+/// Runs `output` of corpus example `ex` in `mode` (its `params.conf`) and
+/// requires the Jacobian to be its `ad.out`'s.
+fn reproduces_ad_out(output: &Path, ex: &Path, mode: &str, dir: &Path) {
+    let jacobian = dir.join(format!("{mode}.out"));
+    let o = xaifb()
+        .arg("run")
+        .arg(output)
+        .args(["--mode", mode, "--params"])
+        .arg(ex.join("params.conf"))
+        .arg("-o")
+        .arg(&jacobian)
+        .output()
+        .unwrap();
+    ok(&o);
+    let cmp = xaifb()
+        .arg("compare")
+        .arg(&jacobian)
+        .arg(ex.join("ad.out"))
+        .output()
+        .unwrap();
+    assert!(
+        cmp.status.success(),
+        "{} {mode}: {}",
+        output.display(),
+        String::from_utf8_lossy(&cmp.stdout)
+    );
 }
 
 /// A subscript whose value is an integer array (`x(maxloc(x))`) is taped
@@ -929,27 +935,6 @@ fn array_valued_subscripts_are_taped_in_arrays() {
         "{text}"
     );
     for mode in ["split", "joint"] {
-        let jacobian = dir.join(format!("{mode}.out"));
-        let o = xaifb()
-            .arg("run")
-            .arg(dir.join("a.xaif"))
-            .args(["--mode", mode, "--params"])
-            .arg(ex.join("params.conf"))
-            .arg("-o")
-            .arg(&jacobian)
-            .output()
-            .unwrap();
-        ok(&o);
-        let cmp = xaifb()
-            .arg("compare")
-            .arg(&jacobian)
-            .arg(ex.join("ad.out"))
-            .output()
-            .unwrap();
-        assert!(
-            cmp.status.success(),
-            "{mode}: {}",
-            String::from_utf8_lossy(&cmp.stdout)
-        );
+        reproduces_ad_out(&dir.join("a.xaif"), &ex, mode, &dir);
     }
 }
