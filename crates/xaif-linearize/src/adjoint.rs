@@ -371,16 +371,14 @@ fn subscript_shape(ctx: &Ctx<'_>, e: &Expr) -> Shape {
         .unwrap_or(Shape::SCALAR)
 }
 
-/// An integer temporary of `shape` for a taped subscript value.
+/// An integer temporary of `shape` for a taped subscript value (for a
+/// scalar, what [`integer_temp`] declares).
 fn index_temp(t: &mut Target<'_>, shape: &Shape) -> VarRef {
-    if shape.rank == 0 {
-        return integer_temp(t.out, t.names, t.scope);
-    }
     declare(
         t.out,
         t.names,
         t.scope,
-        crate::temps::TempKind::Prp,
+        TempKind::Prp,
         ValueType::Integer,
         shape,
         false,
