@@ -22,6 +22,7 @@ use serde::Serialize;
 use xaif_linearize::absent::guard_absent;
 use xaif_linearize::{
     adjoint::{adjoint_block, BlockEnv},
+    ahead::{with_ahead, Ahead, Builder},
     context::{Ctx, Shape, ValueType},
     flatten::FlattenOptions,
     preaccumulate::Target,
@@ -91,6 +92,9 @@ pub struct AdjointOptions {
     pub dot: bool,
     /// `--checkpoint-loop`: loops reversed by binomial checkpointing.
     pub checkpoint_loops: Vec<crate::checkpoint::LoopMark>,
+    /// Eliminate ahead of the transformation on a second thread when the
+    /// program is large enough (`xaif_linearize::ahead`; same output).
+    pub ahead: bool,
 }
 
 /// Per-routine taping statistics (`--stats-json` of the adjoint).
@@ -237,6 +241,19 @@ fn adjoint_with(
     )?;
     let is_direct = |name: &str| direct.contains(name);
     let memo = xaif_elim::Memo::new(&options.elimination);
+    let items: Vec<RoutineId> = p
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            xaif_model::CallGraphItem::Routine(r) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    let ahead = if options.ahead {
+        Ahead::new(p, items.iter().copied())
+    } else {
+        None
+    };
     let env = BlockEnv {
         catalogue,
         is_direct: &is_direct,
@@ -244,6 +261,15 @@ fn adjoint_with(
         flatten: options.flatten,
         elimination: &memo,
         dot: options.dot,
+        ahead: ahead.as_ref(),
+    };
+    let builder = Builder {
+        ctx: &ctx,
+        catalogue,
+        flatten: options.flatten,
+        is_direct: &is_direct,
+        memo: &memo,
+        mode: xaif_elim::PropagationMode::Adjoint,
     };
     let passed = variables_passed(p);
     let left_out = xaif_model::formals_maybe_absent(p);
@@ -272,34 +298,32 @@ fn adjoint_with(
     let mut stats = TransformStats::default();
     let mut dots = Vec::new();
     let mut tapes = Vec::new();
-    let items: Vec<RoutineId> = p
-        .items
-        .iter()
-        .filter_map(|i| match i {
-            xaif_model::CallGraphItem::Routine(r) => Some(*r),
-            _ => None,
-        })
-        .collect();
     // Intents are set as each routine is made (-I included).
     let mut finisher = sink.map(|sink| Finisher::new(&out, sink, false));
-    for rid in items {
-        if lazy {
-            out.copy_statements_of(p, rid);
+    with_ahead(ahead.as_ref().map(|a| (a, &builder)), || {
+        for (k, &rid) in items.iter().enumerate() {
+            if let Some(a) = &ahead {
+                a.enter_routine(k);
+            }
+            if lazy {
+                out.copy_statements_of(p, rid);
+            }
+            let mut o = Output {
+                out: &mut out,
+                names: &mut names,
+                dots: &mut dots,
+            };
+            if let Some((rstats, tape)) = job.routine(&mut o, rid)? {
+                stats.total.add(&rstats.total);
+                stats.routines.push(rstats);
+                tapes.push(tape);
+            }
+            if let Some(f) = &mut finisher {
+                f.done(&mut out, rid)?;
+            }
         }
-        let mut o = Output {
-            out: &mut out,
-            names: &mut names,
-            dots: &mut dots,
-        };
-        if let Some((rstats, tape)) = job.routine(&mut o, rid)? {
-            stats.total.add(&rstats.total);
-            stats.routines.push(rstats);
-            tapes.push(tape);
-        }
-        if let Some(f) = &mut finisher {
-            f.done(&mut out, rid)?;
-        }
-    }
+        Ok::<(), TransformError>(())
+    })?;
     if finisher.is_none() {
         // `-I` is applied per argument as the adjoint's intents are made.
         xaif_linearize::rename::finish_program(&mut out, p, false, options.rename);

@@ -129,7 +129,7 @@ pub use elim::ElimGraph;
 pub use eval::{EvalError, Jacobian};
 pub use graph::{Edge, EdgeId, GraphError, Label, Lcg, VarId, VertexId, VertexKind};
 pub use heuristics::{Chain, EliminationState, Filter, Mode, Neighbourhood, OrderKey};
-pub use memo::Memo;
+pub use memo::{Memo, Prefetched};
 pub use optimize::{
     optimize, optimize_against, Effort, Optimized, Proof, Report, Search, REFERENCE_EDGES,
 };

@@ -16,8 +16,8 @@
 //! names of the graph it is reused for. The time in a reused report is
 //! the time of the look-up.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
 use crate::cost::PropagationMode;
@@ -39,12 +39,85 @@ pub const MEMO_MAX_BYTES: usize = 64 << 20;
 pub struct Memo {
     config: Config,
     inner: Mutex<Kept>,
+    /// Signalled whenever a claimed shape is released (see [`Kept::claimed`]).
+    released: Condvar,
 }
 
 #[derive(Default)]
 struct Kept {
     entries: HashMap<Key, Entry>,
     bytes: usize,
+    /// Shapes some thread is optimizing now. Another thread that needs
+    /// one of them waits for that result instead of computing it twice
+    /// ([`Memo::optimize_against`]), or passes it by ([`Memo::prefetch_against`]).
+    claimed: HashSet<Key>,
+}
+
+/// What [`Memo::prefetch_against`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefetched {
+    /// Computed the result and kept it (within the memo's budget).
+    Computed,
+    /// The result was kept already, or another thread is computing it.
+    Present,
+    /// The graph is too large to keep, or the memo cannot be used.
+    NotKept,
+}
+
+/// What a thread finds for a shape when it looks it up.
+enum Claim {
+    /// The kept result, renamed for the graph looked up.
+    Found(Box<Optimized>),
+    /// Nobody had it: this thread computes it and releases the claim.
+    Mine,
+    /// Another thread is computing it (only when not waiting).
+    Busy,
+    /// The memo cannot be used (a thread panicked holding its lock).
+    Unusable,
+}
+
+/// Releases a claimed shape when dropped: after its result is kept, or
+/// when the computation failed or panicked, so that no thread waits for a
+/// result that will never come.
+struct ClaimGuard<'m> {
+    memo: &'m Memo,
+    key: Option<Key>,
+}
+
+impl ClaimGuard<'_> {
+    /// Keeps `optimized` for the claimed shape (within the memo's budget)
+    /// and releases the claim.
+    fn keep(mut self, vars: Vec<VarId>, optimized: &Optimized) {
+        let Some(key) = self.key.take() else {
+            return;
+        };
+        let bytes = estimate_bytes(&key, optimized);
+        if let Ok(mut kept) = self.memo.inner.lock() {
+            kept.claimed.remove(&key);
+            if kept.bytes + bytes <= MEMO_MAX_BYTES && !kept.entries.contains_key(&key) {
+                kept.bytes += bytes;
+                kept.entries.insert(
+                    key,
+                    Entry {
+                        vars,
+                        optimized: optimized.clone(),
+                    },
+                );
+            }
+        }
+        self.memo.released.notify_all();
+    }
+}
+
+impl Drop for ClaimGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            if let Ok(mut kept) = self.memo.inner.lock() {
+                kept.claimed.remove(&key);
+            }
+            self.memo.released.notify_all();
+        }
+    }
 }
 
 /// A graph's shape under one propagation mode, with the shape of the
@@ -71,6 +144,7 @@ impl Memo {
         Memo {
             config: config.clone(),
             inner: Mutex::new(Kept::default()),
+            released: Condvar::new(),
         }
     }
 
@@ -99,26 +173,84 @@ impl Memo {
         let started = Instant::now();
         let (mut key, vars) = shape(lcg, mode);
         key.reference = reference.map(|r| shape(r, mode).0.code);
-        if let Some(found) = self.lookup(&key, &vars, lcg) {
-            let mut found = found;
-            found.report.micros = started.elapsed().as_micros() as u64;
-            return Ok(found);
-        }
-        let optimized = optimize_against(lcg, reference, config, mode)?;
-        let bytes = estimate_bytes(&key, &optimized);
-        if let Ok(mut kept) = self.inner.lock() {
-            if kept.bytes + bytes <= MEMO_MAX_BYTES && !kept.entries.contains_key(&key) {
-                kept.bytes += bytes;
-                kept.entries.insert(
-                    key,
-                    Entry {
-                        vars,
-                        optimized: optimized.clone(),
-                    },
-                );
+        match self.claim(&key, &vars, lcg, true) {
+            Claim::Found(mut found) => {
+                found.report.micros = started.elapsed().as_micros() as u64;
+                Ok(*found)
             }
+            Claim::Mine => {
+                let guard = ClaimGuard {
+                    memo: self,
+                    key: Some(key),
+                };
+                let optimized = optimize_against(lcg, reference, config, mode)?;
+                guard.keep(vars, &optimized);
+                Ok(optimized)
+            }
+            Claim::Busy | Claim::Unusable => optimize_against(lcg, reference, config, mode),
         }
-        Ok(optimized)
+    }
+
+    /// Computes and keeps the result [`Memo::optimize_against`] would
+    /// give for `lcg`, unless it is kept already, another thread is
+    /// computing it, or the graph is too large to keep. A thread that runs
+    /// ahead of the transformation calls this, so that the transformation
+    /// finds the result when it gets there; the result is the same
+    /// whichever thread computed it.
+    pub fn prefetch_against(
+        &self,
+        lcg: &Lcg,
+        reference: Option<&Lcg>,
+        mode: PropagationMode,
+    ) -> Result<Prefetched, ElimError> {
+        if lcg.edges().len() > MEMO_MAX_EDGES
+            || reference.is_some_and(|r| r.edges().len() > MEMO_MAX_EDGES)
+        {
+            return Ok(Prefetched::NotKept);
+        }
+        let (mut key, vars) = shape(lcg, mode);
+        key.reference = reference.map(|r| shape(r, mode).0.code);
+        match self.claim(&key, &vars, lcg, false) {
+            Claim::Mine => {
+                let guard = ClaimGuard {
+                    memo: self,
+                    key: Some(key),
+                };
+                let optimized = optimize_against(lcg, reference, &self.config, mode)?;
+                guard.keep(vars, &optimized);
+                Ok(Prefetched::Computed)
+            }
+            Claim::Found(_) | Claim::Busy => Ok(Prefetched::Present),
+            Claim::Unusable => Ok(Prefetched::NotKept),
+        }
+    }
+
+    /// The kept result for `key`; or, when another thread is computing
+    /// it, that result once it is kept (`wait`) or [`Claim::Busy`];
+    /// otherwise the claim to compute it.
+    fn claim(&self, key: &Key, vars: &[VarId], lcg: &Lcg, wait: bool) -> Claim {
+        let Ok(mut kept) = self.inner.lock() else {
+            return Claim::Unusable;
+        };
+        loop {
+            if let Some(entry) = kept.entries.get(key) {
+                let mut found = entry.optimized.clone();
+                rename(&mut found, &entry.vars, vars, lcg);
+                return Claim::Found(Box::new(found));
+            }
+            if !kept.claimed.contains(key) {
+                kept.claimed.insert(key.clone());
+                return Claim::Mine;
+            }
+            if !wait {
+                return Claim::Busy;
+            }
+            // Released claims are kept or dropped: look again.
+            kept = match self.released.wait(kept) {
+                Ok(kept) => kept,
+                Err(_) => return Claim::Unusable,
+            };
+        }
     }
 
     /// The configuration the memo keeps results for.
@@ -134,15 +266,6 @@ impl Memo {
     /// Whether no result is kept.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// The kept result for `key`, renamed to `vars` and `lcg`'s names.
-    fn lookup(&self, key: &Key, vars: &[VarId], lcg: &Lcg) -> Option<Optimized> {
-        let kept = self.inner.lock().ok()?;
-        let entry = kept.entries.get(key)?;
-        let mut found = entry.optimized.clone();
-        rename(&mut found, &entry.vars, vars, lcg);
-        Some(found)
     }
 }
 

@@ -79,6 +79,67 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// Two threads sharing a memo, one eliminating ahead (`prefetch_against`,
+    /// graphs from the last backwards) while the other works forwards and
+    /// waits for results being computed: every result the second thread
+    /// gets is the one `optimize` finds for its graph alone, whoever
+    /// computed it, and each shape is computed once.
+    #[test]
+    fn results_are_the_same_whichever_thread_computed_them(
+        graphs in prop::collection::vec(graph(12), 1..12),
+        repeat in 0usize..4,
+    ) {
+        let c = Config::default();
+        // Some graphs twice, renamed, so that both threads meet shapes the
+        // other computed or is computing.
+        let mut all = graphs.clone();
+        for g in graphs.iter().take(repeat) {
+            all.push(renamed(g, |v| 3 * v + 1));
+        }
+        for mode in [Tangent, Adjoint] {
+            let memo = Memo::new(&c);
+            let got: Vec<Option<Optimized>> = std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    for g in all.iter().rev() {
+                        let _ = memo.prefetch_against(g, None, mode);
+                    }
+                });
+                all.iter().map(|g| memo.optimize(g, mode).ok().map(timeless)).collect()
+            });
+            for (g, got) in all.iter().zip(got) {
+                let alone = optimize(g, &c, mode).ok().map(timeless);
+                prop_assert_eq!(got, alone);
+            }
+        }
+    }
+}
+
+#[test]
+fn prefetching_keeps_a_result_the_transformation_then_reuses() {
+    let c = Config::default();
+    let memo = Memo::new(&c);
+    let g = two_inputs([3, 7], 2.0);
+    assert_eq!(
+        memo.prefetch_against(&g, None, Tangent).unwrap(),
+        xaif_elim::Prefetched::Computed
+    );
+    assert_eq!(memo.len(), 1);
+    assert_eq!(
+        memo.prefetch_against(&two_inputs([1, 2], 2.0), None, Tangent)
+            .unwrap(),
+        xaif_elim::Prefetched::Present
+    );
+    let reused = memo.optimize(&two_inputs([1, 2], 2.0), Tangent).unwrap();
+    assert_eq!(memo.len(), 1);
+    assert_eq!(
+        timeless(reused),
+        timeless(optimize(&two_inputs([1, 2], 2.0), &c, Tangent).unwrap())
+    );
+}
+
 /// y = v0*x0 + v1*x1 through one intermediate, with the given variables.
 fn two_inputs(v: [u32; 2], c: f64) -> Lcg {
     let mut g = Lcg::new();

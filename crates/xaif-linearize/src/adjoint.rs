@@ -80,6 +80,8 @@ pub struct BlockEnv<'a> {
     /// Whether to keep each eliminated graph as Graphviz text (the
     /// driver's `--dot` and `-g 8`).
     pub dot: bool,
+    /// The second thread eliminating ahead, told of every block started.
+    pub ahead: Option<&'a crate::ahead::Ahead<'a>>,
 }
 
 /// Integer variables whose values at the adjoint form's execution equal
@@ -613,6 +615,9 @@ pub fn adjoint_block(
     stmts: &[StmtId],
     stable: Option<&StableIndices>,
 ) -> Result<AdjointBlock, AdjointError> {
+    if let Some(a) = env.ahead {
+        a.enter_block();
+    }
     let pieces = flatten(ctx, env.catalogue, stmts, env.flatten, env.is_direct)?;
     let mut block = AdjointBlock::default();
     let mut segments: Vec<Vec<StmtId>> = Vec::new();

@@ -15,6 +15,7 @@
 
 pub mod absent;
 pub mod adjoint;
+pub mod ahead;
 pub mod builtin;
 pub mod catalogue;
 pub mod context;

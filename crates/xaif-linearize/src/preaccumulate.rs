@@ -206,15 +206,7 @@ fn eliminate(
     }
     // Beyond `large::HEURISTIC_EDGES` edges the graph is eliminated in
     // reverse mode in linear time, without a report.
-    // The reference engine's graph bounds the taping code's cost.
-    let reference = match mode {
-        xaif_elim::PropagationMode::Adjoint
-            if graph.lcg.edges().len() < xaif_elim::REFERENCE_EDGES =>
-        {
-            build_reference_graph(seq)?
-        }
-        _ => None,
-    };
+    let reference = reference_graph(graph, seq, mode)?;
     let (elimination, report) = crate::large::eliminate(
         &graph.lcg,
         reference.as_ref(),
@@ -223,6 +215,46 @@ fn eliminate(
         crate::large::HEURISTIC_EDGES,
     )?;
     Ok((Some(elimination), report))
+}
+
+/// The reference engine's graph of the sequence, in adjoint mode where it
+/// differs from ours: it bounds the taping code's cost.
+fn reference_graph(
+    graph: &SeqGraph,
+    seq: &Sequence,
+    mode: xaif_elim::PropagationMode,
+) -> Result<Option<xaif_elim::Lcg>, PreaccError> {
+    Ok(match mode {
+        xaif_elim::PropagationMode::Adjoint
+            if graph.lcg.edges().len() < xaif_elim::REFERENCE_EDGES =>
+        {
+            build_reference_graph(seq)?
+        }
+        _ => None,
+    })
+}
+
+/// Eliminates the graph of `seq` into `memo` the way [`preaccumulate`]
+/// would, without emitting anything (the second thread of
+/// [`crate::ahead`]); nothing when the graph is not searched or not kept.
+pub(crate) fn prefetch(
+    seq: &Sequence,
+    memo: &xaif_elim::Memo,
+    mode: xaif_elim::PropagationMode,
+) -> Result<xaif_elim::Prefetched, PreaccError> {
+    if !seq.is_active() {
+        return Ok(xaif_elim::Prefetched::NotKept);
+    }
+    let graph = build_graph(seq)?;
+    let edges = graph.lcg.edges().len();
+    if edges == 0 || edges > crate::large::HEURISTIC_EDGES {
+        return Ok(xaif_elim::Prefetched::NotKept);
+    }
+    let reference = reference_graph(&graph, seq, mode)?;
+    let reference = reference
+        .as_ref()
+        .filter(|r| r.edges().len() <= crate::large::HEURISTIC_EDGES);
+    Ok(memo.prefetch_against(&graph.lcg, reference, mode)?)
 }
 
 /// Records the graph (as Graphviz and text when asked for) and the

@@ -58,6 +58,9 @@ pub struct TangentOptions {
     pub counters: bool,
     /// `-I`: every formal argument gets intent inout.
     pub all_inout: bool,
+    /// Eliminate ahead of the transformation on a second thread when the
+    /// program is large enough (see [`crate::ahead`]; same output).
+    pub ahead: bool,
 }
 
 /// Statistics of one basic block.
@@ -396,27 +399,47 @@ fn tangent_with(
     let mut dots = Vec::new();
     let mut finisher = sink.map(|sink| Finisher::new(&out, sink, options.all_inout));
     let memo = xaif_elim::Memo::new(&options.elimination);
-    for (rid, routine) in p.routines.iter() {
-        if lazy {
-            out.copy_statements_of(p, rid);
+    let ahead = if options.ahead {
+        crate::ahead::Ahead::new(p, p.routines.ids())
+    } else {
+        None
+    };
+    let is_direct_sync = |name: &str| direct.contains(name);
+    let builder = crate::ahead::Builder {
+        ctx: &ctx,
+        catalogue,
+        flatten: options.flatten,
+        is_direct: &is_direct_sync,
+        memo: &memo,
+        mode: xaif_elim::PropagationMode::Tangent,
+    };
+    crate::ahead::with_ahead(ahead.as_ref().map(|a| (a, &builder)), || {
+        for (k, (rid, routine)) in p.routines.iter().enumerate() {
+            if let Some(a) = &ahead {
+                a.enter_routine(k);
+            }
+            if lazy {
+                out.copy_statements_of(p, rid);
+            }
+            tangent_routine(
+                p,
+                &ctx,
+                &mut out,
+                &mut names,
+                &routines,
+                &is_direct,
+                catalogue,
+                (options, &memo, ahead.as_ref()),
+                (rid, routine),
+                &mut stats,
+                &mut dots,
+            )?;
+            if let Some(f) = &mut finisher {
+                f.done(&mut out, rid)?;
+            }
         }
-        tangent_routine(
-            p,
-            &ctx,
-            &mut out,
-            &mut names,
-            &routines,
-            &is_direct,
-            catalogue,
-            (options, &memo),
-            (rid, routine),
-            &mut stats,
-            &mut dots,
-        )?;
-        if let Some(f) = &mut finisher {
-            f.done(&mut out, rid)?;
-        }
-    }
+        Ok::<(), TransformError>(())
+    })?;
     if finisher.is_none() {
         crate::rename::finish_program(&mut out, p, options.all_inout, options.rename);
     }
@@ -437,7 +460,11 @@ fn tangent_routine(
     routines: &RoutineIndex,
     is_direct: &dyn Fn(&str) -> bool,
     catalogue: &Catalogue,
-    (options, memo): (&TangentOptions, &xaif_elim::Memo),
+    (options, memo, ahead): (
+        &TangentOptions,
+        &xaif_elim::Memo,
+        Option<&crate::ahead::Ahead<'_>>,
+    ),
     (rid, routine): (RoutineId, &Routine),
     stats: &mut TransformStats,
     dots: &mut Vec<DotGraph>,
@@ -462,6 +489,9 @@ fn tangent_routine(
         let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
             continue;
         };
+        if let Some(a) = ahead {
+            a.enter_block();
+        }
         let pieces =
             flatten(ctx, catalogue, stmts, options.flatten, &is_direct).map_err(|source| {
                 TransformError::Flatten {

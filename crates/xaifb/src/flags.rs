@@ -163,7 +163,8 @@ pub struct TransformArgs {
     pub output: Option<PathBuf>,
     /// Worker threads for many inputs (default: available cores); with
     /// one large input, 1 also writes its routines on the transforming
-    /// thread instead of a writer thread (same bytes).
+    /// thread instead of a writer thread, and eliminates without a second
+    /// thread working ahead (same bytes).
     #[arg(long, short = 'j', value_parser = worker_count, allow_hyphen_values = true)]
     pub jobs: Option<usize>,
     /// Print a line for every file, not only for failures.
@@ -405,7 +406,15 @@ impl TransformArgs {
             wrappers: self.reference.wrapper_names(),
             counters: self.reference.counters,
             all_inout: self.reference.all_inout,
+            ahead: self.eliminates_ahead(),
         })
+    }
+
+    /// Whether a one-file transformation eliminates ahead on a second
+    /// thread: not in a batch (whose files already share the cores) and
+    /// not under `--jobs 1`.
+    pub fn eliminates_ahead(&self) -> bool {
+        self.jobs != Some(1) && !self.is_batch()
     }
 
     /// Every input: the positional ones, then those of -i.

@@ -168,6 +168,7 @@ fn adjoint_options(args: &AdjointArgs) -> Result<xaif_cfrev::AdjointOptions> {
         top: r.top.clone(),
         dot: common.wants_graphs(),
         checkpoint_loops: common.checkpoint_loop.clone(),
+        ahead: t.ahead,
     })
 }
 
