@@ -535,9 +535,35 @@ pub(crate) fn run_all(
     results
 }
 
+thread_local! {
+    /// Set while this thread's eliminations must stay on it (see
+    /// [`one_thread_per_graph`]).
+    static SOLO: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every elimination it makes on the calling thread: the
+/// chains of a large graph do not take a second thread. For callers that
+/// already keep every core busy with graphs of their own (a thread
+/// eliminating ahead of the transformation beside it), where a thread
+/// per graph would only compete with them. Results do not change.
+pub fn one_thread_per_graph<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SOLO.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(SOLO.with(|s| s.replace(true)));
+    f()
+}
+
 /// The available parallelism, asked once per process (asking reads the
-/// cgroup files, which costs more than eliminating a small graph).
-fn parallelism() -> usize {
+/// cgroup files, which costs more than eliminating a small graph); one
+/// inside [`one_thread_per_graph`].
+pub(crate) fn parallelism() -> usize {
+    if SOLO.with(|s| s.get()) {
+        return 1;
+    }
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *THREADS.get_or_init(|| {
         std::thread::available_parallelism()
@@ -1136,5 +1162,27 @@ impl Groups {
             }
         }
         self.values[j as usize] = v;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_thread_per_graph_holds_inside_and_is_restored_after() {
+        let outside = parallelism();
+        let (inside, nested) = one_thread_per_graph(|| {
+            let nested = one_thread_per_graph(parallelism);
+            (parallelism(), nested)
+        });
+        assert_eq!((inside, nested), (1, 1));
+        assert_eq!(parallelism(), outside);
+        // Restored when `f` panics too.
+        let _ = std::panic::catch_unwind(|| one_thread_per_graph(|| panic!("in f")));
+        assert_eq!(parallelism(), outside);
+        // Other threads are not affected.
+        let other = one_thread_per_graph(|| std::thread::scope(|s| s.spawn(parallelism).join()));
+        assert_eq!(other.ok(), Some(outside));
     }
 }

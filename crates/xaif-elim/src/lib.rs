@@ -123,6 +123,7 @@ mod work;
 #[cfg(test)]
 mod work_tests;
 
+pub use chain::one_thread_per_graph;
 pub use cost::{evaluate, taped_factors, Goal, PropagationMode, EXCESS_TAPE};
 pub use dual::{DualGraph, DualVertexId};
 pub use elim::ElimGraph;

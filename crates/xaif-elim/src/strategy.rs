@@ -294,10 +294,7 @@ fn run_all(lcg: &Lcg, config: &Config) -> Vec<Result<Elimination, ElimError>> {
     let threads = if lcg.edges().len() < PARALLEL_EDGES {
         1
     } else {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(config.strategies.len())
+        crate::chain::parallelism().min(config.strategies.len())
     };
     if threads < 2 {
         return config

@@ -178,10 +178,15 @@ pub fn with_ahead<T>(
         return transform();
     };
     std::thread::scope(|scope| {
-        let _ = std::thread::Builder::new()
+        let started = std::thread::Builder::new()
             .name("xaifb-ahead".into())
-            .spawn_scoped(scope, move || a.run(b));
+            .spawn_scoped(scope, move || xaif_elim::one_thread_per_graph(|| a.run(b)));
         let _stop = StopOnDrop(Some(a));
-        transform()
+        if started.is_ok() {
+            // Both cores have graphs of their own to eliminate.
+            xaif_elim::one_thread_per_graph(transform)
+        } else {
+            transform()
+        }
     })
 }

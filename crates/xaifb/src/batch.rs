@@ -405,10 +405,19 @@ where
     };
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
+        // Files keep the cores busy: a large graph's chains stay on its
+        // worker's thread.
+        let worker = || {
+            if jobs > 1 {
+                xaif_elim::one_thread_per_graph(work)
+            } else {
+                work()
+            }
+        };
         for _ in 0..jobs {
             match std::thread::Builder::new()
                 .stack_size(WORKER_STACK)
-                .spawn_scoped(scope, work)
+                .spawn_scoped(scope, worker)
             {
                 Ok(h) => handles.push(h),
                 Err(_) if !handles.is_empty() => break,

@@ -1,0 +1,88 @@
+//! The thread that eliminates ahead of the transformation
+//! (`xaif_linearize::ahead`): it builds the graphs the transformation
+//! builds, so the transformation finds their results in the memo, and the
+//! output is the same bytes with it and without it.
+
+use xaif_elim::{Config, Lcg, Memo, Prefetched, PropagationMode};
+use xaif_linearize::ahead::{Ahead, Builder};
+use xaif_linearize::context::Ctx;
+use xaif_linearize::{builtin, TangentOptions};
+use xaif_testkit::model::program;
+use xaif_testkit::scale::Shape;
+
+const SHAPE: Shape = Shape {
+    routines: 4,
+    statements: 800,
+    seed: 11,
+};
+
+fn input() -> xaif_model::Program {
+    let text = program(&SHAPE);
+    xaif_model::read_program_str(&text, Some("ahead.xaif"))
+        .unwrap()
+        .0
+}
+
+#[test]
+fn the_second_thread_builds_the_graphs_the_transformation_eliminates() {
+    let p = input();
+    let ahead = Ahead::new(&p, p.routines.ids()).expect("large enough for a second thread");
+    let ctx = Ctx::new(&p, &[]);
+    let memo = Memo::new(&Config::default());
+    let no_direct = |_: &str| false;
+    let builder = Builder {
+        ctx: &ctx,
+        catalogue: builtin(),
+        flatten: Default::default(),
+        is_direct: &no_direct,
+        memo: &memo,
+        mode: PropagationMode::Tangent,
+    };
+    // The transformation has not started: everything is ahead.
+    ahead.run(&builder);
+    assert!(memo.len() > 100, "{} results kept", memo.len());
+    // The graphs the transformation eliminates, in text form.
+    let options = TangentOptions {
+        dot: true,
+        ..Default::default()
+    };
+    let result = xaif_linearize::tangent(&p, builtin(), None, &options).unwrap();
+    let graphs: Vec<Lcg> = result
+        .dots
+        .iter()
+        .filter_map(|d| Lcg::from_text(&d.lcg))
+        .filter(|g| !g.edges().is_empty())
+        .collect();
+    assert!(graphs.len() > 100, "{} graphs", graphs.len());
+    let found = graphs
+        .iter()
+        .filter(|g| {
+            memo.prefetch_against(g, None, PropagationMode::Tangent)
+                .unwrap()
+                == Prefetched::Present
+        })
+        .count();
+    assert_eq!(
+        found,
+        graphs.len(),
+        "graphs the second thread did not build"
+    );
+}
+
+#[test]
+fn the_output_is_the_same_with_the_second_thread_and_without() {
+    let p = input();
+    for ahead in [false, true] {
+        let options = TangentOptions {
+            ahead,
+            ..Default::default()
+        };
+        let once = xaif_linearize::tangent(&p, builtin(), None, &options).unwrap();
+        let plain =
+            xaif_linearize::tangent(&p, builtin(), None, &TangentOptions::default()).unwrap();
+        assert!(
+            xaif_model::write_program(&once.program) == xaif_model::write_program(&plain.program),
+            "ahead: {ahead}"
+        );
+    }
+}
