@@ -33,6 +33,10 @@ use crate::flatten::{flatten, FlattenOptions, Piece};
 /// as eliminating a few small graphs (measured in `docs/performance.md`).
 pub const AHEAD_MIN_SIZE: usize = 2000;
 
+/// The second thread's stack: what the transformation's own thread has
+/// (the main thread's 8 MiB), since it flattens the same expressions.
+const AHEAD_STACK: usize = 8 << 20;
+
 /// The basic blocks of a program in the order a transformation visits
 /// them, and how far the transformation has got.
 pub struct Ahead<'p> {
@@ -180,6 +184,7 @@ pub fn with_ahead<T>(
     std::thread::scope(|scope| {
         let started = std::thread::Builder::new()
             .name("xaifb-ahead".into())
+            .stack_size(AHEAD_STACK)
             .spawn_scoped(scope, move || xaif_elim::one_thread_per_graph(|| a.run(b)));
         let _stop = StopOnDrop(Some(a));
         if started.is_ok() {
