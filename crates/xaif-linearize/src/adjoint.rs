@@ -615,10 +615,10 @@ pub fn adjoint_block(
     stmts: &[StmtId],
     stable: Option<&StableIndices>,
 ) -> Result<AdjointBlock, AdjointError> {
-    if let Some(a) = env.ahead {
-        a.enter_block();
-    }
-    let pieces = flatten(ctx, env.catalogue, stmts, env.flatten, env.is_direct)?;
+    let pieces = match env.ahead.and_then(|a| a.enter_block(stmts)) {
+        Some(pieces) => pieces,
+        None => flatten(ctx, env.catalogue, stmts, env.flatten, env.is_direct)?,
+    };
     let mut block = AdjointBlock::default();
     let mut segments: Vec<Vec<StmtId>> = Vec::new();
     for piece in &pieces {

@@ -10,7 +10,9 @@
 //! eliminates them into the memo: the transformation finds each result
 //! there when it gets to its graph, or waits for it when the other thread
 //! is computing it. The two threads meet in the middle and never compute a
-//! shape twice (the memo's claims).
+//! shape twice (the memo's claims). The blocks the second thread has
+//! flattened are handed over too (within a budget), so the transformation
+//! does not flatten them again.
 //!
 //! The output is the same bytes with or without the second thread, and
 //! whatever the timing: a result is the same whichever thread computed it
@@ -20,6 +22,7 @@
 //! eliminated again by the transformation.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use xaif_elim::{Memo, Prefetched, PropagationMode};
 use xaif_model::{Program, RoutineBody, RoutineId, StmtId, StmtKind, VertexKind};
@@ -32,6 +35,11 @@ use crate::flatten::{flatten, FlattenOptions, Piece};
 /// vertices in all get no second thread: starting one costs about as much
 /// as eliminating a few small graphs (measured in `docs/performance.md`).
 pub const AHEAD_MIN_SIZE: usize = 2000;
+
+/// At most this many statements' worth of flattened blocks wait for the
+/// transformation (their pieces hold the linearized statements: a few
+/// kilobytes each); beyond it the transformation flattens them again.
+pub const AHEAD_MAX_HANDED_STATEMENTS: usize = 20_000;
 
 /// The second thread's stack: what the transformation's own thread has
 /// (the main thread's 8 MiB), since it flattens the same expressions.
@@ -48,6 +56,12 @@ pub struct Ahead<'p> {
     /// Set when the transformation ends (or fails): the second thread
     /// stops at its next graph.
     stopped: AtomicBool,
+    /// Per block, its flattened pieces once the second thread is done with
+    /// them, for the transformation to take instead of flattening again.
+    pieces: Vec<Mutex<Option<Vec<Piece>>>>,
+    /// Statements of the blocks whose pieces were handed over so far
+    /// (bounded by [`AHEAD_MAX_HANDED_STATEMENTS`]).
+    handed: AtomicUsize,
 }
 
 /// What the second thread needs to build a block's graphs the way the
@@ -91,6 +105,8 @@ impl<'p> Ahead<'p> {
             }
         }
         (size >= AHEAD_MIN_SIZE).then(|| Ahead {
+            pieces: blocks.iter().map(|_| Mutex::new(None)).collect(),
+            handed: AtomicUsize::new(0),
             blocks,
             routine_start,
             entered: AtomicUsize::new(0),
@@ -107,9 +123,19 @@ impl<'p> Ahead<'p> {
     }
 
     /// The transformation starts the next basic block of its routine, in
-    /// the order of the routine's control flow graph.
-    pub fn enter_block(&self) {
-        self.entered.fetch_add(1, Ordering::Relaxed);
+    /// the order of the routine's control flow graph, whose statements are
+    /// `stmts`: the block's flattened pieces when the second thread has
+    /// them ready (the same [`flatten`] gives).
+    pub fn enter_block(&self, stmts: &[StmtId]) -> Option<Vec<Piece>> {
+        let k = self.entered.fetch_add(1, Ordering::Relaxed);
+        // Only the block the second thread flattened: the same statements
+        // of the same program (a transformation that visits blocks twice
+        // counts past them and finds other blocks here).
+        let block = self.blocks.get(k)?;
+        if block.as_ptr() != stmts.as_ptr() || block.len() != stmts.len() {
+            return None;
+        }
+        self.pieces.get(k)?.lock().ok()?.take()
     }
 
     /// The transformation is over: the second thread stops.
@@ -154,6 +180,19 @@ impl<'p> Ahead<'p> {
                     }
                 }
             }
+            self.hand_over(k, pieces);
+        }
+    }
+
+    /// Keeps block `k`'s pieces for the transformation, within the budget.
+    fn hand_over(&self, k: usize, pieces: Vec<Piece>) {
+        let statements = self.blocks[k].len();
+        if self.handed.load(Ordering::Relaxed) + statements > AHEAD_MAX_HANDED_STATEMENTS {
+            return;
+        }
+        if let Some(Ok(mut slot)) = self.pieces.get(k).map(Mutex::lock) {
+            self.handed.fetch_add(statements, Ordering::Relaxed);
+            *slot = Some(pieces);
         }
     }
 }

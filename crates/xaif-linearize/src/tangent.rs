@@ -489,16 +489,16 @@ fn tangent_routine(
         let VertexKind::BasicBlock(stmts) = &p.vertices[v].kind else {
             continue;
         };
-        if let Some(a) = ahead {
-            a.enter_block();
-        }
         let pieces =
-            flatten(ctx, catalogue, stmts, options.flatten, &is_direct).map_err(|source| {
-                TransformError::Flatten {
-                    routine: name.clone(),
-                    source,
-                }
-            })?;
+            match ahead.and_then(|a| a.enter_block(stmts)) {
+                Some(pieces) => pieces,
+                None => flatten(ctx, catalogue, stmts, options.flatten, &is_direct).map_err(
+                    |source| TransformError::Flatten {
+                        routine: name.clone(),
+                        source,
+                    },
+                )?,
+            };
         let mut new_stmts = Vec::new();
         let mut bstats = BlockStats {
             block: p.vertices[v]

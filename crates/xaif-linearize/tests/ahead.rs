@@ -6,6 +6,7 @@
 use xaif_elim::{Config, Lcg, Memo, Prefetched, PropagationMode};
 use xaif_linearize::ahead::{Ahead, Builder};
 use xaif_linearize::context::Ctx;
+use xaif_linearize::flatten::flatten;
 use xaif_linearize::{builtin, TangentOptions};
 use xaif_testkit::model::program;
 use xaif_testkit::scale::Shape;
@@ -66,6 +67,63 @@ fn the_second_thread_builds_the_graphs_the_transformation_eliminates() {
         found,
         graphs.len(),
         "graphs the second thread did not build"
+    );
+}
+
+#[test]
+fn the_pieces_handed_over_are_what_flattening_gives_and_only_for_their_block() {
+    let p = input();
+    let ahead = Ahead::new(&p, p.routines.ids()).expect("large enough for a second thread");
+    let ctx = Ctx::new(&p, &[]);
+    let memo = Memo::new(&Config::default());
+    let no_direct = |_: &str| false;
+    let builder = Builder {
+        ctx: &ctx,
+        catalogue: builtin(),
+        flatten: Default::default(),
+        is_direct: &no_direct,
+        memo: &memo,
+        mode: PropagationMode::Tangent,
+    };
+    ahead.run(&builder);
+    let flat = |stmts: &[xaif_model::StmtId]| {
+        let pieces = flatten(&ctx, builtin(), stmts, Default::default(), &no_direct).unwrap();
+        format!("{pieces:?}")
+    };
+    let blocks: Vec<Vec<&[xaif_model::StmtId]>> = p
+        .routines
+        .iter()
+        .map(|(_, r)| match &r.body {
+            xaif_model::RoutineBody::Graph(cfg) => p.cfgs[*cfg]
+                .vertex_ids()
+                .filter_map(|v| match &p.vertices[v].kind {
+                    xaif_model::VertexKind::BasicBlock(stmts) => Some(stmts.as_slice()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    // Entering the blocks in order hands over what flattening gives.
+    let mut handed = 0;
+    for (k, routine) in blocks.iter().enumerate() {
+        ahead.enter_routine(k);
+        for stmts in routine {
+            if let Some(pieces) = ahead.enter_block(stmts) {
+                assert_eq!(format!("{pieces:?}"), flat(stmts));
+                handed += 1;
+            }
+        }
+    }
+    assert!(handed > 10, "{handed} blocks handed over");
+    // Each block once; and a block is not handed to another's statements.
+    let again = Ahead::new(&p, p.routines.ids()).unwrap();
+    again.run(&builder);
+    again.enter_routine(0);
+    let other = blocks.iter().flatten().nth(1).unwrap();
+    assert!(
+        again.enter_block(other).is_none(),
+        "block 0's pieces for block 1"
     );
 }
 
