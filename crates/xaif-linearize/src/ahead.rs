@@ -186,6 +186,10 @@ impl<'p> Ahead<'p> {
 
     /// Keeps block `k`'s pieces for the transformation, within the budget.
     fn hand_over(&self, k: usize, pieces: Vec<Piece>) {
+        // The transformation has entered the block: it flattens it itself.
+        if k < self.entered.load(Ordering::Relaxed) {
+            return;
+        }
         let statements = self.blocks[k].len();
         if self.handed.load(Ordering::Relaxed) + statements > AHEAD_MAX_HANDED_STATEMENTS {
             return;
