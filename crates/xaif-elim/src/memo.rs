@@ -165,28 +165,17 @@ impl Memo {
         mode: PropagationMode,
     ) -> Result<Optimized, ElimError> {
         let config = &self.config;
-        if lcg.edges().len() > MEMO_MAX_EDGES
-            || reference.is_some_and(|r| r.edges().len() > MEMO_MAX_EDGES)
-        {
+        if !keepable(lcg, reference) {
             return optimize_against(lcg, reference, config, mode);
         }
         let started = Instant::now();
-        let (mut key, vars) = shape(lcg, mode);
-        key.reference = reference.map(|r| shape(r, mode).0.code);
+        let (key, vars) = shape_against(lcg, reference, mode);
         match self.claim(&key, &vars, lcg, true) {
             Claim::Found(mut found) => {
                 found.report.micros = started.elapsed().as_micros() as u64;
                 Ok(*found)
             }
-            Claim::Mine => {
-                let guard = ClaimGuard {
-                    memo: self,
-                    key: Some(key),
-                };
-                let optimized = optimize_against(lcg, reference, config, mode)?;
-                guard.keep(vars, &optimized);
-                Ok(optimized)
-            }
+            Claim::Mine => self.compute(key, vars, lcg, reference, mode),
             Claim::Busy | Claim::Unusable => optimize_against(lcg, reference, config, mode),
         }
     }
@@ -203,26 +192,37 @@ impl Memo {
         reference: Option<&Lcg>,
         mode: PropagationMode,
     ) -> Result<Prefetched, ElimError> {
-        if lcg.edges().len() > MEMO_MAX_EDGES
-            || reference.is_some_and(|r| r.edges().len() > MEMO_MAX_EDGES)
-        {
+        if !keepable(lcg, reference) {
             return Ok(Prefetched::NotKept);
         }
-        let (mut key, vars) = shape(lcg, mode);
-        key.reference = reference.map(|r| shape(r, mode).0.code);
+        let (key, vars) = shape_against(lcg, reference, mode);
         match self.claim(&key, &vars, lcg, false) {
             Claim::Mine => {
-                let guard = ClaimGuard {
-                    memo: self,
-                    key: Some(key),
-                };
-                let optimized = optimize_against(lcg, reference, &self.config, mode)?;
-                guard.keep(vars, &optimized);
+                self.compute(key, vars, lcg, reference, mode)?;
                 Ok(Prefetched::Computed)
             }
             Claim::Found(_) | Claim::Busy => Ok(Prefetched::Present),
             Claim::Unusable => Ok(Prefetched::NotKept),
         }
+    }
+
+    /// Optimizes `lcg` for the shape `key` this thread has claimed, keeps
+    /// the result and releases the claim (also when it fails).
+    fn compute(
+        &self,
+        key: Key,
+        vars: Vec<VarId>,
+        lcg: &Lcg,
+        reference: Option<&Lcg>,
+        mode: PropagationMode,
+    ) -> Result<Optimized, ElimError> {
+        let guard = ClaimGuard {
+            memo: self,
+            key: Some(key),
+        };
+        let optimized = optimize_against(lcg, reference, &self.config, mode)?;
+        guard.keep(vars, &optimized);
+        Ok(optimized)
     }
 
     /// The kept result for `key`; or, when another thread is computing
@@ -267,6 +267,20 @@ impl Memo {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Whether results for `lcg` (and its reference graph) are kept.
+fn keepable(lcg: &Lcg, reference: Option<&Lcg>) -> bool {
+    lcg.edges().len() <= MEMO_MAX_EDGES
+        && reference.is_none_or(|r| r.edges().len() <= MEMO_MAX_EDGES)
+}
+
+/// The key of `lcg` against the reference engine's graph of the same
+/// code, and `lcg`'s distinct variables in increasing order.
+fn shape_against(lcg: &Lcg, reference: Option<&Lcg>, mode: PropagationMode) -> (Key, Vec<VarId>) {
+    let (mut key, vars) = shape(lcg, mode);
+    key.reference = reference.map(|r| shape(r, mode).0.code);
+    (key, vars)
 }
 
 /// The shape key of `lcg` and its distinct variables in increasing order.

@@ -24,23 +24,29 @@ fn input() -> xaif_model::Program {
         .0
 }
 
-#[test]
-fn the_second_thread_builds_the_graphs_the_transformation_eliminates() {
-    let p = input();
-    let ahead = Ahead::new(&p, p.routines.ids()).expect("large enough for a second thread");
-    let ctx = Ctx::new(&p, &[]);
-    let memo = Memo::new(&Config::default());
+/// Runs `f` with the second thread's builder for `p` (tangent mode, the
+/// built-in catalogue, no direct actions), eliminating into `memo`.
+fn with_builder<T>(p: &xaif_model::Program, memo: &Memo, f: impl FnOnce(&Builder<'_>) -> T) -> T {
+    let ctx = Ctx::new(p, &[]);
     let no_direct = |_: &str| false;
     let builder = Builder {
         ctx: &ctx,
         catalogue: builtin(),
         flatten: Default::default(),
         is_direct: &no_direct,
-        memo: &memo,
+        memo,
         mode: PropagationMode::Tangent,
     };
+    f(&builder)
+}
+
+#[test]
+fn the_second_thread_builds_the_graphs_the_transformation_eliminates() {
+    let p = input();
+    let ahead = Ahead::new(&p, p.routines.ids()).expect("large enough for a second thread");
+    let memo = Memo::new(&Config::default());
     // The transformation has not started: everything is ahead.
-    ahead.run(&builder);
+    with_builder(&p, &memo, |builder| ahead.run(builder));
     assert!(memo.len() > 100, "{} results kept", memo.len());
     // The graphs the transformation eliminates, in text form.
     let options = TangentOptions {
@@ -74,20 +80,15 @@ fn the_second_thread_builds_the_graphs_the_transformation_eliminates() {
 fn the_pieces_handed_over_are_what_flattening_gives_and_only_for_their_block() {
     let p = input();
     let ahead = Ahead::new(&p, p.routines.ids()).expect("large enough for a second thread");
-    let ctx = Ctx::new(&p, &[]);
+    let again = Ahead::new(&p, p.routines.ids()).unwrap();
     let memo = Memo::new(&Config::default());
-    let no_direct = |_: &str| false;
-    let builder = Builder {
-        ctx: &ctx,
-        catalogue: builtin(),
-        flatten: Default::default(),
-        is_direct: &no_direct,
-        memo: &memo,
-        mode: PropagationMode::Tangent,
-    };
-    ahead.run(&builder);
+    let ctx = Ctx::new(&p, &[]);
+    with_builder(&p, &memo, |builder| {
+        ahead.run(builder);
+        again.run(builder);
+    });
     let flat = |stmts: &[xaif_model::StmtId]| {
-        let pieces = flatten(&ctx, builtin(), stmts, Default::default(), &no_direct).unwrap();
+        let pieces = flatten(&ctx, builtin(), stmts, Default::default(), &|_| false).unwrap();
         format!("{pieces:?}")
     };
     let blocks: Vec<Vec<&[xaif_model::StmtId]>> = p
@@ -117,8 +118,6 @@ fn the_pieces_handed_over_are_what_flattening_gives_and_only_for_their_block() {
     }
     assert!(handed > 10, "{handed} blocks handed over");
     // Each block once; and a block is not handed to another's statements.
-    let again = Ahead::new(&p, p.routines.ids()).unwrap();
-    again.run(&builder);
     again.enter_routine(0);
     let other = blocks.iter().flatten().nth(1).unwrap();
     assert!(
