@@ -404,12 +404,11 @@ fn tangent_with(
     } else {
         None
     };
-    let is_direct_sync = |name: &str| direct.contains(name);
     let builder = crate::ahead::Builder {
         ctx: &ctx,
         catalogue,
         flatten: options.flatten,
-        is_direct: &is_direct_sync,
+        is_direct: &is_direct,
         memo: &memo,
         mode: xaif_elim::PropagationMode::Tangent,
     };
