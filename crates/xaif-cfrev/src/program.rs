@@ -241,14 +241,7 @@ fn adjoint_with(
     )?;
     let is_direct = |name: &str| direct.contains(name);
     let memo = xaif_elim::Memo::new(&options.elimination);
-    let items: Vec<RoutineId> = p
-        .items
-        .iter()
-        .filter_map(|i| match i {
-            xaif_model::CallGraphItem::Routine(r) => Some(*r),
-            _ => None,
-        })
-        .collect();
+    let items: Vec<RoutineId> = p.call_graph_routines().collect();
     let ahead = if options.ahead {
         Ahead::new(p, items.iter().copied())
     } else {

@@ -82,8 +82,9 @@ pub struct Builder<'a> {
 }
 
 impl<'p> Ahead<'p> {
-    /// The basic blocks of `routines` (in that order) of `p`, when there
-    /// are enough statements in them to gain from a second thread.
+    /// The basic blocks of `routines` (in that order) of `p`, when their
+    /// assignments have enough expression vertices ([`AHEAD_MIN_SIZE`]) to
+    /// gain from a second thread.
     pub fn new(p: &'p Program, routines: impl Iterator<Item = RoutineId>) -> Option<Self> {
         let mut blocks = Vec::new();
         let mut routine_start = Vec::new();

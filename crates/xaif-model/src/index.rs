@@ -322,6 +322,15 @@ impl Routine {
 }
 
 impl Program {
+    /// The routines in the order the call graph lists them (the order the
+    /// transformations visit and write them), edges left out.
+    pub fn call_graph_routines(&self) -> impl Iterator<Item = RoutineId> + '_ {
+        self.items.iter().filter_map(|i| match i {
+            CallGraphItem::Routine(r) => Some(*r),
+            CallGraphItem::Edge(_) => None,
+        })
+    }
+
     /// The control flow graphs of routine `r` in document order: its body,
     /// or each replacement's.
     pub fn routine_cfgs(&self, r: RoutineId) -> Vec<CfgId> {

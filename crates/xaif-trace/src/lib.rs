@@ -110,14 +110,7 @@ pub fn trace(
         )
         .collect();
     let mut blocks_made = 0usize;
-    let items: Vec<RoutineId> = p
-        .items
-        .iter()
-        .filter_map(|i| match i {
-            xaif_model::CallGraphItem::Routine(r) => Some(*r),
-            _ => None,
-        })
-        .collect();
+    let items: Vec<RoutineId> = p.call_graph_routines().collect();
     for rid in items {
         let routine = &p.routines[rid];
         let RoutineBody::Graph(cfg) = routine.body else {

@@ -26,14 +26,7 @@ pub fn can_stream(p: &Program, rename: bool) -> bool {
         return false;
     }
     let mut ids = p.routines.ids();
-    let in_order = p
-        .items
-        .iter()
-        .filter_map(|i| match i {
-            CallGraphItem::Routine(r) => Some(*r),
-            CallGraphItem::Edge(_) => None,
-        })
-        .all(|r| ids.next() == Some(r));
+    let in_order = p.call_graph_routines().all(|r| ids.next() == Some(r));
     in_order && ids.next().is_none()
 }
 
