@@ -19,6 +19,7 @@ use xaif_model::{
 };
 
 use crate::error::ErrorKind;
+use crate::kind::RestoreOrder;
 use crate::value::{Scalar, Ty};
 
 /// Declaration of a variable: what storage it needs.
@@ -237,10 +238,12 @@ pub enum CArg {
 /// The inlinable subroutines of tangent and adjoint output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InlineOp {
-    /// `push_s0/s1/s2`, `push_i_*`, `push_b`, `push_s`, `apush`.
-    Push(Ty),
-    /// `pop_*`, `apop`.
-    Pop(Ty),
+    /// `push_s0/s1/s2`, `push_i_*`, `push_b`, `push_s`, `apush`, with the
+    /// rank its name says (`_s<rank>`), which the argument must have: the
+    /// run-time's push of that name takes only such arguments.
+    Push(Ty, Option<u8>),
+    /// `pop_*`, `apop`, with the rank of its name.
+    Pop(Ty, Option<u8>),
     /// `Saxpy(a, x, y)`: y.d += a·x.d.
     Saxpy,
     /// `IncDeriv(x, y)`: y.d += x.d.
@@ -530,6 +533,11 @@ pub struct CRoutine {
     /// were stored (`-f` output: one record per store, read from its
     /// start) instead of off a stack in reverse.
     pub restore_in_store_order: bool,
+    /// The line of placeholder 6 when its restores follow neither the
+    /// order of the stores nor its reverse in a document without xaifb's
+    /// `-f` mark (`crate::kind::RestoreOrder::Undecided`): joint mode
+    /// refuses the program.
+    pub undecided_restores: Option<u32>,
 }
 
 impl CRoutine {
@@ -673,6 +681,7 @@ impl<'a> Compiler<'a> {
                 if let Some(s) = scope {
                     self.scope_owner.entry(s).or_insert(index);
                 }
+                let restores = crate::kind::restore_order(p, routine);
                 self.routines.push(CRoutine {
                     name,
                     formals: Vec::new(),
@@ -680,7 +689,11 @@ impl<'a> Compiler<'a> {
                     body: Body::Empty,
                     line: self.line(routine.attrs.span),
                     dropped_store: None,
-                    restore_in_store_order: crate::kind::restores_in_store_order(p, routine),
+                    restore_in_store_order: restores == RestoreOrder::StoreOrder,
+                    undecided_restores: match restores {
+                        RestoreOrder::Undecided { span } => Some(self.line(span)),
+                        _ => None,
+                    },
                 });
                 self.routine_scope.push(scope);
                 self.slot_of.push(FxHashMap::default());
@@ -1491,6 +1504,12 @@ fn op(name: &str) -> Option<Op> {
     })
 }
 
+/// Whether `name` is a call of the tangent module (`-H` output), which
+/// propagates derivatives.
+pub(crate) fn is_tangent_call(name: &str) -> bool {
+    tangent_call(name).is_some()
+}
+
 /// The tangent module's calls (`-H` output): the reference engine's names,
 /// with or without their `_s<rank>` suffixes (one per argument), and the
 /// unsuffixed names xaifb wrote before it followed them.
@@ -1514,16 +1533,28 @@ fn tangent_call(name: &str) -> Option<InlineOp> {
     })
 }
 
+/// The rank a tape call's name gives its argument (`push_i_s1`: 1).
+fn tape_rank(name: &str) -> Option<u8> {
+    name.rsplit_once("_s")
+        .and_then(|(_, rank)| rank.parse::<u8>().ok())
+}
+
 fn inline_op(name: &str) -> Option<InlineOp> {
     Some(match name {
-        "push_s0" | "push_s1" | "push_s2" | "push_s3" | "apush" => InlineOp::Push(Ty::Real),
-        "pop_s0" | "pop_s1" | "pop_s2" | "pop_s3" | "apop" => InlineOp::Pop(Ty::Real),
-        "push_i_s0" | "push_i_s1" | "push_i_s2" | "push_i_s3" => InlineOp::Push(Ty::Int),
-        "pop_i_s0" | "pop_i_s1" | "pop_i_s2" | "pop_i_s3" => InlineOp::Pop(Ty::Int),
-        "push_b" => InlineOp::Push(Ty::Bool),
-        "pop_b" => InlineOp::Pop(Ty::Bool),
-        "push_s" => InlineOp::Push(Ty::Str),
-        "pop_s" => InlineOp::Pop(Ty::Str),
+        "apush" => InlineOp::Push(Ty::Real, None),
+        "apop" => InlineOp::Pop(Ty::Real, None),
+        "push_s0" | "push_s1" | "push_s2" | "push_s3" => InlineOp::Push(Ty::Real, tape_rank(name)),
+        "pop_s0" | "pop_s1" | "pop_s2" | "pop_s3" => InlineOp::Pop(Ty::Real, tape_rank(name)),
+        "push_i_s0" | "push_i_s1" | "push_i_s2" | "push_i_s3" => {
+            InlineOp::Push(Ty::Int, tape_rank(name))
+        }
+        "pop_i_s0" | "pop_i_s1" | "pop_i_s2" | "pop_i_s3" => {
+            InlineOp::Pop(Ty::Int, tape_rank(name))
+        }
+        "push_b" => InlineOp::Push(Ty::Bool, None),
+        "pop_b" => InlineOp::Pop(Ty::Bool, None),
+        "push_s" => InlineOp::Push(Ty::Str, None),
+        "pop_s" => InlineOp::Pop(Ty::Str, None),
         "Saxpy" => InlineOp::Saxpy,
         "IncDeriv" => InlineOp::IncDeriv,
         "DecDeriv" => InlineOp::DecDeriv,
@@ -1574,7 +1605,7 @@ fn revolve_op(name: &str) -> Option<InlineOp> {
 
 /// The element type a checkpoint call's name begins with
 /// (`real_vector_a` is real).
-fn element_type(typed: &str) -> Option<Ty> {
+pub(crate) fn element_type(typed: &str) -> Option<Ty> {
     if typed.starts_with("real_") {
         Some(Ty::Real)
     } else if typed.starts_with("integer_") {

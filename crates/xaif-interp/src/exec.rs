@@ -212,6 +212,26 @@ struct RecordRead {
     routine: usize,
     start: [usize; 4],
     next: [usize; 4],
+    /// Per stack ([`stack_slot`]), the record's first entry in the
+    /// routine's [`CpEntry`] lists, and the entry the next restore pairs
+    /// with.
+    entry_start: [usize; 4],
+    entry_next: [usize; 4],
+}
+
+/// What one `cp_arg_store_*` call saved: its type and number of elements,
+/// listed per stack of the run-time ([`stack_slot`]: the stacks are
+/// independent, as the run-time's are). A restore pairs with one entry of
+/// its stack (the last one off a stack, the next one of a record read in
+/// store order) and must take back exactly what it holds: a restore that
+/// does not fit its store (an array whose size changed between the two, a
+/// restore in another order than the one the document was read to use) is
+/// an error instead of values taken from its neighbours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CpEntry {
+    ty: Ty,
+    deriv: bool,
+    len: usize,
 }
 
 /// The top of the stack of type `ty` (`deriv`: a derivative part, kept on
@@ -228,14 +248,27 @@ fn take_top(stack: &mut Stacks, ty: Ty, deriv: bool) -> Option<Scalar> {
     })
 }
 
+/// Which of a routine's four checkpoint stacks (reals, integers,
+/// logicals, strings) holds values of type `ty` (`deriv`: a derivative
+/// part, kept on the real stack).
+pub(crate) fn stack_slot(ty: Ty, deriv: bool) -> usize {
+    match (ty, deriv) {
+        (_, true) | (Ty::Real, false) => 0,
+        (Ty::Int, false) => 1,
+        (Ty::Bool, false) => 2,
+        (Ty::Str, false) => 3,
+    }
+}
+
 /// The value at read position `next` of the stack of type `ty`, which
 /// moves on by one (the record is dropped whole at its end).
 fn take_next(stack: &Stacks, next: &mut [usize; 4], ty: Ty, deriv: bool) -> Option<Scalar> {
-    let (slot, value) = match (ty, deriv) {
-        (_, true) | (Ty::Real, false) => (0, stack.real.get(next[0]).copied().map(Scalar::Real)),
-        (Ty::Int, false) => (1, stack.int.get(next[1]).copied().map(Scalar::Int)),
-        (Ty::Bool, false) => (2, stack.bool.get(next[2]).copied().map(Scalar::Bool)),
-        (Ty::Str, false) => (3, stack.str.get(next[3]).cloned().map(Scalar::Str)),
+    let slot = stack_slot(ty, deriv);
+    let value = match slot {
+        0 => stack.real.get(next[0]).copied().map(Scalar::Real),
+        1 => stack.int.get(next[1]).copied().map(Scalar::Int),
+        2 => stack.bool.get(next[2]).copied().map(Scalar::Bool),
+        _ => stack.str.get(next[3]).cloned().map(Scalar::Str),
     };
     next[slot] += 1;
     value
@@ -275,9 +308,14 @@ pub struct Machine<'p> {
     tapes: Stacks,
     checkpoints: Vec<Stacks>,
     checkpoint_total: usize,
+    /// Per routine and stack ([`stack_slot`]), what each store of
+    /// `checkpoints` saved, in store order.
+    cp_entries: Vec<[Vec<CpEntry>; 4]>,
+    cp_entries_total: usize,
     /// Per routine, the start of each record of checkpoints to be restored
-    /// in store order (routines of `-f` output only).
-    records: Vec<Vec<[usize; 4]>>,
+    /// in store order (routines of `-f` output only): the values' and the
+    /// entries' positions.
+    records: Vec<Vec<([usize; 4], [usize; 4])>>,
     records_total: usize,
     /// The record being restored in store order, if any.
     reading: Option<RecordRead>,
@@ -350,6 +388,8 @@ impl<'p> Machine<'p> {
             tapes: Stacks::default(),
             checkpoints: vec![Stacks::default(); prog.routines.len()],
             checkpoint_total: 0,
+            cp_entries: vec![Default::default(); prog.routines.len()],
+            cp_entries_total: 0,
             records: vec![Vec::new(); prog.routines.len()],
             records_total: 0,
             reading: None,
@@ -393,6 +433,7 @@ impl<'p> Machine<'p> {
     pub fn tapes_empty(&self) -> bool {
         self.tapes.len() == 0
             && self.checkpoints.iter().all(|c| c.len() == 0)
+            && self.cp_entries_total == 0
             && self.loops.is_empty()
             && self.snapshots.is_empty()
             && self.records_total == 0
@@ -426,6 +467,7 @@ impl<'p> Machine<'p> {
             + self.frame_slots
             + self.tapes.len()
             + self.checkpoint_total
+            + self.cp_entries_total
             + self.snapshot_total
             + self.records_total
     }
@@ -1783,7 +1825,7 @@ impl<'p> Machine<'p> {
         match args.get(k) {
             Some(CArg::Ref(r)) => {
                 let writes = match op {
-                    InlineOp::Pop(_)
+                    InlineOp::Pop(..)
                     | InlineOp::CpRestore { deriv: false, .. }
                     | InlineOp::Convert
                     | InlineOp::RevolveRestore(_) => k == 0,
@@ -1824,8 +1866,8 @@ impl<'p> Machine<'p> {
     #[inline(never)]
     fn inline(&mut self, op: InlineOp, args: &'p [CArg]) -> Result<()> {
         match op {
-            InlineOp::Push(ty) => self.push(ty, args, op),
-            InlineOp::Pop(ty) => self.pop(ty, args, op),
+            InlineOp::Push(ty, rank) => self.push(ty, rank, args, op),
+            InlineOp::Pop(ty, rank) => self.pop(ty, rank, args, op),
             InlineOp::SetDeriv
             | InlineOp::SetNegDeriv
             | InlineOp::IncDerivTarget
@@ -1869,8 +1911,9 @@ impl<'p> Machine<'p> {
     }
 
     /// `push_*`: the argument's elements onto the tape of `ty`.
-    fn push(&mut self, ty: Ty, args: &'p [CArg], op: InlineOp) -> Result<()> {
+    fn push(&mut self, ty: Ty, rank: Option<u8>, args: &'p [CArg], op: InlineOp) -> Result<()> {
         let v = self.arg_value(args, 0, op)?;
+        tape_rank_check(rank, v.shape().len(), "push")?;
         let n = v.len();
         self.reserve(n as u128, || format!("the {} tape", ty.name()))?;
         for i in 0..n {
@@ -1917,8 +1960,9 @@ impl<'p> Machine<'p> {
     }
 
     /// `pop_*`: the top elements of the tape of `ty` into the argument.
-    fn pop(&mut self, ty: Ty, args: &'p [CArg], op: InlineOp) -> Result<()> {
+    fn pop(&mut self, ty: Ty, rank: Option<u8>, args: &'p [CArg], op: InlineOp) -> Result<()> {
         let p = self.arg_place(args, 0, op)?;
+        tape_rank_check(rank, p.dims.len(), "pop")?;
         let offs = Self::offsets(&p);
         let n = offs.len();
         let have = match ty {
@@ -2026,7 +2070,11 @@ impl<'p> Machine<'p> {
         let r = self.frames.last().map(|f| f.routine).unwrap_or(0);
         let offs = Self::offsets(&p);
         let n = offs.len();
-        self.reserve(n as u128, || format!("the {} checkpoint stack", ty.name()))?;
+        self.reserve(n as u128 + 1, || {
+            format!("the {} checkpoint stack", ty.name())
+        })?;
+        self.cp_entries[r][stack_slot(ty, deriv)].push(CpEntry { ty, deriv, len: n });
+        self.cp_entries_total += 1;
         for off in offs {
             let stack = &mut self.checkpoints[r];
             if deriv {
@@ -2067,6 +2115,44 @@ impl<'p> Machine<'p> {
                 ty.name()
             )))
         };
+        // The store this restore pairs with.
+        let slot = stack_slot(ty, deriv);
+        let entry = match &mut self.reading {
+            Some(rd) if reading.is_some() => {
+                let e = self.cp_entries[r][slot].get(rd.entry_next[slot]).copied();
+                rd.entry_next[slot] += 1;
+                e
+            }
+            _ => {
+                let e = self.cp_entries[r][slot].pop();
+                if e.is_some() {
+                    self.cp_entries_total -= 1;
+                }
+                e
+            }
+        };
+        let entry = entry.ok_or_else(underflow)?;
+        let want = CpEntry { ty, deriv, len: n };
+        if entry != want {
+            let name = match args.first() {
+                Some(CArg::Ref(r)) => format!("`{}`", r.name),
+                _ => "a constant".to_string(),
+            };
+            let what = |e: &CpEntry| {
+                format!(
+                    "{} {}{} element{}",
+                    e.len,
+                    e.ty.name(),
+                    if e.deriv { " derivative" } else { "" },
+                    if e.len == 1 { "" } else { "s" }
+                )
+            };
+            return Err(err(ErrorKind::Shape(format!(
+                "an argument checkpoint restore into {name} takes {} where the store it pairs with saved {}",
+                what(&want),
+                what(&entry)
+            ))));
+        }
         for off in offs {
             let stack = &mut self.checkpoints[r];
             let taken = match &mut self.reading {
@@ -2103,7 +2189,8 @@ impl<'p> Machine<'p> {
             stack.bool.len(),
             stack.str.len(),
         ];
-        self.records[r].push(mark);
+        let entries = self.cp_entries[r].each_ref().map(Vec::len);
+        self.records[r].push((mark, entries));
         self.records_total += 1;
         Ok(())
     }
@@ -2111,7 +2198,7 @@ impl<'p> Machine<'p> {
     /// Begins the restore of routine `r`'s argument checkpoints (placeholder
     /// 6) in store order: the latest record is read from its start.
     fn begin_record_read(&mut self, r: usize) -> Result<()> {
-        let mark = self.records[r].pop().ok_or_else(|| {
+        let (mark, entries) = self.records[r].pop().ok_or_else(|| {
             err(ErrorKind::Underflow(format!(
                 "the argument checkpoint records of `{}`",
                 self.prog.routines[r].name
@@ -2122,6 +2209,8 @@ impl<'p> Machine<'p> {
             routine: r,
             start: mark,
             next: mark,
+            entry_start: entries,
+            entry_next: entries,
         });
         Ok(())
     }
@@ -2138,6 +2227,11 @@ impl<'p> Machine<'p> {
         stack.bool.truncate(rd.start[2]);
         stack.str.truncate(rd.start[3]);
         self.checkpoint_total = self.checkpoint_total.saturating_sub(before - stack.len());
+        for (entries, &start) in self.cp_entries[rd.routine].iter_mut().zip(&rd.entry_start) {
+            let dropped = entries.len().saturating_sub(start);
+            entries.truncate(start);
+            self.cp_entries_total -= dropped;
+        }
     }
 
     /// `oad_AllocateMatching(a, b)` and `oad_AllocateShape(a, n1, …)`.
@@ -2499,6 +2593,19 @@ fn take(values: &mut [Value], o: &Operand) -> Value {
 
 /// Appends the value `s` of an element of type `ty` to `stack` (`what`
 /// names the stack in the error for a non-string stored as a string).
+/// A tape call whose name says another rank than its argument has
+/// (`push_i_s0` of an array): the run-time's routine of that name takes no
+/// such argument (compiled code does not build), so its values are not
+/// taped as the name says.
+fn tape_rank_check(rank: Option<u8>, actual: usize, what: &str) -> Result<()> {
+    match rank {
+        Some(r) if usize::from(r) != actual => Err(err(ErrorKind::Shape(format!(
+            "a {what} of rank {r} (`_s{r}`) of an argument of rank {actual}"
+        )))),
+        _ => Ok(()),
+    }
+}
+
 fn push_element(stack: &mut Stacks, ty: Ty, s: Scalar, what: &str) -> Result<()> {
     match (ty, s) {
         (Ty::Real, s) => stack.real.push(s.as_real().unwrap_or(0.0)),

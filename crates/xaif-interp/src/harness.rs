@@ -335,6 +335,30 @@ impl<'p> Harness<'p> {
                 ),
             }));
         }
+        if mode == Mode::Joint {
+            // Joint mode runs placeholders 4 and 6: a routine whose
+            // restores follow neither discipline would take values from a
+            // guessed one.
+            let undecided = self
+                .prog
+                .routines
+                .iter()
+                .find_map(|r| r.undecided_restores.map(|line| (r, line)));
+            if let Some((r, line)) = undecided {
+                return Err(InterpError {
+                    kind: ErrorKind::WrongMode {
+                        mode: name,
+                        reason: format!(
+                            "`{}` restores its argument checkpoints (placeholder 6) neither in the reverse of the order placeholder 4 stores them (a stack) nor in that order (-f, which the reference engine writes without a mark), and no `{}` mark says which: which value each restore takes cannot be told",
+                            fortran_routine_name(&r.name),
+                            xaif_model::STORE_ORDER_ENTRY
+                        ),
+                    },
+                    routine: Some(r.name.clone()),
+                    line,
+                });
+            }
+        }
         Ok(())
     }
 

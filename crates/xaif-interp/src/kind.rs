@@ -32,9 +32,16 @@ pub enum ProgramKind {
     Tangent,
     /// Type-change output (argument conversions at calls, no derivative
     /// code), which xaifb marks with [`TYPE_CHANGE_ENTRY`]. The reference
-    /// engine's TypeChange driver writes no such mark: its output cannot
-    /// be told from tangent-linear output.
-    TypeChange,
+    /// engine's TypeChange driver writes no such mark; its output is told
+    /// from tangent-linear output by what it lacks: it assigns active
+    /// variables and holds no derivative code anywhere, where a tangent
+    /// output propagates (or zeroes) the derivative of every active
+    /// assignment.
+    TypeChange {
+        /// Whether the document says so ([`TYPE_CHANGE_ENTRY`]) rather
+        /// than its lack of derivative code.
+        marked: bool,
+    },
     /// Adjoint output (`reverse_subroutine_template`).
     Adjoint {
         /// Whether some routine restores its argument checkpoints in the
@@ -64,7 +71,10 @@ impl ProgramKind {
         }
         match templates.as_slice() {
             [] if !p.is_output() => ProgramKind::Original,
-            [] if marked_type_change(p) => ProgramKind::TypeChange,
+            [] if marked_type_change(p) => ProgramKind::TypeChange { marked: true },
+            [] if assigns_active_without_derivative_code(p) => {
+                ProgramKind::TypeChange { marked: false }
+            }
             [] => ProgramKind::Tangent,
             [ADJOINT_TEMPLATE] => ProgramKind::Adjoint {
                 store_order: p
@@ -90,8 +100,11 @@ impl ProgramKind {
                 "the file is not a transformation result (front-end XAIF, or `analyze --passivate` output) and holds no derivative code".into()
             }
             ProgramKind::Tangent => "the file is tangent-linear output".into(),
-            ProgramKind::TypeChange => {
+            ProgramKind::TypeChange { marked: true } => {
                 "the file is type-change output (argument conversions only, no derivative code)".into()
+            }
+            ProgramKind::TypeChange { marked: false } => {
+                "the file is type-change output (it assigns active variables but holds no derivative code anywhere, as the reference engine's type-change output does)".into()
             }
             ProgramKind::Adjoint { store_order: false } => {
                 "the file is adjoint output (`reverse_subroutine_template`)".into()
@@ -141,6 +154,39 @@ impl ProgramKind {
     }
 }
 
+/// Whether the plain output `p` assigns some active variable and holds no
+/// derivative code at all (no `DerivativePropagator`, no call of the
+/// tangent module): a tangent output propagates or zeroes the derivative
+/// of every assignment to an active variable, so such a file is no
+/// tangent output, and tangent mode would print its zero derivatives as a
+/// Jacobian.
+fn assigns_active_without_derivative_code(p: &Program) -> bool {
+    let mut assigns_active = false;
+    let mut symbols: Option<xaif_model::SymbolIndex> = None;
+    for (_, stmt) in p.stmts.iter() {
+        match &stmt.kind {
+            xaif_model::StmtKind::DerivativePropagator(_) => return false,
+            xaif_model::StmtKind::InlinableCall(_) => {
+                let name = stmt.attrs.get("subroutine_name").unwrap_or("");
+                if crate::compile::is_tangent_call(name) {
+                    return false;
+                }
+            }
+            xaif_model::StmtKind::Assignment(a) if !assigns_active => {
+                let index = symbols.get_or_insert_with(|| xaif_model::SymbolIndex::new(p));
+                assigns_active = a
+                    .lhs
+                    .graph
+                    .symbol_ids()
+                    .and_then(|(scope, name)| index.symbol(scope, name))
+                    .is_some_and(|s| p.symbols[s].is_active());
+            }
+            _ => {}
+        }
+    }
+    assigns_active
+}
+
 /// Whether some routine's `Entry` carries [`TYPE_CHANGE_ENTRY`].
 fn marked_type_change(p: &Program) -> bool {
     p.vertices.iter().any(|(_, v)| {
@@ -151,17 +197,49 @@ fn marked_type_change(p: &Program) -> bool {
     })
 }
 
-/// Whether routine `r`'s argument restores (placeholder 6) read in store
-/// order: the `Entry` of that graph carries [`STORE_ORDER_ENTRY`] (xaifb's
-/// `-f`), or, unmarked, the restores name the stored arguments in the
-/// order placeholder 4 stored them where that order is not its own
-/// reverse. The reference engine's `-f` writes no mark, only that order
-/// (its output differs from the one without `-f` in nothing else), and
-/// run as a stack it would restore the wrong values with no error; where
-/// the stores read the same both ways, the two disciplines restore alike.
-pub(crate) fn restores_in_store_order(p: &Program, r: &xaif_model::Routine) -> bool {
+/// How a routine's argument restores (placeholder 6) take back what its
+/// stores (placeholder 4) saved, as the document says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestoreOrder {
+    /// Off a stack, the last value stored first: on each of the run-time's
+    /// stacks (reals, integers, logicals, strings) every restore names the
+    /// argument the store it pops saved (where that also holds read in
+    /// store order, both disciplines restore alike).
+    Stack,
+    /// In the order they were stored (`-f`): the `Entry` of placeholder 6
+    /// carries [`STORE_ORDER_ENTRY`] (xaifb's `-f`), or, unmarked, every
+    /// restore names the argument of the store it reads in store order and
+    /// not, popped off a stack, that of the store it would pop.
+    StoreOrder,
+    /// Unmarked, and the restores name the stored arguments in neither
+    /// order: which value each restore takes depends on a discipline the
+    /// document does not tell. Joint mode refuses such a program
+    /// (`span`: the `Replacement` of placeholder 6).
+    Undecided {
+        /// Where placeholder 6 begins.
+        span: xaif_model::Span,
+    },
+}
+
+/// How routine `r` restores its argument checkpoints ([`RestoreOrder`]).
+///
+/// The reference engine's `-f` writes no mark: its output differs from
+/// the one without `-f` only in the order of placeholder 6's restores
+/// (the stores' order instead of its reverse), so the structure of the
+/// calls is all there is to read. Each call goes to one of the routine's
+/// four stacks (by the type its name gives), so the two disciplines are
+/// played on each stack apart: a store pairs with the restore that would
+/// take its values back, and the discipline fits when every pair names the
+/// same argument the same way (the same call kind, the same reference,
+/// whatever the attributes around it say). Run as a stack, store-order
+/// restores take wrong values with no error; where both disciplines fit,
+/// each restore takes the value of its own argument either way. An
+/// unmarked routine where neither fits (no engine writes one; an edited
+/// file can) is [`RestoreOrder::Undecided`]: guessing a discipline for it
+/// could print a wrong Jacobian.
+pub fn restore_order(p: &Program, r: &xaif_model::Routine) -> RestoreOrder {
     let Some(cfg) = r.graph(Some("6")) else {
-        return false;
+        return RestoreOrder::Stack;
     };
     let marked = p.cfgs[cfg].vertex_ids().any(|v| {
         let vertex = &p.vertices[v];
@@ -169,28 +247,120 @@ pub(crate) fn restores_in_store_order(p: &Program, r: &xaif_model::Routine) -> b
             && vertex.attrs.get("annotation") == Some(STORE_ORDER_ENTRY)
     });
     if marked {
-        return true;
+        return RestoreOrder::StoreOrder;
     }
-    let (Some(stores), Some(restores)) = (
-        checkpoint_calls(p, r, "4", "cp_arg_store_"),
-        checkpoint_calls(p, r, "6", "cp_arg_restore_"),
-    ) else {
-        return false;
-    };
-    restores == stores && !stores.iter().eq(stores.iter().rev())
+    let restores = checkpoint_calls(p, r, "6", "cp_arg_restore_").unwrap_or_default();
+    let stores = checkpoint_calls(p, r, "4", "cp_arg_store_").unwrap_or_default();
+    if disciplines_fit(&stores, &restores, true) {
+        RestoreOrder::Stack
+    } else if disciplines_fit(&stores, &restores, false) {
+        RestoreOrder::StoreOrder
+    } else {
+        let span = match &r.body {
+            RoutineBody::Replacements(list) => list
+                .iter()
+                .find(|x| x.cfg == cfg)
+                .map(|x| x.attrs.span)
+                .unwrap_or(r.attrs.span),
+            _ => r.attrs.span,
+        };
+        RestoreOrder::Undecided { span }
+    }
+}
+
+/// Whether every restore of `restores` takes back the argument it names
+/// when run after `stores` off a stack (`stack`) or in store order: on
+/// each of the run-time's stacks, the k-th restore pairs with the k-th
+/// store from the top or from the start, and the two must be the same
+/// call kind of the same argument. A restore with no store to pair with,
+/// or a call whose name gives no type, fits neither.
+fn disciplines_fit(
+    stores: &[CheckpointCall<'_>],
+    restores: &[CheckpointCall<'_>],
+    stack: bool,
+) -> bool {
+    let mut per_stack: [Vec<&CheckpointCall<'_>>; 4] = Default::default();
+    for c in stores {
+        let Some(slot) = c.slot() else {
+            return false;
+        };
+        per_stack[slot].push(c);
+    }
+    let mut taken = [0usize; 4];
+    for c in restores {
+        let Some(slot) = c.slot() else {
+            return false;
+        };
+        let stored = &per_stack[slot];
+        let k = taken[slot];
+        taken[slot] += 1;
+        let paired = if stack {
+            stored.len().checked_sub(k + 1).map(|i| stored[i])
+        } else {
+            stored.get(k).copied()
+        };
+        if paired.is_none_or(|s| !s.same_argument(c)) {
+            return false;
+        }
+    }
+    true
+}
+
+/// A checkpoint call of placeholder 4 or 6: the rest of its name after
+/// `cp_arg_store_` or `cp_arg_restore_` (`real_vector_a`), and its
+/// arguments.
+struct CheckpointCall<'p> {
+    kind: &'p str,
+    args: &'p [xaif_model::InlinableArg],
+}
+
+impl CheckpointCall<'_> {
+    /// The run-time stack the call's values go to or come from
+    /// (`crate::exec::stack_slot`).
+    fn slot(&self) -> Option<usize> {
+        let ty = crate::compile::element_type(self.kind)?;
+        Some(crate::exec::stack_slot(ty, self.kind.ends_with("_a_d")))
+    }
+
+    /// Whether a store and a restore name the same argument the same way:
+    /// the same call kind and the same references (their graphs; the
+    /// attributes of the reference element, such as `deriv`, `alias` or
+    /// `du_ud`, say nothing about which variable it is).
+    fn same_argument(&self, other: &CheckpointCall<'_>) -> bool {
+        use xaif_model::{ArgValue, InlinableArg};
+        fn key(a: &InlinableArg) -> Result<&xaif_model::RefGraph, &xaif_model::Attrs> {
+            match a {
+                InlinableArg::Argument(a) => match &a.value {
+                    ArgValue::Variable(r) => Ok(&r.graph),
+                    ArgValue::Constant(c) => Err(c),
+                },
+                InlinableArg::Substitute(r) => Ok(&r.graph),
+            }
+        }
+        self.kind == other.kind
+            && self.args.len() == other.args.len()
+            && self
+                .args
+                .iter()
+                .zip(other.args)
+                .all(|(a, b)| key(a) == key(b))
+    }
+}
+
+/// Whether routine `r`'s argument restores read in store order
+/// ([`RestoreOrder::StoreOrder`]).
+pub(crate) fn restores_in_store_order(p: &Program, r: &xaif_model::Routine) -> bool {
+    restore_order(p, r) == RestoreOrder::StoreOrder
 }
 
 /// The argument checkpoint calls of placeholder `placeholder` of `r`
-/// whose names begin with `prefix`, in document order, each as the rest
-/// of its name and its arguments (which compare without their source
-/// positions, so that a store and the restore of the same argument are
-/// equal).
+/// whose names begin with `prefix`, in document order.
 fn checkpoint_calls<'p>(
     p: &'p Program,
     r: &xaif_model::Routine,
     placeholder: &str,
     prefix: &str,
-) -> Option<Vec<(&'p str, &'p [xaif_model::InlinableArg])>> {
+) -> Option<Vec<CheckpointCall<'p>>> {
     let cfg = r.graph(Some(placeholder))?;
     let mut calls = Vec::new();
     for v in p.cfgs[cfg].vertex_ids() {
@@ -203,8 +373,11 @@ fn checkpoint_calls<'p>(
                 continue;
             };
             let name = stmt.attrs.get("subroutine_name").unwrap_or("");
-            if let Some(rest) = name.strip_prefix(prefix) {
-                calls.push((rest, args.as_slice()));
+            if let Some(kind) = name.strip_prefix(prefix) {
+                calls.push(CheckpointCall {
+                    kind,
+                    args: args.as_slice(),
+                });
             }
         }
     }

@@ -10,6 +10,7 @@
 pub mod deep;
 pub mod gen;
 pub mod model;
+pub mod reference;
 pub mod scale;
 pub mod scratch;
 pub mod strip;
