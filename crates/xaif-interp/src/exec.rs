@@ -1142,6 +1142,16 @@ impl<'p> Machine<'p> {
     fn assign(&mut self, lhs: &'p CRef, rhs: &'p CExpr) -> Result<()> {
         let value = self.eval(rhs)?;
         let place = self.place(lhs, Some(&value.shape()))?;
+        if let (true, Value::Array { shape, .. }) = (place.is_scalar(), &value) {
+            // Fortran assigns no array to a scalar, not even one of one
+            // element (`i = maxloc(v)`): compiled, such a program does not
+            // build, so its values are not what it computes.
+            return Err(err(ErrorKind::Shape(format!(
+                "assigning an array of rank {} to the scalar `{}`",
+                shape.len(),
+                lhs.name
+            ))));
+        }
         if !lhs.deriv {
             self.note_write(lhs);
         }

@@ -231,7 +231,7 @@ impl<'s> IndexTape<'s> {
             // single variable, or when it must be saved before a call). A
             // subscript may be an integer array (`a(maxloc(a))`, a vector
             // subscript): it is taped whole, in a temporary of its shape.
-            let shape = subscript_shape(ctx, e);
+            let shape = subscript_shape(ctx, t, e);
             let single = if self.freeze {
                 None
             } else {
@@ -365,12 +365,46 @@ fn single_reference(e: &Expr) -> Option<VarRef> {
 }
 
 /// The shape of a subscript's value: a scalar index, or an integer
-/// array (`maxloc`, a vector subscript) of rank one.
-fn subscript_shape(ctx: &Ctx<'_>, e: &Expr) -> Shape {
+/// array of known size (`maxloc` of a vector, an index array of one
+/// element; larger ones are refused, `Ctx::vector_subscript`), also when
+/// it is a temporary of the output (an index saved before its statement,
+/// `crate::freeze`).
+fn subscript_shape(ctx: &Ctx<'_>, t: &Target<'_>, e: &Expr) -> Shape {
+    if let Some(r) = single_reference(e) {
+        if ctx.symbol_of(&r.graph).is_none() && r.graph.subscripts().is_empty() {
+            if let Some(sym) = output_symbol(t, &r) {
+                let sym = &t.out.symbols[sym];
+                let rank = sym.rank();
+                if rank > 0 && sym.bounds.len() == rank {
+                    let extents = sym
+                        .source_bounds()
+                        .iter()
+                        .map(|(lo, hi)| (hi - lo + 1).max(0))
+                        .collect();
+                    return Shape {
+                        rank,
+                        extents: Some(extents),
+                    };
+                }
+            }
+        }
+    }
     crate::dag::Dag::from_expr(e)
         .map(|d| ctx.infer(&d)[d.root].1.clone())
         .filter(|s| s.rank > 0 && s.extents.is_some())
         .unwrap_or(Shape::SCALAR)
+}
+
+/// The symbol of the output's target scope that `r` names (a temporary
+/// the transformation declared).
+fn output_symbol(t: &Target<'_>, r: &VarRef) -> Option<SymbolId> {
+    let (_, name) = r.graph.symbol_ids()?;
+    t.out.scopes[t.scope]
+        .tables
+        .iter()
+        .flat_map(|table| table.symbols.iter())
+        .copied()
+        .find(|&sym| t.out.symbols[sym].name() == name)
 }
 
 /// An integer temporary of `shape` for a taped subscript value (for a
@@ -436,16 +470,7 @@ fn value_rank(ctx: &Ctx<'_>, t: &Target<'_>, r: &VarRef) -> usize {
     if ctx.symbol_of(&r.graph).is_some() {
         return ctx.ref_shape(&r.graph).rank;
     }
-    let Some((_, name)) = r.graph.symbol_ids() else {
-        return 0;
-    };
-    t.out.scopes[t.scope]
-        .tables
-        .iter()
-        .flat_map(|table| table.symbols.iter())
-        .map(|&sym| &t.out.symbols[sym])
-        .find(|sym| sym.name() == name)
-        .map_or(0, |sym| sym.rank())
+    output_symbol(t, r).map_or(0, |sym| t.out.symbols[sym].rank())
 }
 
 /// `s.d = s.d ± sum(f · t.d)`: the adjoint of propagating scalar `s` to
@@ -689,7 +714,33 @@ fn single(
 ) -> Result<(Vec<StmtId>, Vec<StmtId>, usize), AdjointError> {
     let stmt = &ctx.p.stmts[s];
     match &stmt.kind {
-        StmtKind::SubroutineCall(args) => Ok(reverse_call(ctx, t, env, s, args, stable, reads)),
+        StmtKind::SubroutineCall(args) => {
+            // The adjoint tapes every subscript of the arguments (the
+            // reverse call passes the same elements): one that is a
+            // vector subscript has no index taping (`Ctx::vector_subscript`).
+            // A routine without a body is only run forward.
+            let callee = stmt.attrs.get("symbol_id").unwrap_or("");
+            let reversed = env
+                .routines
+                .get(callee)
+                .is_some_and(|r| ctx.p.routines[r].has_body(ctx.p));
+            for a in args.iter().filter(|_| reversed) {
+                let ArgValue::Variable(r) = &a.value else {
+                    continue;
+                };
+                if let Some(why) = ctx.vector_subscript(&r.graph) {
+                    return Err(AdjointError::Flatten(FlattenError {
+                        statement: stmt.id().to_string(),
+                        span: stmt.attrs.span,
+                        element: stmt.kind.element(),
+                        source: crate::linearize::LinearizeError::Unsupported(format!(
+                            "the call's argument {why}"
+                        )),
+                    }));
+                }
+            }
+            Ok(reverse_call(ctx, t, env, s, args, stable, reads))
+        }
         StmtKind::Assignment(a) if direct_action(a, env.is_direct) => {
             direct_action_adjoint(ctx, t, s, a)
         }

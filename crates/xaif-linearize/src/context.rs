@@ -192,6 +192,63 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Why `g` cannot enter derivative code, when one of its subscripts
+    /// is a vector subscript: an index whose value is an integer array
+    /// not known to hold exactly one element (an integer array of several
+    /// or of a run-time number of elements, `maxloc` of a matrix).
+    ///
+    /// Shapes and propagation take every single index as selecting one
+    /// element ([`Ctx::ref_shape`]): such a reference would be
+    /// differentiated as one element where it names a section (an adjoint
+    /// summing where it should scatter, an index taped as one integer), and
+    /// where its indices repeat, Fortran's copy of a vector-subscripted
+    /// argument in and out keeps only one increment of an adjoint. An
+    /// index array of exactly one element (`x(maxloc(x))` of a vector)
+    /// selects one element and is taped whole.
+    pub fn vector_subscript(&self, g: &RefGraph) -> Option<String> {
+        for triplets in g.subscripts() {
+            for t in triplets {
+                let (Some(e), None, None) = (&t.index, &t.bound, &t.stride) else {
+                    continue;
+                };
+                if e.vertices.len() == 1 && matches!(e.vertices[0].kind, ExprVertexKind::Constant) {
+                    continue;
+                }
+                let Some(dag) = Dag::from_expr(e) else {
+                    continue;
+                };
+                let shape = self.infer(&dag)[dag.root].1.clone();
+                if shape.rank == 0 {
+                    continue;
+                }
+                let size = match &shape.extents {
+                    Some(extents) => {
+                        let n: i64 = extents.iter().product();
+                        if n == 1 {
+                            continue;
+                        }
+                        format!("an integer array of {n} elements")
+                    }
+                    None => "an integer array of run-time size".to_string(),
+                };
+                let name = g.symbol_ids().map_or("?", |(_, name)| name);
+                let index = match (e.vertices.as_slice(), e.edges.is_empty()) {
+                    ([v], true) => match &v.kind {
+                        ExprVertexKind::VariableReference(r) => r
+                            .symbol_ids()
+                            .map_or("an expression".to_string(), |(_, n)| format!("`{n}`")),
+                        _ => "an expression".to_string(),
+                    },
+                    _ => "an expression".to_string(),
+                };
+                return Some(format!(
+                    "`{name}` subscripted by {index}, {size} (a vector subscript): derivative code is generated only for subscripts that select one element each (an index array of exactly one element is taped whole)"
+                ));
+            }
+        }
+        None
+    }
+
     /// The static shape of a reference.
     pub fn ref_shape(&self, g: &RefGraph) -> Shape {
         let Some(s) = self.symbol_of(g) else {

@@ -221,6 +221,23 @@ pub fn flatten(
                     continue;
                 }
                 let lin = linearize(ctx, catalogue, &a.rhs).map_err(err)?;
+                // Active references with vector subscripts have no
+                // derivative code (`Ctx::vector_subscript`).
+                let active_refs = std::iter::once(&a.lhs).chain(
+                    lin.dag
+                        .nodes
+                        .iter()
+                        .zip(&lin.active)
+                        .filter_map(|(n, &active)| match n {
+                            Node::Var(r) if active => Some(r),
+                            _ => None,
+                        }),
+                );
+                for r in active_refs {
+                    if let Some(why) = ctx.vector_subscript(&r.graph) {
+                        return Err(err(LinearizeError::Unsupported(why)));
+                    }
+                }
                 // Output dependence: the left-hand side may be a location the
                 // sequence already writes.
                 if options.per_statement

@@ -7,7 +7,8 @@
 //! the reference (`a(maxloc(a)) = …`, `a(int(b(1))) = …; b(1) = …`) would
 //! then name another element than the statement did. Fortran evaluates a
 //! reference's subscripts when the statement runs, so such a subscript is
-//! saved in an integer temporary just before its statement, and every copy
+//! saved in an integer temporary (of its shape: `maxloc` gives an array of
+//! one element) just before its statement, and every copy
 //! of the reference (the statement, its slot in the propagation) reads the
 //! temporary. Passive statements that write subscript variables end a
 //! sequence instead (see `flatten`).
@@ -64,7 +65,28 @@ fn freeze_ref(
         let mut read = Vec::new();
         reads(ctx, e, &mut read);
         if read.iter().any(|s| written.contains(s)) {
-            let temp = integer_temp(t.out, t.names, t.scope);
+            // A subscript whose value is an integer array of one element
+            // (`a(maxloc(a))`) is saved whole: Fortran assigns no array to
+            // a scalar (vector subscripts of more elements are refused
+            // before, `Ctx::vector_subscript`).
+            let shape = crate::dag::Dag::from_expr(e)
+                .map(|d| ctx.infer(&d)[d.root].1.clone())
+                .filter(|s| s.rank > 0 && s.extents.is_some());
+            let temp = match shape {
+                Some(shape) => {
+                    crate::temps::declare(
+                        t.out,
+                        t.names,
+                        t.scope,
+                        crate::temps::TempKind::Prp,
+                        crate::context::ValueType::Integer,
+                        &shape,
+                        false,
+                    )
+                    .var
+                }
+                None => integer_temp(t.out, t.names, t.scope),
+            };
             before.push(set_temp(t.out, t.names, "index", &temp, e.clone()));
             *e = read_temp(&temp);
             changed = true;
