@@ -76,6 +76,16 @@ pub struct Args {
     /// emptied first).
     #[arg(long)]
     work: Option<PathBuf>,
+    /// A flag given to both engines' adjoint transformation (repeatable),
+    /// e.g. `-f` (checkpoints restored in store order) or `-I`: the
+    /// reference's outputs with that flag are then run in split and joint
+    /// mode like the others.
+    #[arg(long = "adjoint-flag", allow_hyphen_values = true)]
+    adjoint_flags: Vec<String>,
+    /// Keep every program's directory (default: only those where
+    /// something disagrees).
+    #[arg(long)]
+    keep: bool,
 }
 
 /// The derivative programs each engine writes and how they are driven.
@@ -149,6 +159,8 @@ pub fn run(args: Args) -> Result<()> {
         noninlinable,
         rel: args.rel,
         abs: args.abs,
+        adjoint_flags: args.adjoint_flags.clone(),
+        keep: args.keep,
     };
 
     let started = std::time::Instant::now();
@@ -188,7 +200,7 @@ pub fn run(args: Args) -> Result<()> {
     });
     let mut results = results.into_inner().expect("workers finished");
     results.sort_by_key(|r| r.0);
-    let runs = format!(
+    let mut runs = format!(
         "Programs {}..{} of differential seed {} (sizes 1..={}), compared at relative {} / absolute {}",
         args.first,
         args.first + args.programs,
@@ -197,6 +209,9 @@ pub fn run(args: Args) -> Result<()> {
         args.rel,
         args.abs,
     );
+    if !args.adjoint_flags.is_empty() {
+        runs.push_str(&format!(", adjoint flags {}", args.adjoint_flags.join(" ")));
+    }
     let (report, findings) = render(&runs, &results);
     print!("{report}");
     if findings > 0 {
@@ -218,6 +233,8 @@ struct Tools {
     noninlinable: PathBuf,
     rel: f64,
     abs: f64,
+    adjoint_flags: Vec<String>,
+    keep: bool,
 }
 
 impl Tools {
@@ -255,7 +272,7 @@ impl Tools {
                 }
             }
         }
-        if outcomes.values().all(|c| c == AGREES) {
+        if !self.keep && outcomes.values().all(|c| c == AGREES) {
             let _ = std::fs::remove_dir_all(dir);
         }
         Some(outcomes)
@@ -275,6 +292,10 @@ impl Tools {
             "-o".into(),
             out.into(),
         ];
+        let mut common = common.to_vec();
+        if kind == "adjoint" {
+            common.extend(self.adjoint_flags.iter().cloned());
+        }
         let e = if engine == "reference" {
             // The drivers fill schema defaults only while validating.
             let mut a = s(&["-v"]);
