@@ -744,6 +744,7 @@ pub fn run(cfg: &Config) -> Report {
     if cfg.fs_cases && cfg.only.is_none() && cfg.first == 0 {
         fs_cases(&shared);
         driver::fixed_cases(&shared);
+        run_kinds::reference_forms_fixed(&shared);
     }
     let mut report = shared
         .report
@@ -1275,6 +1276,7 @@ fn program_runs(
     }
     // `run` on every kind of output in every mode, and with odd numbers.
     run_kinds::every_kind_in_every_mode(sh, k, kinds, dir, input, &sizes, rng);
+    run_kinds::reference_forms_in_every_mode(sh, k, kinds, dir, input, &sizes, sh.cfg.seed);
     run_kinds::odd_numeric_flags(sh, k, kinds, dir, input, seed, &results, rng);
 }
 

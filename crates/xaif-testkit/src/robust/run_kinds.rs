@@ -1,5 +1,7 @@
-//! Two campaign classes of `xaifb run` (issue 26, section 2): every kind
-//! of output xaifb writes run in every run mode, and odd numeric flags.
+//! Three campaign classes of `xaifb run` (issue 26, section 2; issue 34,
+//! section 4): every kind of output xaifb writes run in every run mode, the
+//! forms the reference engine writes of them (without xaifb's marks) in
+//! every run mode, and odd numeric flags.
 //!
 //! A mode that cannot execute a kind must refuse it; a mode that can must
 //! print a complete Jacobian of finite numbers or a well-formed trace, or
@@ -242,6 +244,270 @@ pub(super) fn every_kind_in_every_mode(
     if let (Some(fifo), "adjoint -f") = (joint, kind) {
         same_as_stack_order(sh, k, kinds, input, &fifo, sizes, &base);
     }
+}
+
+/// A form of an xaifb output that the reference engine writes (or an
+/// edited file), made without the reference engine
+/// ([`crate::reference`]).
+struct RefForm {
+    /// Its name in reports.
+    name: &'static str,
+    /// The subcommand and flags that write the xaifb output it is made of.
+    how: &'static [&'static str],
+    /// Makes the form from the output's text (`None`: the output has
+    /// nothing the form changes).
+    form: fn(&str) -> Option<String>,
+    /// The run modes that execute it.
+    runs_in: &'static [&'static str],
+    /// Whether joint mode may refuse it (restores an edited file orders
+    /// so that the two disciplines may both misfit).
+    joint_may_refuse: bool,
+}
+
+/// The reference engine's forms: its `-f` adjoint (restores in store
+/// order, no mark), made from the stack form or from xaifb's `-f` output;
+/// the same with other attributes on the restores' references; its
+/// type-change output (no mark); and an edited adjoint whose restores
+/// follow neither order.
+const REF_FORMS: [RefForm; 5] = [
+    RefForm {
+        name: "reference adjoint -f",
+        how: &["adjoint"],
+        form: crate::reference::store_order_form,
+        runs_in: &["plain", "fd", "split", "joint"],
+        joint_may_refuse: false,
+    },
+    RefForm {
+        name: "xaifb adjoint -f unmarked",
+        how: &["adjoint", "-f"],
+        form: |t| {
+            let u = crate::reference::unmarked(t);
+            (u != t).then_some(u)
+        },
+        runs_in: &["plain", "fd", "split", "joint"],
+        joint_may_refuse: false,
+    },
+    RefForm {
+        name: "reference adjoint -f, restores restyled",
+        how: &["adjoint"],
+        form: |t| {
+            crate::reference::restores_reordered(t, &|calls| {
+                calls.reverse();
+                for c in calls.iter_mut() {
+                    *c = c
+                        .replace(" deriv=\"0\"", "")
+                        .replace(" deriv=\"1\"", "")
+                        .replace(
+                            "<xaif:VariableReference vertex_id=\"1\"",
+                            "<xaif:VariableReference vertex_id=\"7\"",
+                        );
+                }
+            })
+        },
+        runs_in: &["plain", "fd", "split", "joint"],
+        joint_may_refuse: false,
+    },
+    RefForm {
+        name: "reference typechange",
+        how: &["typechange"],
+        form: |t| {
+            let u = crate::reference::unmarked(t);
+            (u != t).then_some(u)
+        },
+        runs_in: &["plain", "fd"],
+        joint_may_refuse: false,
+    },
+    RefForm {
+        name: "edited adjoint, restores in neither order",
+        how: &["adjoint"],
+        form: |t| crate::reference::restores_reordered(t, &|calls| calls.rotate_left(1)),
+        runs_in: &["plain", "fd", "split", "joint"],
+        joint_may_refuse: true,
+    },
+];
+
+/// Class "reference outputs under every run mode": the mutant is written
+/// as one kind of output, turned into one of the forms of [`REF_FORMS`]
+/// (at random, from a generator of its own so that the other classes see
+/// the same mutants as before), and run in every mode. A mode that cannot
+/// execute the form must refuse it; one that can must print a complete
+/// Jacobian of finite numbers, and in joint mode the Jacobian of the
+/// stack-ordered adjoint of the same program (or, where the form allows,
+/// a refusal that says why).
+pub(super) fn reference_forms_in_every_mode(
+    sh: &Shared<'_>,
+    k: usize,
+    kinds: &[&'static str],
+    dir: &Path,
+    input: &Path,
+    sizes: &[String],
+    seed: u64,
+) {
+    let mut rng = Rng::for_item(seed ^ 0x7265_6665_7265_6e63, k as u64);
+    let form = rng.pick(&REF_FORMS);
+    run_form(
+        sh,
+        k,
+        kinds,
+        input,
+        form,
+        sizes,
+        &dir.join("reference-forms"),
+    );
+}
+
+/// The fixed part of class "reference outputs under every run mode", run
+/// once per campaign: every form of [`REF_FORMS`] of unmutated programs
+/// whose adjoints checkpoint several arguments of a routine, on one or two
+/// run-time stacks ([`crate::reference::checkpoint_programs`]), and of the
+/// first corpus programs with calls.
+pub(super) fn reference_forms_fixed(sh: &Shared<'_>) {
+    const KINDS: &[&str] = &["fixed: reference forms of an unmutated seed"];
+    const CALL: &[u8] = b"<xaif:SubroutineCall";
+    let own: Vec<Seed> = crate::reference::checkpoint_programs()
+        .into_iter()
+        .map(|(name, text)| Seed {
+            name: name.to_string(),
+            text: text.into_bytes(),
+            n: 3,
+            m: 3,
+            harness: None,
+        })
+        .collect();
+    let corpus = sh
+        .seeds
+        .iter()
+        .filter(|s| {
+            !s.name.starts_with("generated/")
+                && s.harness.is_none()
+                && s.text.windows(CALL.len()).any(|w| w == CALL)
+        })
+        .take(3);
+    for (i, seed) in own.iter().chain(corpus).enumerate() {
+        let dir = sh
+            .cfg
+            .work
+            .join("reference-forms-fixed")
+            .join(i.to_string());
+        let input = dir.join("input.xaif");
+        if std::fs::create_dir_all(&dir).is_err() || std::fs::write(&input, &seed.text).is_err() {
+            continue;
+        }
+        let mut sizes: Vec<String> = match &seed.harness {
+            Some(h) => {
+                let p = dir.join("harness.json");
+                if std::fs::write(&p, h).is_err() {
+                    continue;
+                }
+                vec!["--harness".into(), s(&p)]
+            }
+            None => vec![
+                "--n".into(),
+                seed.n.to_string(),
+                "--m".into(),
+                seed.m.to_string(),
+            ],
+        };
+        sizes.extend(["--time-limit".into(), sh.cfg.run_time_limit.to_string()]);
+        for (f, form) in REF_FORMS.iter().enumerate() {
+            run_form(sh, 0, KINDS, &input, form, &sizes, &dir.join(f.to_string()));
+        }
+    }
+}
+
+/// Makes `form` of `input` in `base` and runs it in every mode (class
+/// "reference outputs under every run mode").
+fn run_form(
+    sh: &Shared<'_>,
+    k: usize,
+    kinds: &[&'static str],
+    input: &Path,
+    form: &RefForm,
+    sizes: &[String],
+    base: &Path,
+) {
+    let Some(out) = make(sh, k, kinds, input, form.how, &base.join("make")) else {
+        return;
+    };
+    let Ok(text) = std::fs::read_to_string(&out) else {
+        return;
+    };
+    let Some(made) = (form.form)(&text) else {
+        return;
+    };
+    let file = base.join("form.xaif");
+    if std::fs::write(&file, made).is_err() {
+        return;
+    }
+    let kind = form.name;
+    let mut joint = None;
+    for mode in MODES {
+        let cdir = base.join(format!("run-{mode}"));
+        let args = run_args(&file, mode, sizes);
+        let e = exec(sh.cfg, &cdir, &args);
+        let name = format!("reference forms: run {mode} on {kind}");
+        let ok = check(
+            sh,
+            k,
+            kinds,
+            &name,
+            &e,
+            &[&file],
+            &[0, 1],
+            &cdir,
+            &["out.txt"],
+            &[input, &file],
+            &args,
+        );
+        if ok != Some(true) {
+            if mode == "joint"
+                && e.end == End::Code(1)
+                && form.runs_in.contains(&mode)
+                && !form.joint_may_refuse
+                && e.stderr.contains("cannot run in joint mode")
+                && runs_in_joint(sh, &out, sizes, &base.join("made-joint"))
+            {
+                sh.finding(
+                    "reference form refused in a mode that runs it",
+                    &name,
+                    Some(k),
+                    kinds,
+                    &e.stderr,
+                    &[input, &file],
+                    &args,
+                );
+            }
+            continue;
+        }
+        let finding = if !form.runs_in.contains(&mode) {
+            Some(format!("{kind} ran in {mode} mode with exit 0"))
+        } else {
+            let text = std::fs::read_to_string(cdir.join("out.txt")).unwrap_or_default();
+            bad_result(mode, &text)
+        };
+        if let Some(detail) = finding {
+            sh.finding(
+                "silent wrong number: run prints what is not the program's result",
+                &name,
+                Some(k),
+                kinds,
+                &detail,
+                &[input, &file],
+                &args,
+            );
+        } else if mode == "joint" {
+            joint = Some(cdir.join("out.txt"));
+        }
+    }
+    if let Some(joint) = joint {
+        same_as_stack_order(sh, k, kinds, input, &joint, sizes, base);
+    }
+}
+
+/// Whether the xaifb output `file` runs in joint mode (exit 0).
+fn runs_in_joint(sh: &Shared<'_>, file: &Path, sizes: &[String], cdir: &Path) -> bool {
+    let args = run_args(file, "joint", sizes);
+    exec(sh.cfg, cdir, &args).end == End::Code(0)
 }
 
 /// The joint Jacobian of `-f` output (`fifo`) must be that of the same
