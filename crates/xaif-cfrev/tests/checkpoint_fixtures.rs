@@ -184,7 +184,8 @@ fn without_snapshot_of(text: &str, symbol: &str) -> String {
             .unwrap();
         let call = &rest[at..end];
         out.push_str(&rest[..at]);
-        let snapshot = call.contains("_store_") || call.contains("_restore_");
+        let snapshot =
+            call.contains("\"oad_revolve_store\"") || call.contains("\"oad_revolve_restore\"");
         if !(snapshot && call.contains(&needle)) {
             out.push_str(call);
         }
