@@ -292,6 +292,7 @@ contains
   ! a new loop runs as if nothing had happened.
   subroutine abandon_halfway()
     integer :: a, c, n
+    integer(oad_revolve_ik) :: a8, c8
     our_rev_mode = modeType(tape=.true.)
     call oad_revolve_begin(100, 3, 20)
     call oad_revolve_next(a, c)
@@ -303,17 +304,18 @@ contains
     call oad_revolve_abandon()
     call check('abandon: nothing held', oad_revolve_snapshots_held() == 0 &
          .and. oad_revolve_snapshot_bytes() == 0)
-    call oad_revolve_begin(3, 2, 30)
+    ! Counters of kind oad_revolve_ik this time.
+    call oad_revolve_begin(3_oad_revolve_ik, 2_oad_revolve_ik, 30_oad_revolve_ik)
     n = 0
     do
-      call oad_revolve_next(a, c)
-      if (a == oad_revolve_action_done) exit
+      call oad_revolve_next(a8, c8)
+      if (a8 == oad_revolve_action_done) exit
       n = n + 1
     end do
-    call oad_revolve_resume(30)
+    call oad_revolve_resume(30_oad_revolve_ik)
     do
-      call oad_revolve_next(a, c)
-      if (a == oad_revolve_action_done) exit
+      call oad_revolve_next(a8, c8)
+      if (a8 == oad_revolve_action_done) exit
       n = n + 1
     end do
     call check('abandon: a new loop runs', n > 0 .and. oad_revolve_snapshots_held() == 0)
