@@ -79,7 +79,9 @@ pub struct HeldType {
     /// every active `real`).
     pub xaif: SymbolType,
     /// Their `feType`s: the front end's storage type (WHIRL's machine
-    /// types, `I8` for `integer(8)`, `F4` for `real(4)`); empty for any.
+    /// types, `I8` for `integer(8)`, `F4` for `real(4)`; a logical is an
+    /// integer machine type, and `L4` is taken for `logical(4)` as
+    /// generated and hand-written XAIF spell it); empty for any.
     pub fe_types: &'static [&'static str],
 }
 
@@ -117,10 +119,25 @@ pub const HELD_TYPES: &[HeldType] = &[
         SymbolType::Complex,
         &["C16", "CQ"],
     ),
-    held("logical(int8)", "l1", SymbolType::Bool, &["I1", "U1"]),
-    held("logical(int16)", "l2", SymbolType::Bool, &["I2", "U2"]),
-    held("logical(int32)", "l4", SymbolType::Bool, &["I4", "U4"]),
-    held("logical(int64)", "l8", SymbolType::Bool, &["I8", "U8"]),
+    held("logical(int8)", "l1", SymbolType::Bool, &["I1", "U1", "L1"]),
+    held(
+        "logical(int16)",
+        "l2",
+        SymbolType::Bool,
+        &["I2", "U2", "L2"],
+    ),
+    held(
+        "logical(int32)",
+        "l4",
+        SymbolType::Bool,
+        &["I4", "U4", "L4"],
+    ),
+    held(
+        "logical(int64)",
+        "l8",
+        SymbolType::Bool,
+        &["I8", "U8", "L8"],
+    ),
     HeldType {
         fortran: "character(len=*)",
         tag: "ch",
