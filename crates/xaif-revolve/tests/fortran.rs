@@ -116,14 +116,21 @@ fn expected() -> String {
 /// The run-time compiled into a scratch directory, and `driver` (a file
 /// of `runtime/test/`) linked with it; `None` when gfortran is missing.
 fn build(driver: &str) -> Option<(xaif_testkit::Scratch, std::path::PathBuf)> {
-    if !xaif_testkit::fortran::have_gfortran() {
+    build_with(driver, &[])
+}
+
+/// [`build`] with `extra` compiler flags for everything.
+fn build_with(driver: &str, extra: &[&str]) -> Option<(xaif_testkit::Scratch, std::path::PathBuf)> {
+    use xaif_testkit::fortran;
+    if !fortran::have_gfortran() {
         return None;
     }
-    let dir = xaif_testkit::Scratch::new("xaifb-revolve", driver);
-    let objects = xaif_testkit::fortran::compile_runtime(dir.path());
+    let name = format!("{driver}{}", extra.join(""));
+    let dir = xaif_testkit::Scratch::new("xaifb-revolve", &name);
+    let objects = fortran::compile_runtime_with(dir.path(), extra);
     let exe = dir.join("driver");
     let source = xaif_testkit::repo_root().join("runtime/test").join(driver);
-    if let Err(e) = xaif_testkit::fortran::compile_program(dir.path(), &objects, &source, &exe) {
+    if let Err(e) = fortran::compile_program_with(dir.path(), &objects, &source, &exe, extra) {
         panic!("gfortran failed to compile {driver}:\n{e}");
     }
     Some((dir, exe))
@@ -169,7 +176,20 @@ fn the_fortran_module_takes_the_rust_schedule() {
 
 #[test]
 fn every_type_kind_and_rank_survives_a_store_and_restore() {
-    let Some((_dir, exe)) = build("snapshot_driver.f90") else {
+    snapshot_driver(&[]);
+}
+
+/// Models are often compiled with 8-byte default reals and integers: the
+/// run-time compiles without a warning and holds the same (the default
+/// kinds are among the explicit ones, and the counters' generics stay
+/// distinct).
+#[test]
+fn with_eight_byte_default_kinds_it_holds_the_same() {
+    snapshot_driver(&["-fdefault-real-8", "-fdefault-integer-8"]);
+}
+
+fn snapshot_driver(extra: &[&str]) {
+    let Some((_dir, exe)) = build_with("snapshot_driver.f90", extra) else {
         return;
     };
     let out = Command::new(&exe).output().expect("the driver runs");

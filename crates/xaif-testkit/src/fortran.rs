@@ -39,6 +39,12 @@ pub fn have_gfortran() -> bool {
 /// with the compiler's words, on an error or a warning. Returns the
 /// objects to link.
 pub fn compile_runtime(dir: &Path) -> Vec<PathBuf> {
+    compile_runtime_with(dir, &[])
+}
+
+/// [`compile_runtime`] with `extra` flags after [`FLAGS`] (a model's own
+/// kinds: `-fdefault-real-8`, `-fdefault-integer-8`).
+pub fn compile_runtime_with(dir: &Path, extra: &[&str]) -> Vec<PathBuf> {
     let root = crate::repo_root();
     SOURCES
         .iter()
@@ -53,6 +59,7 @@ pub fn compile_runtime(dir: &Path) -> Vec<PathBuf> {
             );
             let out = Command::new("gfortran")
                 .args(FLAGS)
+                .args(extra)
                 .arg("-J")
                 .arg(dir)
                 .arg("-c")
@@ -64,8 +71,9 @@ pub fn compile_runtime(dir: &Path) -> Vec<PathBuf> {
             let said = String::from_utf8_lossy(&out.stderr);
             assert!(
                 out.status.success() && said.trim().is_empty(),
-                "gfortran {} {src}:\n{said}",
-                FLAGS.join(" ")
+                "gfortran {} {} {src}:\n{said}",
+                FLAGS.join(" "),
+                extra.join(" ")
             );
             obj
         })
@@ -81,8 +89,20 @@ pub fn compile_program(
     source: &Path,
     exe: &Path,
 ) -> Result<(), String> {
+    compile_program_with(dir, objects, source, exe, &[])
+}
+
+/// [`compile_program`] with `extra` flags after [`FLAGS`].
+pub fn compile_program_with(
+    dir: &Path,
+    objects: &[PathBuf],
+    source: &Path,
+    exe: &Path,
+    extra: &[&str],
+) -> Result<(), String> {
     let out = Command::new("gfortran")
         .args(FLAGS)
+        .args(extra)
         .arg("-I")
         .arg(dir)
         .arg("-J")
