@@ -538,9 +538,10 @@ pub struct CRoutine {
     pub restore_in_store_order: bool,
     /// The line of placeholder 6 when its restores follow neither the
     /// order of the stores nor its reverse in a document without xaifb's
-    /// `-f` mark (`crate::kind::RestoreOrder::Undecided`): joint mode
-    /// refuses the program.
-    pub undecided_restores: Option<u32>,
+    /// `-f` mark, or do not follow the stores' order under that mark
+    /// (`crate::kind::RestoreOrder::Undecided`), and whether it is marked:
+    /// joint mode refuses the program.
+    pub undecided_restores: Option<(u32, bool)>,
 }
 
 impl CRoutine {
@@ -694,7 +695,7 @@ impl<'a> Compiler<'a> {
                     dropped_store: None,
                     restore_in_store_order: restores == RestoreOrder::StoreOrder,
                     undecided_restores: match restores {
-                        RestoreOrder::Undecided { span } => Some(self.line(span)),
+                        RestoreOrder::Undecided { span, marked } => Some((self.line(span), marked)),
                         _ => None,
                     },
                 });

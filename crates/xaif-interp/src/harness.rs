@@ -343,17 +343,17 @@ impl<'p> Harness<'p> {
                 .prog
                 .routines
                 .iter()
-                .find_map(|r| r.undecided_restores.map(|line| (r, line)));
-            if let Some((r, line)) = undecided {
+                .find_map(|r| r.undecided_restores.map(|u| (r, u)));
+            if let Some((r, (line, marked))) = undecided {
+                let routine = fortran_routine_name(&r.name);
+                let mark = xaif_model::STORE_ORDER_ENTRY;
+                let reason = if marked {
+                    format!("`{routine}` is marked `{mark}` (argument checkpoints restored in the order placeholder 4 stores them), but its restores (placeholder 6) do not name the stored arguments in that order: which value each restore takes cannot be told")
+                } else {
+                    format!("`{routine}` restores its argument checkpoints (placeholder 6) neither in the reverse of the order placeholder 4 stores them (a stack) nor in that order (-f, which the reference engine writes without a mark), and no `{mark}` mark says which: which value each restore takes cannot be told")
+                };
                 return Err(InterpError {
-                    kind: ErrorKind::WrongMode {
-                        mode: name,
-                        reason: format!(
-                            "`{}` restores its argument checkpoints (placeholder 6) neither in the reverse of the order placeholder 4 stores them (a stack) nor in that order (-f, which the reference engine writes without a mark), and no `{}` mark says which: which value each restore takes cannot be told",
-                            fortran_routine_name(&r.name),
-                            xaif_model::STORE_ORDER_ENTRY
-                        ),
-                    },
+                    kind: ErrorKind::WrongMode { mode: name, reason },
                     routine: Some(r.name.clone()),
                     line,
                 });

@@ -212,12 +212,14 @@ pub enum RestoreOrder {
     /// not, popped off a stack, that of the store it would pop.
     StoreOrder,
     /// Unmarked, and the restores name the stored arguments in neither
-    /// order: which value each restore takes depends on a discipline the
-    /// document does not tell. Joint mode refuses such a program
-    /// (`span`: the `Replacement` of placeholder 6).
+    /// order, or marked and not in store order: which value each restore
+    /// takes depends on a discipline the document does not tell, or
+    /// contradicts. Joint mode refuses such a program.
     Undecided {
-        /// Where placeholder 6 begins.
+        /// Where placeholder 6 begins (its `Replacement`).
         span: xaif_model::Span,
+        /// Whether the routine carries [`STORE_ORDER_ENTRY`].
+        marked: bool,
     },
 }
 
@@ -236,7 +238,9 @@ pub enum RestoreOrder {
 /// each restore takes the value of its own argument either way. An
 /// unmarked routine where neither fits (no engine writes one; an edited
 /// file can) is [`RestoreOrder::Undecided`]: guessing a discipline for it
-/// could print a wrong Jacobian.
+/// could print a wrong Jacobian; so is a routine marked to restore in
+/// store order whose restores do not fit that order (an edited file
+/// again).
 pub fn restore_order(p: &Program, r: &xaif_model::Routine) -> RestoreOrder {
     let Some(cfg) = r.graph(Some("6")) else {
         return RestoreOrder::Stack;
@@ -246,12 +250,9 @@ pub fn restore_order(p: &Program, r: &xaif_model::Routine) -> RestoreOrder {
         matches!(vertex.kind, VertexKind::Entry)
             && vertex.attrs.get("annotation") == Some(STORE_ORDER_ENTRY)
     });
-    if marked {
-        return RestoreOrder::StoreOrder;
-    }
     let restores = checkpoint_calls(p, r, "6", "cp_arg_restore_").unwrap_or_default();
     let stores = checkpoint_calls(p, r, "4", "cp_arg_store_").unwrap_or_default();
-    if disciplines_fit(&stores, &restores, true) {
+    if !marked && disciplines_fit(&stores, &restores, true) {
         RestoreOrder::Stack
     } else if disciplines_fit(&stores, &restores, false) {
         RestoreOrder::StoreOrder
@@ -264,7 +265,7 @@ pub fn restore_order(p: &Program, r: &xaif_model::Routine) -> RestoreOrder {
                 .unwrap_or(r.attrs.span),
             _ => r.attrs.span,
         };
-        RestoreOrder::Undecided { span }
+        RestoreOrder::Undecided { span, marked }
     }
 }
 

@@ -220,11 +220,13 @@ fn store_order_restores_are_recognised_by_structure() {
 }
 
 /// An unmarked adjoint whose restores name the stored arguments in
-/// neither order (no engine writes one; an edited file can) is refused in
-/// joint mode, naming the routine and where its placeholder 6 is, because
-/// which value each restore takes depends on a discipline the file does
-/// not tell. (Before, it was run as a stack, and printed a wrong Jacobian
-/// with exit 0.) Split mode, which runs no checkpoints, still runs it.
+/// neither order (no engine writes one; an edited file can), or one marked
+/// to restore in store order whose restores do not, is refused in joint
+/// mode, naming the routine and where its placeholder 6 is, because which
+/// value each restore takes depends on a discipline the file does not
+/// tell, or contradicts. (Before, it was run as a stack, or the marked one
+/// in store order, and printed a wrong Jacobian with exit 0.) Split mode,
+/// which runs no checkpoints, still runs it.
 #[test]
 fn restores_in_neither_order_are_refused_in_joint_mode() {
     let dir = scratch("neither-order");
@@ -238,15 +240,18 @@ fn restores_in_neither_order_are_refused_in_joint_mode() {
         ),
         "tangent",
     );
-    // Rotated: neither the stores' order nor its reverse.
+    let marked_f = transform("adjoint", &["-f"], &input, &dir.join("af.xaif"));
+    // Rotated: neither the stores' order nor its reverse; and xaifb's -f
+    // output, marked to restore in store order, rotated too.
     for (name, text) in [
+        (
+            "rotated -f marked",
+            restores_reordered(&marked_f, &|c| c.rotate_left(1)),
+        ),
         ("rotated", restores_reordered(&stack, &|c| c.rotate_left(1))),
         (
             "rotated -f",
-            restores_reordered(
-                &unmarked(&transform("adjoint", &["-f"], &input, &dir.join("af.xaif"))),
-                &|c| c.rotate_left(1),
-            ),
+            restores_reordered(&unmarked(&marked_f), &|c| c.rotate_left(1)),
         ),
     ] {
         let file = write(&dir, &format!("{name}.xaif"), &text.unwrap());
