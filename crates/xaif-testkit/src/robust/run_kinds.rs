@@ -267,9 +267,9 @@ struct RefForm {
 /// The reference engine's forms: its `-f` adjoint (restores in store
 /// order, no mark), made from the stack form or from xaifb's `-f` output;
 /// the same with other attributes on the restores' references; its
-/// type-change output (no mark); and an edited adjoint whose restores
-/// follow neither order.
-const REF_FORMS: [RefForm; 5] = [
+/// type-change output (no mark); and edited adjoints whose restores
+/// follow neither order, unmarked or marked to restore in store order.
+const REF_FORMS: [RefForm; 6] = [
     RefForm {
         name: "reference adjoint -f",
         how: &["adjoint"],
@@ -320,6 +320,13 @@ const REF_FORMS: [RefForm; 5] = [
     RefForm {
         name: "edited adjoint, restores in neither order",
         how: &["adjoint"],
+        form: |t| crate::reference::restores_reordered(t, &|calls| calls.rotate_left(1)),
+        runs_in: &["plain", "fd", "split", "joint"],
+        joint_may_refuse: true,
+    },
+    RefForm {
+        name: "edited adjoint -f, marked, restores out of store order",
+        how: &["adjoint", "-f"],
         form: |t| crate::reference::restores_reordered(t, &|calls| calls.rotate_left(1)),
         runs_in: &["plain", "fd", "split", "joint"],
         joint_may_refuse: true,
