@@ -242,7 +242,8 @@ pub(super) fn every_kind_in_every_mode(
         }
     }
     if let (Some(fifo), "adjoint -f") = (joint, kind) {
-        same_as_stack_order(sh, k, kinds, input, &fifo, sizes, &base);
+        let name = "kinds: run joint on adjoint -f output";
+        same_as_stack_order(sh, k, kinds, name, input, &fifo, sizes, &base);
     }
 }
 
@@ -507,7 +508,8 @@ fn run_form(
         }
     }
     if let Some(joint) = joint {
-        same_as_stack_order(sh, k, kinds, input, &joint, sizes, base);
+        let name = format!("reference forms: run joint on {kind}");
+        same_as_stack_order(sh, k, kinds, &name, input, &joint, sizes, base);
     }
 }
 
@@ -517,12 +519,15 @@ fn runs_in_joint(sh: &Shared<'_>, file: &Path, sizes: &[String], cdir: &Path) ->
     exec(sh.cfg, cdir, &args).end == End::Code(0)
 }
 
-/// The joint Jacobian of `-f` output (`fifo`) must be that of the same
+/// The joint Jacobian `fifo` of `-f` output (xaifb's, or a reference form;
+/// `name` names the run in a finding) must be that of the same
 /// program's adjoint without `-f`.
+#[allow(clippy::too_many_arguments)]
 fn same_as_stack_order(
     sh: &Shared<'_>,
     k: usize,
     kinds: &[&'static str],
+    name: &str,
     input: &Path,
     fifo: &Path,
     sizes: &[String],
@@ -543,7 +548,7 @@ fn same_as_stack_order(
     if e.end == End::Code(1) && !e.stdout.is_empty() {
         sh.finding(
             "silent wrong number: -f adjoint differs in joint mode",
-            "kinds: run joint on adjoint -f output",
+            name,
             Some(k),
             kinds,
             &String::from_utf8_lossy(&e.stdout),
