@@ -32,7 +32,7 @@ type Transformed = (Vec<Named>, Vec<(String, String)>);
 
 /// The per-graph statistics of one transformation, and (tangent) the
 /// graphs themselves in text form, named `example/routine_block_k`.
-fn transform(shared: &Path, ex: &Example, adjoint: bool) -> Result<Transformed, String> {
+pub(crate) fn transform(shared: &Path, ex: &Example, adjoint: bool) -> Result<Transformed, String> {
     let input = if adjoint {
         [ex.input(true), ex.input(false)]
             .into_iter()
@@ -47,7 +47,7 @@ fn transform(shared: &Path, ex: &Example, adjoint: bool) -> Result<Transformed, 
 /// [`transform`] of one input file with the engine options of an
 /// example's `options` file (`-S`, `-D`, `-r`, `-N`); graphs are named
 /// after `name`.
-fn transform_file(
+pub(crate) fn transform_file(
     shared: &Path,
     input: &Path,
     opts: &str,

@@ -68,6 +68,8 @@ pub struct ElimCache {
     warn: Warn,
     /// Whether a failure to write was reported (once per cache).
     write_warned: AtomicBool,
+    /// Whether a failure to read was reported (once per cache).
+    read_warned: AtomicBool,
     /// Names temporary files apart within this process.
     counter: AtomicU64,
 }
@@ -105,6 +107,7 @@ impl CacheHandle {
             dir: dir.into(),
             warn,
             write_warned: AtomicBool::new(false),
+            read_warned: AtomicBool::new(false),
             counter: AtomicU64::new(0),
         }))
     }
@@ -207,9 +210,21 @@ impl ElimCache {
         let path = self.path(key);
         let text = match std::fs::read(&path) {
             Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return None
+            }
             Err(e) => {
-                self.bad(&path, &format!("cannot be read ({e})"));
+                if !self.read_warned.swap(true, Ordering::Relaxed) {
+                    (self.warn)(&format!(
+                        "warning: elimination cache: {}: cannot be read ({e}); going on without it",
+                        path.display()
+                    ));
+                }
                 return None;
             }
         };
@@ -371,6 +386,9 @@ fn parse(bytes: &[u8], key: &str) -> Result<Option<Entry>, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::{Label, Lcg, VarId, VertexId, VertexKind};
+    use crate::{optimize, Config, PropagationMode};
+    use std::sync::Mutex;
 
     fn entry() -> Entry {
         Entry {
@@ -388,28 +406,116 @@ mod tests {
         }
     }
 
-    fn quiet() -> Warn {
-        Arc::new(|_| {})
+    /// A fresh directory under the system's temporary one.
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("xaif-elim-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    /// A cache whose warnings are collected.
+    fn collecting(dir: &Path) -> (CacheHandle, Arc<Mutex<Vec<String>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let warn: Warn = Arc::new(move |t: &str| sink.lock().unwrap().push(t.to_string()));
+        (CacheHandle::new(dir, warn), seen)
+    }
+
+    /// A graph of `n` intermediates in layers between four independents
+    /// and three dependents, with unit, constant and variable labels from
+    /// a fixed generator: large enough to be cached, small enough to be
+    /// searched quickly.
+    fn medium(seed: u64, n: usize) -> Lcg {
+        let mut rng = crate::chain::Rng::new(seed);
+        let mut g = Lcg::new();
+        let x: Vec<VertexId> = (0..4)
+            .map(|_| g.add_vertex(VertexKind::Independent))
+            .collect();
+        let mut below = x.clone();
+        let mut var = 0;
+        let mut label = |rng: &mut crate::chain::Rng| match rng.next() % 6 {
+            0 | 1 => Label::Unit,
+            2 => Label::Constant(2.0),
+            _ => {
+                var += 1;
+                Label::Variable(VarId(var))
+            }
+        };
+        let mut all = Vec::new();
+        for _ in 0..n {
+            let v = g.add_vertex(VertexKind::Intermediate);
+            let a = below[(rng.next() % below.len() as u64) as usize];
+            let b = below[(rng.next() % below.len() as u64) as usize];
+            g.add_edge(a, v, label(&mut rng)).unwrap();
+            if b != a {
+                g.add_edge(b, v, label(&mut rng)).unwrap();
+            }
+            below.push(v);
+            all.push(v);
+        }
+        for k in 0..3 {
+            let y = g.add_vertex(VertexKind::Dependent);
+            for &v in all.iter().rev().skip(k).step_by(3).take(3) {
+                g.add_edge(v, y, label(&mut rng)).unwrap();
+            }
+        }
+        g
+    }
+
+    fn config(effort: Effort, cache: Option<&CacheHandle>) -> Config {
+        let mut c = Config::default();
+        c.search.effort = effort;
+        c.search.cache = cache.cloned();
+        c
+    }
+
+    /// The file of the only entry in a cache directory.
+    fn only_entry(dir: &Path) -> PathBuf {
+        let sub = dir.join(format!("v{COST_MODEL_VERSION}"));
+        let files: Vec<PathBuf> = std::fs::read_dir(&sub)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        files[0].clone()
+    }
+
+    /// Rewrites the entry of a file with `change` applied (a valid
+    /// checksum over the changed text).
+    fn rewrite(path: &Path, change: impl Fn(&mut Entry)) {
+        let text = std::fs::read_to_string(path).unwrap();
+        let key_at = text.find("\nkey ").unwrap() + 1;
+        let key_line_end = key_at + text[key_at..].find('\n').unwrap() + 1;
+        let end_at = text.trim_end_matches('\n').rfind('\n').unwrap() + 1;
+        let key = &text[key_line_end..end_at - 1];
+        let mut e = parse(text.as_bytes(), key).unwrap().unwrap();
+        change(&mut e);
+        let (cache, _) = collecting(Path::new("unused"));
+        let tmp = temp_dir("rewrite");
+        let handle = CacheHandle::new(&tmp, Arc::clone(&cache.0.warn));
+        handle.0.store(key, &e);
+        std::fs::copy(only_entry(&tmp), path).unwrap();
+        let _ = std::fs::remove_dir_all(&tmp);
     }
 
     #[test]
     fn an_entry_reads_back_as_written() {
-        let dir = std::env::temp_dir().join(format!("xaif-elim-cache-unit-{}", std::process::id()));
-        let cache = CacheHandle::new(&dir, quiet());
+        let dir = temp_dir("roundtrip");
+        let (cache, warned) = collecting(&dir);
         cache.0.store("tangent 1 2 3", &entry());
         assert_eq!(cache.0.load("tangent 1 2 3"), Some(entry()));
         assert_eq!(cache.0.load("tangent 1 2 4"), None);
+        assert!(warned.lock().unwrap().is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_changed_byte_is_caught() {
-        let dir = std::env::temp_dir().join(format!("xaif-elim-cache-byte-{}", std::process::id()));
-        let cache = CacheHandle::new(&dir, quiet());
+        let dir = temp_dir("byte");
+        let (cache, _) = collecting(&dir);
         cache.0.store("k", &entry());
-        let path = cache.0.path("k");
-        let text = std::fs::read_to_string(&path).unwrap();
-        for (at, _) in text.char_indices().step_by(7) {
+        let text = std::fs::read_to_string(cache.0.path("k")).unwrap();
+        for at in 0..text.len() {
             let mut bytes = text.clone().into_bytes();
             bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
             let parsed = parse(&bytes, "k");
@@ -419,5 +525,226 @@ mod tests {
             );
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The default effort with a cache gives what it gives without, on
+    /// the run that fills the cache and on the run that reads it (which
+    /// searches nothing).
+    #[test]
+    fn the_cache_holds_what_the_default_effort_finds() {
+        let dir = temp_dir("default");
+        let (cache, warned) = collecting(&dir);
+        for seed in 0..6 {
+            let g = medium(seed, 14);
+            for mode in [PropagationMode::Tangent, PropagationMode::Adjoint] {
+                let plain = optimize(&g, &config(Effort::Default, None), mode).unwrap();
+                let first = optimize(&g, &config(Effort::Default, Some(&cache)), mode).unwrap();
+                let second = optimize(&g, &config(Effort::Default, Some(&cache)), mode).unwrap();
+                assert_eq!(first.selection, plain.selection, "seed {seed} {mode:?}");
+                assert_eq!(second.selection, plain.selection, "seed {seed} {mode:?}");
+                assert_eq!(second.report.found_by, "cache");
+                assert_eq!(second.report.cost, plain.report.cost);
+            }
+        }
+        assert!(warned.lock().unwrap().is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An exhaustive result in the cache is what a later default run
+    /// writes; a max run does not take a default entry, and replaces it.
+    #[test]
+    fn an_exhaustive_entry_serves_the_default_effort() {
+        let dir = temp_dir("exhaustive");
+        let (cache, warned) = collecting(&dir);
+        let g = medium(7, 12);
+        let mode = PropagationMode::Tangent;
+        let exhaustive = optimize(&g, &config(Effort::Exhaustive, Some(&cache)), mode).unwrap();
+        let default = optimize(&g, &config(Effort::Default, Some(&cache)), mode).unwrap();
+        assert_eq!(default.selection, exhaustive.selection);
+        assert_eq!(default.report.found_by, "cache");
+        assert_eq!(default.report.proof, exhaustive.report.proof);
+        let plain = optimize(&g, &config(Effort::Default, None), mode).unwrap();
+        assert!(exhaustive.report.cost <= plain.report.cost);
+        // A default entry does not serve a max run.
+        let dir2 = temp_dir("max");
+        let (cache2, _) = collecting(&dir2);
+        optimize(&g, &config(Effort::Default, Some(&cache2)), mode).unwrap();
+        let max = optimize(&g, &config(Effort::Max, Some(&cache2)), mode).unwrap();
+        assert_ne!(max.report.found_by, "cache");
+        assert!(warned.lock().unwrap().is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&dir2);
+    }
+
+    /// A corrupt entry (bytes changed, a move that is not possible, a
+    /// cost that is not the one recorded) is reported and ignored: the
+    /// result is the one found without the cache, and the entry is
+    /// replaced by it.
+    #[test]
+    fn a_corrupt_entry_is_reported_and_ignored() {
+        let g = medium(3, 14);
+        let mode = PropagationMode::Adjoint;
+        let plain = optimize(&g, &config(Effort::Default, None), mode).unwrap();
+        type Corruption = Box<dyn Fn(&Path)>;
+        let corruptions: Vec<(&str, Corruption)> = vec![
+            (
+                "checksum",
+                Box::new(|p: &Path| {
+                    let mut b = std::fs::read(p).unwrap();
+                    let at = b.len() / 2;
+                    b[at] ^= 0x01;
+                    std::fs::write(p, b).unwrap();
+                }),
+            ),
+            (
+                "truncated",
+                Box::new(|p: &Path| {
+                    let b = std::fs::read(p).unwrap();
+                    std::fs::write(p, &b[..b.len() / 3]).unwrap();
+                }),
+            ),
+            (
+                "not possible",
+                Box::new(|p: &Path| rewrite(p, |e| e.moves.insert(0, Move::Front(0, 0)))),
+            ),
+            (
+                "cost",
+                Box::new(|p: &Path| rewrite(p, |e| e.cost -= 1 << 20)),
+            ),
+            (
+                "cost",
+                Box::new(|p: &Path| {
+                    rewrite(p, |e| {
+                        e.moves.clear();
+                        e.effort = Effort::Exhaustive;
+                    })
+                }),
+            ),
+        ];
+        for (what, corrupt) in corruptions {
+            let dir = temp_dir("corrupt");
+            let (cache, warned) = collecting(&dir);
+            optimize(&g, &config(Effort::Default, Some(&cache)), mode).unwrap();
+            let file = only_entry(&dir);
+            corrupt(&file);
+            let again = optimize(&g, &config(Effort::Default, Some(&cache)), mode).unwrap();
+            assert_eq!(again.selection, plain.selection, "{what}");
+            assert_ne!(again.report.found_by, "cache", "{what}");
+            let warnings = warned.lock().unwrap().clone();
+            assert_eq!(warnings.len(), 1, "{what}: {warnings:?}");
+            assert!(
+                warnings[0].contains("the entry is ignored"),
+                "{what}: {warnings:?}"
+            );
+            // Replaced by the good result: read without a warning.
+            let third = optimize(&g, &config(Effort::Default, Some(&cache)), mode).unwrap();
+            assert_eq!(third.report.found_by, "cache", "{what}");
+            assert_eq!(warned.lock().unwrap().len(), 1, "{what}");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    /// An entry of another cost model version, or of another
+    /// configuration, is another key: not used, no warning.
+    #[test]
+    fn entries_of_another_model_or_configuration_are_not_used() {
+        let g = medium(5, 14);
+        let mode = PropagationMode::Tangent;
+        let dir = temp_dir("version");
+        let (cache, warned) = collecting(&dir);
+        optimize(&g, &config(Effort::Default, Some(&cache)), mode).unwrap();
+        let file = only_entry(&dir);
+        // The same entry, recorded under another version of the model
+        // (the checksum made right).
+        let text = std::fs::read_to_string(&file).unwrap();
+        let body_end = text.trim_end_matches('\n').rfind('\n').unwrap() + 1;
+        let body = text[..body_end].replace(
+            &format!("model {COST_MODEL_VERSION}\n"),
+            &format!("model {}\n", COST_MODEL_VERSION + 1),
+        );
+        let (a, b) = hash128(body.as_bytes());
+        std::fs::write(&file, format!("{body}end {a:016x}{b:016x}\n")).unwrap();
+        let again = optimize(&g, &config(Effort::Default, Some(&cache)), mode).unwrap();
+        assert_ne!(again.report.found_by, "cache");
+        // Another configuration (the operations metric) misses.
+        let mut other = config(Effort::Default, Some(&cache));
+        other.search.seed = 99;
+        let third = optimize(&g, &other, mode).unwrap();
+        assert_ne!(third.report.found_by, "cache");
+        assert!(
+            warned.lock().unwrap().is_empty(),
+            "{:?}",
+            warned.lock().unwrap()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Writers of the same keys at once, with readers among them: every
+    /// read finds a whole entry or none, nothing is reported, no
+    /// temporary file is left, and the entry in the end is valid.
+    #[test]
+    fn writers_at_once_leave_whole_entries() {
+        let dir = temp_dir("writers");
+        let (cache, warned) = collecting(&dir);
+        let g = medium(11, 14);
+        let mode = PropagationMode::Adjoint;
+        let plain = optimize(&g, &config(Effort::Default, None), mode).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (cache, g, plain) = (&cache, &g, &plain);
+                s.spawn(move || {
+                    for k in 0..12 {
+                        let o = optimize(g, &config(Effort::Default, Some(cache)), mode).unwrap();
+                        assert_eq!(o.selection, plain.selection);
+                        // Direct writes of other keys, interleaved.
+                        let mut e = entry();
+                        e.cost = (t * 100 + k) as i64;
+                        cache.0.store("shared key", &e);
+                        let read = cache.0.load("shared key").expect("a whole entry");
+                        assert_eq!(read.moves, entry().moves);
+                    }
+                });
+            }
+        });
+        assert!(
+            warned.lock().unwrap().is_empty(),
+            "{:?}",
+            warned.lock().unwrap()
+        );
+        let sub = dir.join(format!("v{COST_MODEL_VERSION}"));
+        let names: Vec<String> = std::fs::read_dir(&sub)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names.iter().all(|n| !n.starts_with(".tmp")));
+        let last = optimize(&g, &config(Effort::Default, Some(&cache)), mode).unwrap();
+        assert_eq!(last.report.found_by, "cache");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A directory that cannot be written is reported once and the
+    /// results are those without a cache.
+    #[test]
+    fn an_unwritable_cache_is_reported_once() {
+        let dir = temp_dir("unwritable");
+        std::fs::write(&dir, "a file, not a directory").unwrap();
+        let (cache, warned) = collecting(&dir);
+        for seed in 0..3 {
+            let g = medium(seed, 12);
+            let plain =
+                optimize(&g, &config(Effort::Default, None), PropagationMode::Tangent).unwrap();
+            let with = optimize(
+                &g,
+                &config(Effort::Default, Some(&cache)),
+                PropagationMode::Tangent,
+            )
+            .unwrap();
+            assert_eq!(with.selection, plain.selection);
+        }
+        let warnings = warned.lock().unwrap().clone();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("cannot write"));
+        let _ = std::fs::remove_file(&dir);
     }
 }

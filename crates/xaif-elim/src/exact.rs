@@ -90,6 +90,8 @@ struct Solver<'a> {
     memo: HashMap<(u64, u64), PartResult>,
     states: usize,
     budget: usize,
+    /// Parts up to this size are searched by A*.
+    leaf: usize,
     /// The bound of the whole graph at the root, as a change of its cost:
     /// what a part that is not searched is given.
     root_slack: i64,
@@ -102,6 +104,11 @@ struct Solver<'a> {
 /// state of `work` (restored on return), expanding at most `budget`
 /// states, under the model without the excess tape weight.
 pub(crate) fn vertex_search(work: &mut Work, budget: usize) -> Outcome {
+    vertex_search_with(work, budget, LEAF)
+}
+
+/// [`vertex_search`] with parts of at most `leaf` vertices searched by A*.
+fn vertex_search_with(work: &mut Work, budget: usize, leaf: usize) -> Outcome {
     let model = work.model;
     work.limit_tape(i64::MAX, 0);
     let inner: Vec<u32> = work.inner_vertices().collect();
@@ -132,6 +139,7 @@ pub(crate) fn vertex_search(work: &mut Work, budget: usize) -> Outcome {
         memo: HashMap::default(),
         states: 0,
         budget,
+        leaf,
         root_slack,
         in_set: vec![0; n],
         stamp: 0,
@@ -211,6 +219,14 @@ impl Solver<'_> {
                 } else {
                     let first = *target_of.entry(w).or_insert(k);
                     union(&mut parent, k, first);
+                    // The in-edges of a target outside are the part's too
+                    // (absorption changes them).
+                    for &(_, into) in self.work.preds(w) {
+                        if let W::Run(id, _) = into {
+                            let first = *value_of.entry(id).or_insert(k);
+                            union(&mut parent, k, first);
+                        }
+                    }
                 }
                 if let W::Run(id, _) = val {
                     let first = *value_of.entry(id).or_insert(k);
@@ -221,6 +237,33 @@ impl Solver<'_> {
                 if let W::Run(id, _) = val {
                     let first = *value_of.entry(id).or_insert(k);
                     union(&mut parent, k, first);
+                }
+            }
+        }
+        // A vertex without predecessors cuts off what it reaches when it
+        // goes (the isolation rule), whatever part that is in.
+        for (k, &u) in vertices.iter().enumerate() {
+            if !self.work.preds(u).is_empty() {
+                continue;
+            }
+            let mut stack = vec![u];
+            let mut seen: Vec<u32> = vec![u];
+            while let Some(w) = stack.pop() {
+                for &(x, _) in self.work.succs(w) {
+                    if !seen.contains(&x) {
+                        seen.push(x);
+                        stack.push(x);
+                        if let Some(&j) = index.get(&x) {
+                            union(&mut parent, k, j);
+                        }
+                        // What it reaches may lose in-edges: whatever
+                        // else feeds them shares them.
+                        for &(p, _) in self.work.preds(x) {
+                            if let Some(&j) = index.get(&p) {
+                                union(&mut parent, k, j);
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -314,7 +357,7 @@ impl Solver<'_> {
             .copied()
             .filter(|&v| !self.must[v as usize])
             .collect();
-        let result = if part.len() <= LEAF || free.is_empty() {
+        let result = if part.len() <= self.leaf || free.is_empty() {
             self.leaf(part)
         } else {
             self.branch(part, &free)
@@ -370,8 +413,11 @@ impl Solver<'_> {
         best
     }
 
-    /// A* over the sets of eliminated vertices of a part (the vertices
-    /// that must go gone at the end).
+    /// A* over the vertex elimination sequences of a part (those that
+    /// leave no vertex that must go), states remembered by
+    /// [`Work::state_key`]: the graph and its values, not the set
+    /// eliminated, since the order can change which run-time values are
+    /// shared or negated.
     fn leaf(&mut self, part: &[u32]) -> PartResult {
         let unsearched = PartResult {
             delta: i64::MAX / 4,
@@ -379,57 +425,40 @@ impl Solver<'_> {
             bound: self.root_slack,
             proven: false,
         };
-        if part.len() > 64 || self.states >= self.budget {
+        if self.states >= self.budget {
             return unsearched;
         }
         let work = &mut *self.work;
         let Some(base_cost) = work.cost() else {
             return unsearched;
         };
-        let must_mask: u64 = part
-            .iter()
-            .enumerate()
-            .filter(|(_, &v)| self.must[v as usize])
-            .fold(0, |m, (bit, _)| m | 1 << bit);
-        let base = work.mark();
+        let must = &self.must;
         // Whether every vertex that must go is gone (or no longer inner).
-        let done = |work: &Work, set: u64| {
-            let open = must_mask & !set;
-            (0..part.len()).all(|bit| open & (1 << bit) == 0 || !work.is_inner(part[bit]))
-        };
+        let done = |work: &Work| part.iter().all(|&v| !must[v as usize] || !work.is_inner(v));
+        let base = work.mark();
         let mut best_cost = i64::MAX;
         let mut best_node: Option<u32> = None;
-        if done(work, 0) {
+        if done(work) {
             best_cost = base_cost;
             best_node = Some(0);
         }
-        #[derive(Clone, Copy)]
-        struct Node {
-            set: u64,
-            g: i64,
-            parent: u32,
-            bit: u8,
-        }
         let mut nodes = vec![Node {
-            set: 0,
             g: work.g(),
             parent: u32::MAX,
-            bit: 0,
+            step: u32::MAX,
         }];
-        let mut seen: HashMap<u64, i64> = HashMap::default();
-        seen.insert(0, work.g());
+        let mut scratch = crate::work::KeyScratch::default();
+        let mut seen: HashMap<(u64, u64), i64> = HashMap::default();
+        seen.insert(work.state_key(&mut scratch), work.g());
         let mut open: BinaryHeap<(Reverse<i64>, Reverse<u32>)> = BinaryHeap::new();
         open.push((Reverse(work.lower_bound()), Reverse(0)));
-        let mut applied: Vec<(usize, Mark)> = Vec::new();
+        let mut applied: Vec<(u32, Mark)> = Vec::new();
+        let mut chain: Vec<u32> = Vec::new();
         let mut exhausted = true;
         while let Some((Reverse(f), Reverse(id))) = open.pop() {
             if f >= best_cost {
                 open.clear();
                 break;
-            }
-            let node = nodes[id as usize];
-            if seen.get(&node.set).is_some_and(|&g| g < node.g) {
-                continue;
             }
             if self.states >= self.budget {
                 open.push((Reverse(f), Reverse(id)));
@@ -437,33 +466,33 @@ impl Solver<'_> {
                 break;
             }
             self.states += 1;
-            goto_set(work, part, node.set, &mut applied);
+            goto_node(work, &nodes, id, &mut applied, &mut chain);
+            let node = nodes[id as usize];
             let g_here = work.g();
-            for (bit, &v) in part.iter().enumerate() {
-                if node.set & (1 << bit) != 0 || !work.is_inner(v) {
+            for &v in part {
+                if !work.is_inner(v) {
                     continue;
                 }
                 let mark = work.mark();
                 work.apply(Move::Vertex(v));
                 let child_g = node.g + (work.g() - g_here);
                 let h = work.lower_bound() - work.g();
-                let set = node.set | (1 << bit);
-                let stop = if done(work, set) {
+                let stop = if done(work) {
                     work.final_cost().map(|s| child_g + s)
                 } else {
                     None
                 };
+                let key = work.state_key(&mut scratch);
                 work.undo_to(mark);
-                if seen.get(&set).is_some_and(|&g| g <= child_g) {
+                if seen.get(&key).is_some_and(|&g| g <= child_g) {
                     continue;
                 }
-                seen.insert(set, child_g);
+                seen.insert(key, child_g);
                 let child = nodes.len() as u32;
                 nodes.push(Node {
-                    set,
                     g: child_g,
                     parent: id,
-                    bit: bit as u8,
+                    step: v,
                 });
                 if let Some(stop) = stop.filter(|&s| s < best_cost) {
                     best_cost = stop;
@@ -482,7 +511,7 @@ impl Solver<'_> {
         if let Some(mut id) = best_node {
             while id != 0 {
                 let n = nodes[id as usize];
-                moves.push(Move::Vertex(part[n.bit as usize]));
+                moves.push(Move::Vertex(n.step));
                 id = n.parent;
             }
             moves.reverse();
@@ -504,30 +533,136 @@ impl Solver<'_> {
     }
 }
 
-/// Brings `work` to the state where exactly the part's vertices in `set`
-/// are eliminated (in ascending bit order), reusing the common prefix of
-/// what is applied.
-fn goto_set(work: &mut Work, part: &[u32], set: u64, applied: &mut Vec<(usize, Mark)>) {
+/// A state of the A* search of a part: the cost so far, the state it was
+/// reached from and the vertex eliminated on the way.
+#[derive(Clone, Copy)]
+struct Node {
+    g: i64,
+    parent: u32,
+    step: u32,
+}
+
+/// Brings `work` to the state of node `id` (the moves on its path from
+/// the root), reusing the common prefix of what is applied.
+fn goto_node(
+    work: &mut Work,
+    nodes: &[Node],
+    id: u32,
+    applied: &mut Vec<(u32, Mark)>,
+    chain: &mut Vec<u32>,
+) {
+    chain.clear();
+    let mut at = id;
+    while at != 0 && at != u32::MAX {
+        chain.push(at);
+        at = nodes[at as usize].parent;
+    }
+    chain.reverse();
     let mut keep = 0;
-    let mut rest = set;
-    while keep < applied.len() && rest != 0 {
-        if applied[keep].0 != rest.trailing_zeros() as usize {
-            break;
-        }
-        rest &= rest - 1;
+    while keep < applied.len() && keep < chain.len() && applied[keep].0 == chain[keep] {
         keep += 1;
     }
     if keep < applied.len() {
         work.undo_to(applied[keep].1);
         applied.truncate(keep);
     }
-    while rest != 0 {
-        let bit = rest.trailing_zeros() as usize;
+    for &n in &chain[keep..] {
         let mark = work.mark();
-        if work.is_inner(part[bit]) {
-            work.apply(Move::Vertex(part[bit]));
+        work.apply(Move::Vertex(nodes[n as usize].step));
+        applied.push((n, mark));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::{model, Goal, PropagationMode};
+    use crate::graph::{Label, Lcg, VarId, VertexId, VertexKind};
+    use crate::strategy::Metric;
+    use crate::value::Triviality;
+    use crate::ElimGraph;
+    use proptest::prelude::*;
+
+    fn graph() -> impl Strategy<Value = Lcg> {
+        let label = prop_oneof![
+            3 => Just(Label::Unit),
+            1 => Just(Label::MinusOne),
+            1 => Just(Label::Constant(2.0)),
+            5 => (0u32..8).prop_map(|v| Label::Variable(VarId(v))),
+        ];
+        (
+            2usize..=3,
+            prop::collection::vec(prop::bool::weighted(0.25), 4..=8),
+            prop::collection::vec((0usize..12, 0usize..12, label), 4..=20),
+        )
+            .prop_map(|(x, dependent, edges)| {
+                let n = x + dependent.len();
+                let mut g = Lcg::new();
+                for r in 0..n {
+                    let kind = if r < x {
+                        VertexKind::Independent
+                    } else if r + 1 == n || dependent[r - x] {
+                        VertexKind::Dependent
+                    } else {
+                        VertexKind::Intermediate
+                    };
+                    g.add_vertex(kind);
+                }
+                for (a, b, l) in edges {
+                    let (lo, hi) = (a.min(b) % n, a.max(b) % n);
+                    if lo < hi && hi >= x {
+                        let _ = g.add_edge(VertexId(lo as u32), VertexId(hi as u32), l);
+                    }
+                }
+                g
+            })
+    }
+
+    /// The cheapest cost over every vertex elimination sequence from the
+    /// current state (restored), by trying them all.
+    fn every_sequence(work: &mut Work) -> i64 {
+        let mut best = work.cost().unwrap_or(i64::MAX);
+        let inner: Vec<u32> = work.inner_vertices().collect();
+        for v in inner {
+            let mark = work.mark();
+            work.apply(Move::Vertex(v));
+            best = best.min(every_sequence(work));
+            work.undo_to(mark);
         }
-        applied.push((bit, mark));
-        rest &= rest - 1;
+        best
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Part by part, with parts split down to one or two vertices,
+        /// the search finds the optimum over all vertex elimination
+        /// sequences (found by trying every sequence), its sequence costs
+        /// what it claims, and its bound is that optimum when proven and
+        /// below it otherwise.
+        #[test]
+        fn parts_give_the_optimum_of_every_sequence(lcg in graph(), leaf in 1usize..=3) {
+            let Ok(built) = ElimGraph::new(&lcg) else { return Ok(()) };
+            for mode in [PropagationMode::Tangent, PropagationMode::Adjoint] {
+                let m = model(Goal::RunTime, mode, Metric::default(), Triviality::default());
+                let mut work = Work::new(&built, m, Triviality::default());
+                let optimum = every_sequence(&mut work);
+                let parts = vertex_search_with(&mut work, 1 << 20, leaf);
+                prop_assert!(parts.proven);
+                let (moves, cost) = parts.best.clone().unwrap();
+                let mark = work.mark();
+                for &mv in &moves {
+                    prop_assert!(work.can(mv));
+                    work.apply(mv);
+                }
+                prop_assert_eq!(work.cost(), Some(cost));
+                work.undo_to(mark);
+                prop_assert_eq!(cost, optimum, "{:?} {:?}", mode, moves);
+                prop_assert_eq!(parts.bound, optimum);
+                // A budget too small proves nothing, and its bound holds.
+                let short = vertex_search_with(&mut work, 3, leaf);
+                prop_assert!(short.bound <= optimum);
+            }
+        }
     }
 }

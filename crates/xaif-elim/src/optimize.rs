@@ -296,7 +296,10 @@ pub fn optimize_against(
         }
     }
     let effort = search.effort;
-    let (optimized, chosen) = run.finish(&graph, &mut work, config, started)?;
+    let (mut optimized, chosen) = run.finish(&graph, &mut work, config, started)?;
+    if reused {
+        optimized.report.found_by = "cache";
+    }
     if let (Some((c, key)), false) = (cache, reused) {
         let found = crate::cache::Entry {
             effort,
