@@ -178,7 +178,7 @@ Per graph (`xaif_elim::optimize`), by effort:
 baseline: the result never costs more, and in adjoint mode it never spends more operations (pushes and pops aside) \
 or tapes more factors.
 2. Candidates: no elimination, the selection, the cheapest prefix of every chain run under the cost model.
-3. Greedy descent from the two best candidates over vertex, front and back edge eliminations (the remainder \
+3. Greedy descent from the four best candidates (two with `--effort fast`) over vertex, front and back edge eliminations (the remainder \
 post-processing).
 4. Exact searches where the graph is small: A* over sets of eliminated vertices (up to 8 inner vertices, 256 \
 states) and over edge-elimination states (up to 6 edges, 100 states). A graph beyond their reach whose parts are \

@@ -11,11 +11,15 @@
 //!   starting points (the remainder post-processing: unit-edge forwarding
 //!   and back-propagation and every other improving vertex or edge
 //!   elimination, reroutings with `-R`, cost-neutral walks with `-m`);
-//! - `Default`: also the exact searches where the graph is small (A* over
-//!   vertex sets up to 8 inner vertices, over edge-elimination states up
-//!   to 6 edges, a few hundred states each), on each independent part of
-//!   the graph alone when it has several and the whole is beyond their
-//!   reach ([`crate::components`]);
+//! - `Default`: descent from the four best starting points (the two more
+//!   than `Fast` reach the proven optimum of the three adjoint corpus
+//!   graphs of 10 and 12 intermediates that two starts miss by 3 to 5%,
+//!   for about a third more search time, a few percent of a file's), and
+//!   the exact searches where the graph is small (A* over vertex sets up
+//!   to 8 inner vertices, over edge-elimination states up to 6 edges, a
+//!   few hundred states each), on each independent part of the graph
+//!   alone when it has several and the whole is beyond their reach
+//!   ([`crate::components`]);
 //! - `Max`: all seven chains as baseline on every graph, more starting
 //!   points, exact searches up to 32 inner vertices and 16 edges with
 //!   budgets of tens of thousands of states, and where no proof was
@@ -25,6 +29,10 @@
 //!   with 10 units per edge on the graphs of 20 inner vertices or more of
 //!   the corpus and of realistic generated programs it took a quarter
 //!   more time for a few tenths of a percent fewer operations.)
+//! - `Exhaustive`: the default effort's search, then everything of `Max`
+//!   with budgets of millions of states, the exact search over vertex
+//!   elimination sequences part by part ([`crate::exact`]) and several
+//!   anytime searches from different starts.
 //!
 //! [`optimize_against`] also takes the graph the reference engine builds
 //! for the same code, when it differs (its flattening gives some reads of
@@ -204,7 +212,7 @@ impl Effort {
                 exact_edges: (6, 100),
                 beam: (0, 0),
                 random_runs: 8,
-                starts: 2,
+                starts: 4,
                 descent: 1024,
                 anytime: 0,
                 anytime_from: usize::MAX,
