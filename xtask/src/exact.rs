@@ -129,8 +129,13 @@ pub fn run(args: Args, shared: &Path) -> Result<(), String> {
         table,
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
+    // Per mode: chain, default, best, bound, graphs proven.
+    let mut totals = [(0u64, 0u64, 0u64, 0u64, 0usize); 2];
     for g in &graphs {
-        for mode in [PropagationMode::Tangent, PropagationMode::Adjoint] {
+        for (m, mode) in [PropagationMode::Tangent, PropagationMode::Adjoint]
+            .into_iter()
+            .enumerate()
+        {
             let t = Instant::now();
             let d = optimize(&g.lcg, &config(Effort::Default, None), mode)
                 .map_err(|e| format!("{}: {e}", g.name))?;
@@ -169,6 +174,30 @@ pub fn run(args: Args, shared: &Path) -> Result<(), String> {
                 (d.report.cost as f64 - r.cost as f64) * 100.0 / r.cost.max(1) as f64,
                 default_time.as_secs_f64() * 1e3,
                 time.as_secs_f64(),
+            );
+            eprintln!("{row}");
+            table.push_str(&row);
+            table.push('\n');
+            let t = &mut totals[m];
+            t.0 += r.chain;
+            t.1 += d.report.cost;
+            t.2 += r.cost;
+            t.3 += r.lower_bound.min(r.cost);
+            t.4 += usize::from(r.proof.is_some());
+        }
+    }
+    if graphs.len() > 1 {
+        for (mode_name, t) in ["tangent", "adjoint"].iter().zip(totals) {
+            let row = format!(
+                "| all {} graphs | {mode_name} | | | | {} | {} | {} | {} | {:.0}% | | {} proven | {:+.1}% | | |",
+                graphs.len(),
+                t.0,
+                t.1,
+                t.2,
+                t.3,
+                (t.2 - t.3) as f64 * 100.0 / t.2.max(1) as f64,
+                t.4,
+                (t.1 as f64 - t.2 as f64) * 100.0 / t.2.max(1) as f64,
             );
             eprintln!("{row}");
             table.push_str(&row);
