@@ -40,13 +40,13 @@ pub struct Args {
 
 /// One graph to search: its name, the names of the other graphs of the
 /// same text, and the graph.
-struct Graph {
-    name: String,
-    also: Vec<String>,
-    lcg: Lcg,
+pub(crate) struct Graph {
+    pub(crate) name: String,
+    pub(crate) also: Vec<String>,
+    pub(crate) lcg: Lcg,
 }
 
-fn intermediates(g: &Lcg) -> usize {
+pub(crate) fn intermediates(g: &Lcg) -> usize {
     g.vertices()
         .filter(|&v| g.kind(v) == Some(VertexKind::Intermediate))
         .count()
@@ -54,7 +54,7 @@ fn intermediates(g: &Lcg) -> usize {
 
 /// The graphs named by `files` (or the corpus's), distinct, with at least
 /// `min` intermediates, in name order.
-fn graphs(shared: &Path, files: &[PathBuf], min: usize) -> Result<Vec<Graph>, String> {
+pub(crate) fn graphs(shared: &Path, files: &[PathBuf], min: usize) -> Result<Vec<Graph>, String> {
     let mut named: Vec<(String, String)> = Vec::new();
     if files.is_empty() {
         for ex in &xaif_interp::corpus::read_index(&shared.join("corpus"))? {
@@ -104,8 +104,43 @@ fn graphs(shared: &Path, files: &[PathBuf], min: usize) -> Result<Vec<Graph>, St
     Ok(out)
 }
 
+/// The operations (model units) of every graph of `program`'s tangent
+/// transformation, each as often as the program has it, per mode
+/// (tangent, adjoint): the reference's chain, the default effort, and the
+/// default effort with `cache` (what a build with that cache writes).
+pub(crate) fn operations(
+    shared: &Path,
+    program: &Path,
+    cache: Option<&CacheHandle>,
+) -> Result<[(u64, u64, u64); 2], String> {
+    let mut totals = [(0u64, 0u64, 0u64); 2];
+    for g in graphs(shared, &[program.to_path_buf()], 0)? {
+        let times = 1 + g.also.len() as u64;
+        for (m, mode) in [PropagationMode::Tangent, PropagationMode::Adjoint]
+            .into_iter()
+            .enumerate()
+        {
+            let d = optimize(&g.lcg, &config(Effort::Default, None), mode)
+                .map_err(|e| format!("{}: {e}", g.name))?;
+            let c = match cache {
+                Some(_) => {
+                    optimize(&g.lcg, &config(Effort::Default, cache), mode)
+                        .map_err(|e| format!("{}: {e}", g.name))?
+                        .report
+                        .cost
+                }
+                None => d.report.cost,
+            };
+            totals[m].0 += times * d.report.chain;
+            totals[m].1 += times * d.report.cost;
+            totals[m].2 += times * c;
+        }
+    }
+    Ok(totals)
+}
+
 /// The driver's default configuration (`-M 1 -A 1`) at `effort`.
-fn config(effort: Effort, cache: Option<&CacheHandle>) -> Config {
+pub(crate) fn config(effort: Effort, cache: Option<&CacheHandle>) -> Config {
     let mut c = Config::from_flags(1, 1, false).expect("the default flags are valid");
     c.search.effort = effort;
     c.search.cache = cache.cloned();
