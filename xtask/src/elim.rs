@@ -32,7 +32,7 @@ type Transformed = (Vec<Named>, Vec<(String, String)>);
 
 /// The per-graph statistics of one transformation, and (tangent) the
 /// graphs themselves in text form, named `example/routine_block_k`.
-fn transform(shared: &Path, ex: &Example, adjoint: bool) -> Result<Transformed, String> {
+pub(crate) fn transform(shared: &Path, ex: &Example, adjoint: bool) -> Result<Transformed, String> {
     let input = if adjoint {
         [ex.input(true), ex.input(false)]
             .into_iter()
@@ -47,7 +47,7 @@ fn transform(shared: &Path, ex: &Example, adjoint: bool) -> Result<Transformed, 
 /// [`transform`] of one input file with the engine options of an
 /// example's `options` file (`-S`, `-D`, `-r`, `-N`); graphs are named
 /// after `name`.
-fn transform_file(
+pub(crate) fn transform_file(
     shared: &Path,
     input: &Path,
     opts: &str,
@@ -178,7 +178,7 @@ Per graph (`xaif_elim::optimize`), by effort:
 baseline: the result never costs more, and in adjoint mode it never spends more operations (pushes and pops aside) \
 or tapes more factors.
 2. Candidates: no elimination, the selection, the cheapest prefix of every chain run under the cost model.
-3. Greedy descent from the two best candidates over vertex, front and back edge eliminations (the remainder \
+3. Greedy descent from the four best candidates (two with `--effort fast`) over vertex, front and back edge eliminations (the remainder \
 post-processing).
 4. Exact searches where the graph is small: A* over sets of eliminated vertices (up to 8 inner vertices, 256 \
 states) and over edge-elimination states (up to 6 edges, 100 states). A graph beyond their reach whose parts are \
@@ -422,7 +422,12 @@ pub fn dump(shared: &Path, dir: &Path, input: Option<&Path>) -> Result<(), Strin
     Ok(())
 }
 
-/// Runs the report over the corpus in `shared` and writes it to `out`.
+/// The first section of `docs/elimination.md` that the report keeps as
+/// it is (written from `cargo xtask elim-exact`'s results).
+const KEPT: &str = "The truth on medium graphs";
+
+/// Runs the report over the corpus in `shared` and writes it to `out`;
+/// the sections of `out` from [`KEPT`] on stay.
 pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
     let started = Instant::now();
     let examples = read_index(&shared.join("corpus"))?;
@@ -586,10 +591,17 @@ pub fn run(shared: &Path, out: &Path) -> Result<(), String> {
          alone). `cargo xtask elim-report --dump DIR` writes the corpus's distinct graphs as text files (`--input \
          PROGRAM` those of any program, e.g. one of `cargo xtask gen --realistic`), and `cargo run --release -p \
          xaif-elim --example lab -- DIR EFFORT [MIN_INTERMEDIATES]` runs the search on them alone, one line per graph \
-         (chain, ours, bound, proof, CPU time) and totals per mode.",
+         (chain, ours, bound, proof, CPU time) and totals per mode. Everything from the section \"{KEPT}\" on \
+         is written by hand from `cargo xtask elim-exact` (hours of search) and kept as it is.",
         started.elapsed().as_secs_f64()
     );
-    let s = s.replace(&shared.display().to_string(), "../shared");
+    let mut s = s.replace(&shared.display().to_string(), "../shared");
+    // The hand-written sections at the end (the exhaustive results) stay.
+    if let Ok(old) = std::fs::read_to_string(out) {
+        if let Some(at) = old.find(&format!("\n## {KEPT}")) {
+            s.push_str(&old[at..]);
+        }
+    }
     std::fs::write(out, s).map_err(|e| format!("{}: {e}", out.display()))?;
     eprintln!(
         "elim-report: {} tangent and {} adjoint graphs; report in {}",

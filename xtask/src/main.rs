@@ -21,6 +21,9 @@
 //! - `cargo xtask elim-report`: the elimination over every corpus graph
 //!   (proofs, gaps, the exact method's reach, the elimination alone timed
 //!   per effort level) as `docs/elimination.md`.
+//! - `cargo xtask elim-exact [FILE…]`: the exhaustive effort on medium and
+//!   large graphs beside the default effort (the table of
+//!   `docs/elimination.md`'s exact section).
 //! - `cargo xtask versus --reference PATH`: xaifb and the reference engine
 //!   side by side, whole process, alternating runs (`docs/performance.md`).
 //! - `cargo xtask install [--root DIR]`: the xaifb an OpenAD installation
@@ -49,6 +52,7 @@ mod deep;
 mod differential;
 mod elim;
 mod engine;
+mod exact;
 mod install;
 mod runtime;
 mod same_bytes;
@@ -103,6 +107,10 @@ enum Task {
     /// exact method's reach, the elimination alone timed per effort) and
     /// write docs/elimination.md.
     ElimReport(ElimReportArgs),
+    /// Search medium and large graphs exhaustively (the corpus's, or the
+    /// given graphs and programs) beside the default effort; prints the
+    /// table of docs/elimination.md's exact section.
+    ElimExact(exact::Args),
     /// Write a generated front-end program of the given size.
     Gen(GenArgs),
     /// Time xaifb and the reference engine side by side (whole process,
@@ -313,6 +321,10 @@ fn main() -> Result<()> {
                     .map_err(|e| anyhow::anyhow!(e));
             }
             elim::run(&shared, &out).map_err(|e| anyhow::anyhow!(e))
+        }
+        Task::ElimExact(args) => {
+            let shared = args.shared.clone().unwrap_or_else(shared_dir);
+            exact::run(args, &shared).map_err(|e| anyhow::anyhow!(e))
         }
         Task::Speed(args) => {
             let shared = args.shared.unwrap_or_else(shared_dir);

@@ -43,6 +43,10 @@ pub struct Args {
     /// --realistic`) of the same sizes.
     #[arg(long)]
     realistic: bool,
+    /// Check every case before failing, and list all that differ (the
+    /// list `--allow-changed` takes), instead of stopping at the first.
+    #[arg(long)]
+    keep_going: bool,
 }
 
 /// Runs `xaifb` with `args` writing `out`; the output bytes, or `None` when
@@ -64,7 +68,8 @@ fn output(xaifb: &Path, args: &[OsString], out: &Path) -> Result<Option<Vec<u8>>
     })
 }
 
-/// Runs the check and prints a summary; fails on the first difference.
+/// Runs the check and prints a summary; fails on the first difference
+/// (with `--keep-going`, after listing every one).
 pub fn run(args: Args) -> Result<()> {
     let shared = args.shared.clone().unwrap_or_else(crate::shared_dir);
     let xaifb = match &args.xaifb {
@@ -139,6 +144,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let (mut same, mut both_failed) = (0, 0);
     let mut changed = Vec::new();
+    let mut unexpected = Vec::new();
     let out = work.join("out.xaif");
     for (name, a) in &cases {
         let base = output(&args.baseline, a, &out)?;
@@ -153,9 +159,14 @@ pub fn run(args: Args) -> Result<()> {
         }
         if base != now {
             if !args.allow_changed.contains(name) {
-                bail!("{name}: the output differs from the baseline's");
+                if !args.keep_going {
+                    bail!("{name}: the output differs from the baseline's");
+                }
+                eprintln!("{name}: the output differs from the baseline's");
+                unexpected.push(name.clone());
+            } else {
+                changed.push(name.clone());
             }
-            changed.push(name.clone());
             continue;
         }
         if base.is_none() {
@@ -174,6 +185,13 @@ pub fn run(args: Args) -> Result<()> {
             "changed as allowed ({}, the same with any --jobs): {}",
             changed.len(),
             changed.join(", ")
+        );
+    }
+    if !unexpected.is_empty() {
+        bail!(
+            "{} outputs differ from the baseline's: {}",
+            unexpected.len(),
+            unexpected.join(",")
         );
     }
     Ok(())

@@ -98,6 +98,12 @@ pub struct Args {
     /// Also pass `-v` to xaifb (validation of every input by xmllint).
     #[arg(long)]
     xaifb_validate: bool,
+    /// An elimination cache (as `cargo xtask elim-exact --cache DIR` fills
+    /// it): the realistic programs' operations with the cache are
+    /// reported beside those of the default effort and the reference's
+    /// chain.
+    #[arg(long)]
+    elim_cache: Option<PathBuf>,
     /// Where inputs and outputs go (default: a temporary directory, removed
     /// at the end).
     #[arg(long)]
@@ -570,6 +576,11 @@ fn generated(engines: &Engines, args: &Args, work: &Path) -> Result<String> {
     );
     let mut alone = String::new();
     let mut outputs = Vec::new();
+    let mut operations = String::new();
+    let shared = args.shared.clone().unwrap_or_else(crate::shared_dir);
+    let cache = args.elim_cache.as_ref().map(|dir| {
+        xaif_elim::CacheHandle::new(dir.clone(), std::sync::Arc::new(|t: &str| eprintln!("{t}")))
+    });
     let programs = args
         .sizes
         .iter()
@@ -598,6 +609,23 @@ fn generated(engines: &Engines, args: &Args, work: &Path) -> Result<String> {
             xaif_testkit::scale::program(&shape)
         };
         std::fs::write(&input, text)?;
+        if realistic {
+            let ops = crate::exact::operations(&shared, &input, cache.as_ref())
+                .map_err(anyhow::Error::msg)?;
+            for (mode, (chain, default, cached)) in ["tangent", "adjoint"].iter().zip(ops) {
+                let ratio = |x: u64| x as f64 / chain.max(1) as f64;
+                let _ = writeln!(
+                    operations,
+                    "| {size} statements, {mode} | {chain} | {default} ({:.3}) | {} |",
+                    ratio(default),
+                    if cache.is_some() {
+                        format!("{cached} ({:.3})", ratio(cached))
+                    } else {
+                        "–".to_string()
+                    }
+                );
+            }
+        }
         for adjoint in [false, true] {
             let job = Job {
                 adjoint,
@@ -652,5 +680,15 @@ fn generated(engines: &Engines, args: &Args, work: &Path) -> Result<String> {
         );
     }
     let _ = writeln!(s, "\nxaifb's output sizes: {}.\n", outputs.join("; "));
+    if !operations.is_empty() {
+        let _ = write!(
+            s,
+            "Operations of the realistic programs' eliminations (model units summed over every graph of the \
+             tangent transformation, `-M 1 -A 1` as `cargo xtask elim-exact`; ratio to the chain): the \
+             reference's chain, xaifb's default effort, and the default effort with `--elim-cache` (what a \
+             build with that cache writes, e.g. after `cargo xtask elim-exact PROGRAM --cache DIR`).\n\n\
+             | program | chain | default | with the cache |\n|---|---|---|---|\n{operations}\n"
+        );
+    }
     Ok(s)
 }

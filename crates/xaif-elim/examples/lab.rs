@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Some("none") => Effort::None,
         Some("fast") => Effort::Fast,
         Some("max") => Effort::Max,
+        Some("exhaustive") => Effort::Exhaustive,
         Some(other) => {
             eprintln!("lab: unknown effort `{other}`");
             return ExitCode::from(2);
@@ -93,13 +94,14 @@ fn run(dir: &Path, effort: Effort, min_inter: usize) -> Result<(), String> {
             totals[k][0] += r.chain;
             totals[k][1] += r.cost;
             totals[k][2] += r.lower_bound;
+            let vb = r.vertex_bound.map_or("-".to_string(), |b| b.to_string());
             let proof = match r.proof {
                 Some(Proof::Edge) => "E",
                 Some(Proof::Vertex) => "V",
                 None => "-",
             };
             line += &format!(
-                " | {:4} {:4} {:4} {proof} {micros:>7}us {:16}",
+                " | {:4} {:4} {:4} {vb:>4} {proof} {micros:>7}us {:16}",
                 r.chain, r.cost, r.lower_bound, r.found_by
             );
         }

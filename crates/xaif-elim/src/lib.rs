@@ -104,6 +104,7 @@
 #![warn(missing_docs)]
 
 mod anytime;
+pub mod cache;
 mod chain;
 mod components;
 pub mod cost;
@@ -111,6 +112,7 @@ pub mod dot;
 pub mod dual;
 pub mod elim;
 pub mod eval;
+mod exact;
 pub mod graph;
 pub mod heuristics;
 pub mod memo;
@@ -123,6 +125,7 @@ mod work;
 #[cfg(test)]
 mod work_tests;
 
+pub use cache::{CacheHandle, COST_MODEL_VERSION};
 pub use chain::one_thread_per_graph;
 pub use cost::{evaluate, taped_factors, Goal, PropagationMode, EXCESS_TAPE};
 pub use dual::{DualGraph, DualVertexId};

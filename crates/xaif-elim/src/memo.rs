@@ -275,6 +275,46 @@ fn keepable(lcg: &Lcg, reference: Option<&Lcg>) -> bool {
         && reference.is_none_or(|r| r.edges().len() <= MEMO_MAX_EDGES)
 }
 
+/// The key of a result in the persistent cache ([`crate::cache`]): the
+/// shape key of `lcg` against `reference` in `mode`, and everything of
+/// `config` that decides a result except the effort and the cache, as
+/// text.
+pub(crate) fn cache_key(
+    lcg: &Lcg,
+    reference: Option<&Lcg>,
+    mode: PropagationMode,
+    config: &Config,
+) -> String {
+    use std::fmt::Write as _;
+    let (key, _) = shape_against(lcg, reference, mode);
+    let s = &config.search;
+    let mut text = format!(
+        "mode {:?}\nconfig {:?} {:?} {:?} {} {} {} {}\nstrategies {:?}\ncode",
+        mode,
+        s.goal,
+        config.metric,
+        config.triviality,
+        s.randomized,
+        s.rerouting,
+        s.allow_maintaining,
+        s.seed,
+        config.strategies,
+    );
+    for c in &key.code {
+        let _ = write!(text, " {c:x}");
+    }
+    text.push_str("\nreference");
+    match &key.reference {
+        Some(code) => {
+            for c in code {
+                let _ = write!(text, " {c:x}");
+            }
+        }
+        None => text.push_str(" none"),
+    }
+    text
+}
+
 /// The key of `lcg` against the reference engine's graph of the same
 /// code, and `lcg`'s distinct variables in increasing order.
 fn shape_against(lcg: &Lcg, reference: Option<&Lcg>, mode: PropagationMode) -> (Key, Vec<VarId>) {

@@ -11,11 +11,15 @@
 //!   starting points (the remainder post-processing: unit-edge forwarding
 //!   and back-propagation and every other improving vertex or edge
 //!   elimination, reroutings with `-R`, cost-neutral walks with `-m`);
-//! - `Default`: also the exact searches where the graph is small (A* over
-//!   vertex sets up to 8 inner vertices, over edge-elimination states up
-//!   to 6 edges, a few hundred states each), on each independent part of
-//!   the graph alone when it has several and the whole is beyond their
-//!   reach ([`crate::components`]);
+//! - `Default`: descent from the four best starting points (the two more
+//!   than `Fast` reach the proven optimum of the three adjoint corpus
+//!   graphs of 10 and 12 intermediates that two starts miss by 3 to 5%,
+//!   for about a third more search time, a few percent of a file's), and
+//!   the exact searches where the graph is small (A* over vertex sets up
+//!   to 8 inner vertices, over edge-elimination states up to 6 edges, a
+//!   few hundred states each), on each independent part of the graph
+//!   alone when it has several and the whole is beyond their reach
+//!   ([`crate::components`]);
 //! - `Max`: all seven chains as baseline on every graph, more starting
 //!   points, exact searches up to 32 inner vertices and 16 edges with
 //!   budgets of tens of thousands of states, and where no proof was
@@ -25,6 +29,10 @@
 //!   with 10 units per edge on the graphs of 20 inner vertices or more of
 //!   the corpus and of realistic generated programs it took a quarter
 //!   more time for a few tenths of a percent fewer operations.)
+//! - `Exhaustive`: the default effort's search, then everything of `Max`
+//!   with budgets of millions of states, the exact search over vertex
+//!   elimination sequences part by part ([`crate::exact`]) and several
+//!   anytime searches from different starts.
 //!
 //! [`optimize_against`] also takes the graph the reference engine builds
 //! for the same code, when it differs (its flattening gives some reads of
@@ -61,6 +69,39 @@ pub enum Effort {
     Default,
     /// Larger budgets everywhere.
     Max,
+    /// For builds that run for weeks: everything the default effort does
+    /// (on the same baseline, so its result never costs more than the
+    /// default's), then the exact searches and the anytime search with
+    /// budgets of millions of states ([`crate::exact`]); budgets count
+    /// states, so the result is still a function of the graph and the
+    /// flags.
+    Exhaustive,
+}
+
+impl Effort {
+    /// The effort's name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Effort::None => "none",
+            Effort::Fast => "fast",
+            Effort::Default => "default",
+            Effort::Max => "max",
+            Effort::Exhaustive => "exhaustive",
+        }
+    }
+
+    /// The effort named `name` ([`Effort::name`]).
+    pub fn from_name(name: &str) -> Option<Effort> {
+        [
+            Effort::None,
+            Effort::Fast,
+            Effort::Default,
+            Effort::Max,
+            Effort::Exhaustive,
+        ]
+        .into_iter()
+        .find(|e| e.name() == name)
+    }
 }
 
 /// The search settings of a [`Config`].
@@ -79,6 +120,8 @@ pub struct Search {
     pub allow_maintaining: bool,
     /// Seed of every random choice (`--seed`).
     pub seed: u64,
+    /// Where results are kept between runs (`--elim-cache`), if anywhere.
+    pub cache: Option<crate::cache::CacheHandle>,
 }
 
 /// Which search space a proof covers.
@@ -116,6 +159,10 @@ pub struct Report {
     /// Inner vertices (intermediates and dependents with out-edges) and
     /// edges of the graph as eliminated (parallel edges merged).
     pub size: (usize, usize),
+    /// A lower bound on the cost of every vertex elimination sequence,
+    /// where the exact search over them ran (`--effort exhaustive`); at
+    /// least `lower_bound`.
+    pub vertex_bound: Option<u64>,
 }
 
 /// The result of [`optimize`].
@@ -165,7 +212,7 @@ impl Effort {
                 exact_edges: (6, 100),
                 beam: (0, 0),
                 random_runs: 8,
-                starts: 2,
+                starts: 4,
                 descent: 1024,
                 anytime: 0,
                 anytime_from: usize::MAX,
@@ -179,6 +226,18 @@ impl Effort {
                 descent: 4096,
                 anytime: 400,
                 anytime_from: 9,
+            },
+            // What runs after the default effort's search (see
+            // `Session::exhaustive`).
+            Effort::Exhaustive => Budgets {
+                exact_vertices: (128, EXHAUSTIVE_STATES),
+                exact_edges: (24, EXHAUSTIVE_STATES / 4),
+                beam: (16, EXHAUSTIVE_STATES / 4),
+                random_runs: 256,
+                starts: 16,
+                descent: 4096,
+                anytime: EXHAUSTIVE_ANYTIME,
+                anytime_from: 1,
             },
         }
     }
@@ -225,12 +284,49 @@ pub fn optimize_against(
         return select_only(lcg, config, &work, started);
     }
     let mut run = Session::baseline(&mut work, reference, config, mode)?;
-    run.chain_candidates(&mut work);
-    run.descents(&mut work);
-    run.exact(&mut work, &graph, lcg, config, mode);
-    run.anytime(&mut work);
-    run.beam(&mut work);
-    run.finish(&graph, &mut work, config, started)
+    let cache = search
+        .cache
+        .as_ref()
+        .filter(|_| run.size.0 >= crate::cache::CACHE_MIN_INNER)
+        .map(|c| (c, crate::memo::cache_key(lcg, reference, mode, config)));
+    let cached = cache
+        .as_ref()
+        .and_then(|(c, key)| run.cached(&mut work, c, key, search.effort));
+    let reused = cached.as_ref().is_some_and(|e| e.1);
+    if !reused {
+        run.chain_candidates(&mut work);
+        run.descents(&mut work);
+        run.exact(&mut work, &graph, lcg, config, mode);
+        run.anytime(&mut work);
+        run.beam(&mut work);
+        if search.effort == Effort::Exhaustive {
+            run.exhaustive(&mut work, config);
+        }
+    }
+    let effort = search.effort;
+    let (mut optimized, chosen) = run.finish(&graph, &mut work, config, started)?;
+    if reused {
+        optimized.report.found_by = "cache";
+    }
+    if let (Some((c, key)), false) = (cache, reused) {
+        let found = crate::cache::Entry {
+            effort,
+            proof: optimized.report.proof,
+            cost: chosen.cost,
+            bound: chosen.bound,
+            moves: chosen.moves,
+        };
+        let stronger = |old: &crate::cache::Entry| {
+            old.cost < found.cost
+                || (old.cost == found.cost
+                    && crate::cache::rank(old.effort) >= crate::cache::rank(found.effort)
+                    && (old.proof.is_some() || found.proof.is_none()))
+        };
+        if !cached.as_ref().is_some_and(|(old, _)| stronger(old)) {
+            c.0.store(&key, &found);
+        }
+    }
+    Ok(optimized)
 }
 
 /// The reference's selection alone ([`Effort::None`], face elimination,
@@ -255,6 +351,7 @@ fn select_only(
             states: 0,
             micros: started.elapsed().as_micros() as u64,
             size: (work.inner_vertices().count(), work.edge_count()),
+            vertex_bound: None,
         },
     })
 }
@@ -288,6 +385,9 @@ struct Session {
     proof: Option<Proof>,
     /// A lower bound on every sequence's cost (model units).
     bound: i64,
+    /// A lower bound on every vertex elimination sequence's cost, where
+    /// the exact search over them ran.
+    vertex_bound: Option<i64>,
 }
 
 impl Session {
@@ -336,7 +436,11 @@ impl Session {
         Ok(Session {
             goal: search.goal,
             metric: config.metric,
-            budgets: search.effort.budgets(),
+            // The exhaustive effort first does what the default does.
+            budgets: match search.effort {
+                Effort::Exhaustive => Effort::Default.budgets(),
+                effort => effort.budgets(),
+            },
             size: (work.inner_vertices().count(), work.edge_count()),
             kinds: Moves {
                 vertices: true,
@@ -357,7 +461,62 @@ impl Session {
             states,
             proof: None,
             bound: work.lower_bound(),
+            vertex_bound: None,
         })
+    }
+
+    /// The entry the cache holds for this graph, replayed and priced: a
+    /// move that is not possible, a cost that is not the one recorded or a
+    /// sequence beyond the operation limit is reported and the entry
+    /// ignored. The entry is reused (its sequence the only candidate,
+    /// nothing searched) when it was found by the same effort, by the
+    /// exhaustive one, or is proven optimal over edge elimination
+    /// sequences; otherwise it is only returned, so that a stronger entry
+    /// is not replaced by a weaker result. Returns the entry and whether
+    /// it is reused.
+    fn cached(
+        &mut self,
+        work: &mut Work,
+        cache: &crate::cache::CacheHandle,
+        key: &str,
+        effort: Effort,
+    ) -> Option<(crate::cache::Entry, bool)> {
+        let entry = cache.0.load(key)?;
+        let mark = work.mark();
+        let mut valid = true;
+        for &m in &entry.moves {
+            if !work.can(m) {
+                valid = false;
+                break;
+            }
+            work.apply(m);
+        }
+        let priced = valid
+            .then(|| (work.cost(), work.cost_split()))
+            .and_then(|(c, s)| Some((c?, s?)));
+        work.undo_to(mark);
+        let problem = match priced {
+            None if !valid => Some("a move is not possible on this graph"),
+            None => Some("its sequence leaves no cost"),
+            Some((cost, _)) if cost != entry.cost => Some("its cost is not the one recorded"),
+            Some((_, (ops, _))) if ops > self.base_limit => {
+                Some("its sequence spends more operations than the baseline")
+            }
+            Some(_) => None,
+        };
+        if let Some(why) = problem {
+            cache.0.bad(&cache.0.file_of(key), why);
+            return None;
+        }
+        let reuse = entry.effort == effort
+            || entry.effort == Effort::Exhaustive
+            || entry.proof == Some(Proof::Edge);
+        if reuse {
+            self.push(entry.moves.clone(), entry.cost, "cache");
+            self.proof = entry.proof;
+            self.bound = self.bound.max(entry.bound.min(entry.cost));
+        }
+        Some((entry, reuse))
     }
 
     fn push(&mut self, moves: Vec<Move>, cost: i64, found_by: &'static str) {
@@ -628,11 +787,20 @@ impl Session {
     /// Iterated local search from the best candidate where no proof was
     /// found, within a budget in proportion to the graph's size.
     fn anytime(&mut self, work: &mut Work) {
-        let budget = self.budgets.anytime * self.size.1 as u64;
-        if self.proof.is_some() || budget == 0 || self.size.0 < self.budgets.anytime_from {
+        if self.proof.is_some() {
             return;
         }
         let start = self.candidates[0].moves.clone();
+        self.anytime_from(work, start, self.seed);
+    }
+
+    /// Iterated local search from `start` with `seed`, within the
+    /// budget, its result a candidate.
+    fn anytime_from(&mut self, work: &mut Work, start: Vec<Move>, seed: u64) {
+        let budget = self.budgets.anytime * self.size.1 as u64;
+        if budget == 0 || self.size.0 < self.budgets.anytime_from {
+            return;
+        }
         let incumbent = self.candidates[0].cost;
         // Only states within the operations of the baseline and its tape:
         // more taped factors than the reference's selection would make an
@@ -643,7 +811,7 @@ impl Session {
                 .is_some_and(|(ops, pushes)| ops <= limit && pushes <= max_pushes)
         };
         let (found, spent) =
-            crate::anytime::iterated(work, &start, incumbent, self.kinds, budget, self.seed, keep);
+            crate::anytime::iterated(work, &start, incumbent, self.kinds, budget, seed, keep);
         self.states += spent as usize;
         if let Some((moves, cost)) = found {
             self.push(moves, cost, "iterated descent");
@@ -671,6 +839,122 @@ impl Session {
         sort_candidates(&mut self.candidates);
     }
 
+    /// `--effort exhaustive`, after the default effort's search: the
+    /// other configured chains and randomized ones as candidates, more
+    /// descents, the exact searches with budgets of millions of states,
+    /// the anytime search from the best candidates with several seeds,
+    /// then beam search. Nothing runs once a proof over edge elimination
+    /// sequences is found.
+    fn exhaustive(&mut self, work: &mut Work, config: &Config) {
+        self.budgets = Effort::Exhaustive.budgets();
+        if self.proof == Some(Proof::Edge) {
+            return;
+        }
+        // Every configured chain, and randomized ones, as candidates.
+        let others: Vec<Strategy> = config
+            .strategies
+            .iter()
+            .filter(|s| !self.baseline.contains(s))
+            .cloned()
+            .collect();
+        for run in crate::chain::run_all(work, &others, false)
+            .into_iter()
+            .flatten()
+        {
+            self.states += run.moves.len();
+            if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits, self.limit) {
+                self.push(run.moves[..len].to_vec(), cost, "chain prefix");
+            }
+        }
+        let random = Strategy {
+            method: Method::Edge,
+            chain: crate::heuristics::Chain::reverse(),
+            extent: Extent::ScarcityPreserving {
+                allow_maintaining: self.allow_maintaining,
+            },
+        };
+        let mut rng = Rng::new(self.seed ^ 0x6578_6861_7573_7469);
+        for _ in 0..self.budgets.random_runs {
+            if let Some(run) = run_chain(work, &random, Some(&mut rng)) {
+                self.states += run.moves.len();
+                if let Some((len, cost)) = cheapest_prefix(&work.model, &run.splits, self.limit) {
+                    self.push(run.moves[..len].to_vec(), cost, "randomized chain");
+                }
+            }
+        }
+        sort_candidates(&mut self.candidates);
+        self.descents(work);
+        // The edge search where the graph is small, the vertex search part
+        // by part (which subsumes A* over the whole graph's vertex sets).
+        let (elimit, ebudget) = self.budgets.exact_edges;
+        if self.size.1 <= elimit {
+            let incumbent = feasible_cost(work, &self.candidates, self.limit);
+            let exact = exact_edges(work, incumbent, self.limit, ebudget);
+            self.states += exact.expanded;
+            if let Some((moves, cost)) = exact.best {
+                self.push(moves, cost, "exact (edges)");
+            }
+            self.bound = self.bound.max(exact.lower_bound);
+            if exact.proven {
+                self.proof = Some(Proof::Edge);
+            }
+            sort_candidates(&mut self.candidates);
+        }
+        if self.proof != Some(Proof::Edge) {
+            self.exact_vertex_parts(work);
+        }
+        if self.proof == Some(Proof::Edge) {
+            return;
+        }
+        // The anytime search from the best distinct candidates, each with
+        // a seed of its own, then once more from the best of all.
+        let mut starts: Vec<Vec<Move>> = Vec::new();
+        for c in &self.candidates {
+            if starts.len() >= EXHAUSTIVE_RESTARTS {
+                break;
+            }
+            if !starts.contains(&c.moves) {
+                starts.push(c.moves.clone());
+            }
+        }
+        for (k, start) in starts.into_iter().enumerate() {
+            self.anytime_from(work, start, self.seed.wrapping_add(k as u64 + 1));
+        }
+        let best = self.candidates[0].moves.clone();
+        self.anytime_from(work, best, self.seed.wrapping_add(0x1000));
+        self.beam(work);
+    }
+
+    /// The exact search over vertex elimination sequences part by part
+    /// ([`crate::exact`]): its best sequence is a candidate, its bound a
+    /// bound of the vertex elimination sequences, and its proof (under the
+    /// model without the excess tape weight, a relaxation) holds when the
+    /// best sequence costs the same under the real model and keeps the
+    /// operation limit.
+    fn exact_vertex_parts(&mut self, work: &mut Work) {
+        if self.size.0 == 0 {
+            return;
+        }
+        let outcome = crate::exact::vertex_search(work, self.budgets.exact_vertices.1);
+        self.states += outcome.states;
+        self.vertex_bound = Some(self.vertex_bound.unwrap_or(i64::MIN).max(outcome.bound));
+        let Some((moves, relaxed)) = outcome.best else {
+            return;
+        };
+        let Some(cost) = sequence_cost(work, &moves) else {
+            return;
+        };
+        let within = sequence_split(work, &moves).is_some_and(|s| s.0 <= self.limit);
+        if !within {
+            return;
+        }
+        if outcome.proven && cost == relaxed && self.proof.is_none() {
+            self.proof = Some(Proof::Vertex);
+        }
+        self.push(moves, cost, "exact (vertex parts)");
+        sort_candidates(&mut self.candidates);
+    }
+
     /// The cheapest candidate that is no worse than the baseline in
     /// operations (the push part aside) and, where one is, no worse than
     /// the reference engine's selection, replayed with expressions; the
@@ -682,7 +966,7 @@ impl Session {
         work: &mut Work,
         config: &Config,
         started: Instant,
-    ) -> Result<Optimized, ElimError> {
+    ) -> Result<(Optimized, Chosen), ElimError> {
         let unit = |c: i64| primary(self.goal, self.metric, c);
         let reference_strategy = self.baseline[self.reference_index].clone();
         let chain_elimination = replay(graph, work, &self.reference_moves, config)?;
@@ -702,19 +986,34 @@ impl Session {
                 .cloned();
         }
         let best_within = best.as_ref().map_or(i64::MAX, |b| b.cost);
-        let (elimination, cost, found_by) = match best {
+        let (elimination, cost, found_by, moves) = match best {
             Some(best) if best.moves != self.reference_moves => {
                 let ours = replay(graph, work, &best.moves, config)?;
                 let ours_cost = evaluate_model(&work.model, &ours);
                 match (ours_cost, chain_cost) {
                     (Some(a), Some(b)) if a < b || !chain_within => {
-                        (ours, ours_cost, best.found_by)
+                        (ours, ours_cost, best.found_by, best.moves)
                     }
-                    (Some(_), None) => (ours, ours_cost, best.found_by),
-                    _ => (chain_elimination, chain_cost, "chain"),
+                    (Some(_), None) => (ours, ours_cost, best.found_by, best.moves),
+                    _ => (
+                        chain_elimination,
+                        chain_cost,
+                        "chain",
+                        self.reference_moves.clone(),
+                    ),
                 }
             }
-            _ => (chain_elimination, chain_cost, "chain"),
+            _ => (
+                chain_elimination,
+                chain_cost,
+                "chain",
+                self.reference_moves.clone(),
+            ),
+        };
+        let chosen = Chosen {
+            cost: sequence_cost(work, &moves).unwrap_or(i64::MAX),
+            bound: self.bound,
+            moves,
         };
         // Reported in the goal's units, under the objective minimized.
         let cost_unit = cost.map_or(u64::MAX, unit);
@@ -730,7 +1029,7 @@ impl Session {
         } else {
             unit(self.bound).min(cost_unit)
         };
-        Ok(Optimized {
+        let optimized = Optimized {
             selection: Selection {
                 elimination,
                 strategy: reference_strategy,
@@ -744,9 +1043,19 @@ impl Session {
                 states: self.states,
                 micros: started.elapsed().as_micros() as u64,
                 size: self.size,
+                vertex_bound: self.vertex_bound.map(|b| unit(b.max(0)).max(lower_bound)),
             },
-        })
+        };
+        Ok((optimized, chosen))
     }
+}
+
+/// The sequence [`Session::finish`] chose, its model cost and the bound
+/// known, for the cache.
+struct Chosen {
+    moves: Vec<Move>,
+    cost: i64,
+    bound: i64,
 }
 
 /// The index of the reference's selection among complete runs of its
@@ -818,6 +1127,17 @@ fn baseline_strategies(
 
 /// See [`baseline_strategies`].
 const LONG_RUNS: usize = 64;
+
+/// States the exact searches of `--effort exhaustive` expand at most
+/// (the vertex search; the edge search and beam search a quarter).
+pub const EXHAUSTIVE_STATES: usize = 4_000_000;
+
+/// Work per edge of each anytime search of `--effort exhaustive`.
+pub const EXHAUSTIVE_ANYTIME: u64 = 20_000;
+
+/// Anytime searches of `--effort exhaustive`, each from another of the
+/// best candidates with a seed of its own (one more from the best).
+pub const EXHAUSTIVE_RESTARTS: usize = 8;
 
 /// Reference graphs with at least this many edges bound nothing (see
 /// [`optimize_against`]).

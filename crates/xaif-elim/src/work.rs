@@ -1405,6 +1405,19 @@ impl Work {
         }
     }
 
+    /// What the cost of a state knows of run-time value `id` besides the
+    /// edges that carry it: whether its expression is a subtraction,
+    /// whether no later expression reads it, and on how many edges it is
+    /// (either sign).
+    pub(crate) fn value_facts(&self, id: u32) -> (bool, bool, u32) {
+        let i = id as usize;
+        let sub = self.sub_top.get(i).copied().unwrap_or(false);
+        let unread = self.expr_use.get(i).copied().unwrap_or(0) == 0;
+        let uses = self.uses.get(2 * i).copied().unwrap_or(0)
+            + self.uses.get(2 * i + 1).copied().unwrap_or(0);
+        (sub, unread, uses)
+    }
+
     /// A hash of the state's structure and value shapes, with fresh
     /// run-time ids renumbered by first appearance (so states reached in
     /// different orders compare equal).

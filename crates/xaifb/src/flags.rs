@@ -209,9 +209,16 @@ pub struct TransformArgs {
     /// Seed of the randomized heuristics and of the search.
     #[arg(long, default_value_t = 0, value_parser = seed_value, allow_hyphen_values = true)]
     pub seed: u64,
-    /// How hard the elimination searches: fast, default or max.
+    /// How hard the elimination searches: fast, default, max or
+    /// exhaustive (minutes to hours per large graph; for builds that run
+    /// for weeks, best with --elim-cache).
     #[arg(long, value_enum, default_value_t = EffortArg::Default)]
     pub effort: EffortArg,
+    /// Keep the elimination of every large graph in this directory and
+    /// reuse it in later runs (default: $XAIFB_ELIM_CACHE when set; see
+    /// docs/elimination.md).
+    #[arg(long, value_name = "DIR")]
+    pub elim_cache: Option<PathBuf>,
     /// Symbols forced passive (space-separated names).
     #[arg(short = 'p')]
     pub passive: Option<String>,
@@ -273,7 +280,15 @@ pub enum EffortArg {
     Default,
     /// Larger search budgets (slower).
     Max,
+    /// Exact searches and long anytime searches (minutes to hours per
+    /// large graph).
+    Exhaustive,
 }
+
+/// The environment variable that names the elimination cache when
+/// `--elim-cache` is not given (so that OpenAD's scripts, which call the
+/// shims with the reference's flags, use it too).
+pub const ELIM_CACHE_VAR: &str = "XAIFB_ELIM_CACHE";
 
 /// Flags only the adjoint driver has.
 #[derive(Args, Clone)]
@@ -351,11 +366,19 @@ impl TransformArgs {
                 EffortArg::Fast => Effort::Fast,
                 EffortArg::Default => Effort::Default,
                 EffortArg::Max => Effort::Max,
+                EffortArg::Exhaustive => Effort::Exhaustive,
             },
             randomized: self.randomized,
             rerouting: self.rerouting,
             allow_maintaining: self.maintaining,
             seed: self.seed,
+            cache: self.elim_cache_dir().map(|dir| {
+                let quiet = self.reference.quiet;
+                xaif_elim::CacheHandle::new(
+                    dir,
+                    std::sync::Arc::new(move |text: &str| crate::report::note(quiet, text)),
+                )
+            }),
         };
         if let Some(spec) = &self.heuristic {
             // One strategy, as asked: no search beyond it.
@@ -372,6 +395,16 @@ impl TransformArgs {
             config.strategies = vec![strategy];
         }
         Ok(config)
+    }
+
+    /// The elimination cache's directory: `--elim-cache`, else
+    /// `$XAIFB_ELIM_CACHE` when it is set and not empty.
+    pub fn elim_cache_dir(&self) -> Option<PathBuf> {
+        self.elim_cache.clone().or_else(|| {
+            std::env::var_os(ELIM_CACHE_VAR)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
     }
 
     /// The names of `-p`.
