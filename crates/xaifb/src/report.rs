@@ -9,7 +9,10 @@
 //!   [`crate::output::Refused`]: an output over an input, two outputs on
 //!   one path or both on standard output);
 //! - 3: everything else, the environment (a schema directory or tool that
-//!   is missing, an output that cannot be written).
+//!   is missing, an output that cannot be written);
+//! - 4: not enough memory: an input's bytes that do not fit
+//!   ([`crate::input::Cause::NoMemory`]) or any other allocation that
+//!   fails (`cleanup::out_of_memory`, which ends the process at once).
 //!
 //! Commands return typed errors and this module alone turns them into a
 //! message and a code; a batch keeps the worst code of its files.
@@ -47,7 +50,13 @@ impl std::error::Error for Invalid {}
 /// The exit code of an error, by its cause (see the module's list).
 pub fn code_of(e: &anyhow::Error) -> u8 {
     for cause in e.chain() {
-        if cause.is::<crate::input::InputError>() || cause.is::<Invalid>() {
+        if let Some(i) = cause.downcast_ref::<crate::input::InputError>() {
+            return match i.cause {
+                crate::input::Cause::NoMemory => crate::cleanup::OUT_OF_MEMORY,
+                _ => 1,
+            };
+        }
+        if cause.is::<Invalid>() {
             return 1;
         }
         if cause.is::<Usage>() || cause.is::<crate::output::Refused>() {
@@ -73,11 +82,18 @@ pub fn message_of(e: &anyhow::Error) -> String {
 /// Prints an error that ended a command and returns its exit code.
 pub fn error_exit(e: &anyhow::Error) -> ExitCode {
     eprintln!("{}", message_of(e));
-    ExitCode::from(code_of(e))
+    ExitCode::from(code_of(e).max(WORST.load(Ordering::Relaxed)))
 }
 
-/// The worst exit code of the failed files of a batch so far.
+/// The worst exit code of the failed files of a batch so far (and 4 once
+/// an input did not fit into memory, whatever became of its error).
 static WORST: AtomicU8 = AtomicU8::new(0);
+
+/// An input did not fit into memory ([`crate::input::Cause::NoMemory`]):
+/// the run's exit code is 4, even where the error travels on as text.
+pub fn no_memory() {
+    WORST.fetch_max(crate::cleanup::OUT_OF_MEMORY, Ordering::Relaxed);
+}
 
 /// The report of one file of a batch that failed with `e`; the batch's exit
 /// code becomes at least `e`'s.
