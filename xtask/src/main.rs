@@ -203,6 +203,11 @@ struct GenArgs {
     /// of the few fragments of `xaif_testkit::scale`.
     #[arg(long)]
     realistic: bool,
+    /// Instead: one routine of this many nested `If`s
+    /// (`xaif_testkit::deep::nested_ifs`), the deep input of the memory
+    /// limit checks (`docs/limits.md`, "Memory").
+    #[arg(long)]
+    nested_ifs: Option<usize>,
     /// Also transform the program (tangent) and print its graph
     /// statistics: sizes, distinct shapes, the elimination's time.
     #[arg(long)]
@@ -334,7 +339,9 @@ fn main() -> Result<()> {
                 statements: args.statements,
                 seed: args.seed,
             };
-            let text = if args.realistic {
+            let text = if let Some(n) = args.nested_ifs {
+                xaif_testkit::deep::nested_ifs(n)
+            } else if args.realistic {
                 xaif_testkit::model::program(&shape)
             } else {
                 xaif_testkit::scale::program(&shape)
