@@ -51,22 +51,22 @@ contains
       call oad_revolve_next(a, c)
       write (*, '(I0,1X,I0)') a, c
       select case (a)
-      case (oad_revolve_done)
+      case (oad_revolve_action_done)
         exit
-      case (oad_revolve_store)
+      case (oad_revolve_action_store)
         if (pos /= c) write (*, '(A)') 'ERROR store of another state'
         call store(pos)
-      case (oad_revolve_restore)
+      case (oad_revolve_action_restore)
         call restore(pos)
         if (pos /= c) write (*, '(A,1X,I0)') 'ERROR restored state', pos
-      case (oad_revolve_advance)
+      case (oad_revolve_action_advance)
         if (.not. our_rev_mode%plain .or. our_rev_mode%tape) write (*, '(A)') 'ERROR advance mode'
         pos = pos + c
-      case (oad_revolve_tape)
+      case (oad_revolve_action_tape)
         if (.not. our_rev_mode%tape) write (*, '(A)') 'ERROR tape mode'
         if (pos /= c) write (*, '(A)') 'ERROR tape of another step'
         pos = pos + 1
-      case (oad_revolve_adjoint)
+      case (oad_revolve_action_adjoint)
         if (.not. adjoint .or. .not. our_rev_mode%adjoint) write (*, '(A)') 'ERROR adjoint mode'
         pos = -1
       end select
@@ -86,11 +86,11 @@ contains
     b = mod(pos, 2) == 0
     write (s, '(I0)') pos
     am%v = pos + 0.5d0
-    call oad_revolve_store_real_scalar(r)
-    call oad_revolve_store_integer_vector(iv)
-    call oad_revolve_store_bool_scalar(b)
-    call oad_revolve_store_string_scalar(s)
-    call oad_revolve_store_real_matrix_a(am)
+    call oad_revolve_store(r)
+    call oad_revolve_store(iv)
+    call oad_revolve_store(b)
+    call oad_revolve_store(s)
+    call oad_revolve_store(am)
   end subroutine store
 
   subroutine restore(pos)
@@ -100,15 +100,15 @@ contains
     logical :: b
     character(len=12) :: s
     type(active) :: am(2, 2)
-    call oad_revolve_restore_real_matrix_a(am)
-    call oad_revolve_restore_string_scalar(s)
-    call oad_revolve_restore_bool_scalar(b)
-    call oad_revolve_restore_integer_vector(iv)
-    call oad_revolve_restore_real_scalar(r)
+    call oad_revolve_restore(am)
+    call oad_revolve_restore(s)
+    call oad_revolve_restore(b)
+    call oad_revolve_restore(iv)
+    call oad_revolve_restore(r)
     pos = int(r)
     read (s, *) k
     if (any(iv /= [pos, 2 * pos, 3 * pos]) .or. (b .neqv. (mod(pos, 2) == 0)) &
-         .or. k /= pos .or. any(am%v /= pos + 0.5d0)) then
+         .or. k /= pos .or. any(abs(am%v - (pos + 0.5d0)) > 0d0)) then
       write (*, '(A)') 'ERROR snapshot values'
     end if
   end subroutine restore
@@ -125,10 +125,10 @@ contains
     do
       call oad_revolve_next(a, c)
       write (*, '(A,1X,I0,1X,I0)') 'outer', a, c
-      if (a == oad_revolve_done) exit
-      if (a == oad_revolve_store) call store(pos)
-      if (a == oad_revolve_advance) pos = pos + c
-      if (a == oad_revolve_tape) then
+      if (a == oad_revolve_action_done) exit
+      if (a == oad_revolve_action_store) call store(pos)
+      if (a == oad_revolve_action_advance) pos = pos + c
+      if (a == oad_revolve_action_tape) then
         call reverse_inner_taping()
         pos = pos + 1
       end if
@@ -140,18 +140,18 @@ contains
       call oad_revolve_next(a, c)
       write (*, '(A,1X,I0,1X,I0)') 'outer', a, c
       select case (a)
-      case (oad_revolve_done)
+      case (oad_revolve_action_done)
         exit
-      case (oad_revolve_store)
+      case (oad_revolve_action_store)
         call store(pos)
-      case (oad_revolve_restore)
+      case (oad_revolve_action_restore)
         call restore(pos)
-      case (oad_revolve_advance)
+      case (oad_revolve_action_advance)
         pos = pos + c
-      case (oad_revolve_tape)
+      case (oad_revolve_action_tape)
         call reverse_inner_taping()
         pos = pos + 1
-      case (oad_revolve_adjoint)
+      case (oad_revolve_action_adjoint)
         call oad_revolve_resume(2)
         inner = -1
         call sweep(inner, .true.)

@@ -57,8 +57,11 @@ pub struct LoopMark {
 }
 
 impl LoopMark {
-    /// Parses `ROUTINE:LINE[:SNAPSHOTS]`.
+    /// Parses `ROUTINE:LINE[:SNAPSHOTS]`, refusing a LINE or SNAPSHOTS
+    /// that the run-time calls they are written into cannot take
+    /// ([`crate::runtime::MAX_CALL_INTEGER`]).
     pub fn parse(text: &str) -> Result<Self, String> {
+        use crate::runtime::{call_integer, CountError, MAX_CALL_INTEGER};
         let parts: Vec<&str> = text.split(':').collect();
         let (routine, line, snapshots) = match parts.as_slice() {
             [r, l] => (*r, *l, None),
@@ -68,21 +71,38 @@ impl LoopMark {
         if routine.is_empty() {
             return Err(format!("`{text}`: no routine before the first `:`"));
         }
-        let line: i64 = line
-            .parse()
-            .ok()
-            .filter(|l| *l > 0)
-            .ok_or_else(|| format!("`{text}`: LINE `{line}` is not a line number"))?;
+        let too_large = |what: &str, value: &str, calls: &str| {
+            format!(
+                "`{text}`: {what} {value} is more than the run-time takes: at most \
+                 {MAX_CALL_INTEGER} (it is written into {calls} as a default Fortran integer)"
+            )
+        };
+        let line = match call_integer(line) {
+            Ok(l) if l > 0 => l as i64,
+            Err(CountError::TooLarge) => {
+                return Err(too_large(
+                    "LINE",
+                    line,
+                    "`oad_revolve_begin` and `oad_revolve_resume`",
+                ))
+            }
+            _ => return Err(format!("`{text}`: LINE `{line}` is not a line number")),
+        };
         let snapshots = match snapshots {
             None => DEFAULT_SNAPSHOTS,
-            Some(s) => match s.parse::<u64>() {
+            Some(s) => match call_integer(s) {
                 Ok(0) => {
                     return Err(format!(
                         "`{text}`: SNAPSHOTS 0: at least 1 (the loop's entry state) is needed"
                     ))
                 }
                 Ok(n) => n,
-                Err(_) => return Err(format!("`{text}`: SNAPSHOTS `{s}` is not a number")),
+                Err(CountError::TooLarge) => {
+                    return Err(too_large("SNAPSHOTS", s, "`oad_revolve_begin`"))
+                }
+                Err(CountError::NotANumber) => {
+                    return Err(format!("`{text}`: SNAPSHOTS `{s}` is not a number"))
+                }
             },
         };
         Ok(LoopMark {
@@ -117,10 +137,9 @@ pub struct CheckpointedLoop {
     update: StmtId,
     snapshots: u64,
     line: i64,
-    /// The snapshot's variables, the type and shape part of their store
-    /// and restore calls (`real_vector_a`), and whether each is an optional
-    /// formal some call leaves out (stored and restored only when present).
-    state: Vec<(VarRef, String, bool)>,
+    /// The snapshot's variables, and whether each is an optional formal
+    /// some call leaves out (stored and restored only when present).
+    state: Vec<(VarRef, bool)>,
 }
 
 /// The checkpointed loops of one routine, and the plain form of its basic
@@ -441,20 +460,19 @@ fn checkpointed_loop(
     };
     let mut state = Vec::new();
     for &s in states.get(&m.vertex).map(Vec::as_slice).unwrap_or(&[]) {
-        let suffix = state_suffix(ctx, s).ok_or_else(|| {
-            at_vertex(
+        if let Err(why) = crate::runtime::snapshot_type(&p.symbols[s]) {
+            return Err(at_vertex(
                 p,
                 m.vertex,
                 format!(
-                    "{}: cannot be checkpointed: its state includes `{}`, of type {}, \
+                    "{}: cannot be checkpointed: its state includes `{}`, {why}, \
                      which a snapshot cannot hold",
                     m.text,
                     p.symbols[s].name(),
-                    p.symbols[s].attrs.get("type").unwrap_or("?")
                 ),
-            )
-        })?;
-        state.push((whole_variable(p, s), suffix, optional.contains(&s)));
+            ));
+        }
+        state.push((whole_variable(p, s), optional.contains(&s)));
     }
     Ok(CheckpointedLoop {
         header,
@@ -552,23 +570,6 @@ fn left_by_jump(p: &Program, cfg: CfgId, v: VertexId) -> bool {
         );
     }
     forward.iter().any(|x| !back.contains(x))
-}
-
-/// The type and shape part of a snapshot call for variable `s`
-/// (`real_vector_a`: `_a` for the value part of an active variable), or
-/// `None` for a type a snapshot cannot hold.
-fn state_suffix(ctx: &InputCtx<'_>, s: SymbolId) -> Option<String> {
-    let sym = &ctx.p.symbols[s];
-    let ty = match sym.ty() {
-        xaif_model::SymbolType::Real => "real",
-        xaif_model::SymbolType::Integer => "integer",
-        xaif_model::SymbolType::Bool => "bool",
-        xaif_model::SymbolType::String | xaif_model::SymbolType::Char => "string",
-        _ => return None,
-    };
-    let shape = xaif_model::index::SHAPES[sym.rank().min(7)];
-    let active = sym.is_active() && ty == "real";
-    Some(format!("{ty}_{shape}{}", if active { "_a" } else { "" }))
 }
 
 /// A reference to the whole variable `s`.
@@ -842,8 +843,12 @@ fn snapshot_arm(
     store: bool,
     p: &mut Pending,
 ) {
-    let verb = if store { "store" } else { "restore" };
-    let mut refs: Vec<&(VarRef, String, bool)> = cl.state.iter().collect();
+    let name = if store {
+        crate::runtime::STORE_CALL
+    } else {
+        crate::runtime::RESTORE_CALL
+    };
+    let mut refs: Vec<&(VarRef, bool)> = cl.state.iter().collect();
     if !store {
         refs.reverse();
     }
@@ -856,13 +861,8 @@ fn snapshot_arm(
                 p.push((blk, None));
             }
         };
-    for (r, suffix, optional) in refs {
-        let stmt = call(
-            out,
-            temps,
-            &format!("oad_revolve_{verb}_{suffix}"),
-            vec![ArgValue::Variable(value_ref(r))],
-        );
+    for (r, optional) in refs {
+        let stmt = call(out, temps, name, vec![ArgValue::Variable(value_ref(r))]);
         if !optional {
             plain.push(stmt);
             continue;

@@ -9,7 +9,9 @@
 //!
 //! [`explicit`] decides which loops run backwards instead of being
 //! counted; [`checkpoint`] reverses loops marked `--checkpoint-loop` by
-//! binomial checkpointing, through run-time calls. The crate builds on the basic-block preaccumulation of
+//! binomial checkpointing, through run-time calls whose contract (call
+//! names, the types a snapshot holds, the integers a call takes) is
+//! [`runtime`]. The crate builds on the basic-block preaccumulation of
 //! `xaif-linearize` and on the to-be-recorded analysis of `xaif-dataflow`
 //! (argument checkpoints), and writes XAIF through `xaif-model`; it does
 //! not depend on the interpreter.
@@ -19,6 +21,7 @@ pub mod explicit;
 pub mod program;
 pub mod region;
 pub mod reverse;
+pub mod runtime;
 
 pub use program::{
     adjoint, adjoint_streamed, top_routine, AdjointOptions, AdjointResult, TapeStats,

@@ -1,11 +1,16 @@
-//! The Fortran run-time module (`runtime/oad_revolve.f90`, what an OpenAD
-//! build links) takes the schedule of this crate: compiled with gfortran
-//! and driven by `runtime/test/schedule_driver.f90` on (steps, snapshots)
-//! pairs from 0 to 1,000 steps and 1 to 50 snapshots, its action sequence,
-//! its forward steps and a two-level nest equal those of [`Runtime`], line
-//! for line, and its snapshots restore exactly what was stored (the driver
-//! prints every inconsistency). Skipped with a reason when gfortran is
-//! missing, unless `CI=true`.
+//! The Fortran run-time modules (`runtime/oad_revolve.f90` and
+//! `runtime/oad_revolve_snapshots.f90`, what an OpenAD build links)
+//! compile without a warning under `gfortran -Wall -Wextra -std=f2008
+//! -fcheck=all` and take the schedule of this crate: driven by
+//! `runtime/test/schedule_driver.f90` on (steps, snapshots) pairs from 0 to
+//! 1,000 steps and 1 to 50 snapshots, their action sequence, forward steps
+//! and a two-level nest equal those of [`Runtime`], line for line, and
+//! their snapshots restore exactly what was stored (the driver prints every
+//! inconsistency). `runtime/test/snapshot_driver.f90` round-trips every
+//! type, kind and rank the store holds (strings of 1,000 characters, rank-7
+//! arrays, OpenAD's active type) bit for bit, queries what is held,
+//! abandons a schedule, and stops on a restore of another type. Skipped
+//! with a reason when gfortran is missing, unless `CI=true`.
 
 use std::path::Path;
 use std::process::Command;
@@ -108,31 +113,34 @@ fn expected() -> String {
     text
 }
 
+/// The run-time compiled into a scratch directory, and `driver` (a file
+/// of `runtime/test/`) linked with it; `None` when gfortran is missing.
+fn build(driver: &str) -> Option<(xaif_testkit::Scratch, std::path::PathBuf)> {
+    build_with(driver, &[])
+}
+
+/// [`build`] with `extra` compiler flags for everything.
+fn build_with(driver: &str, extra: &[&str]) -> Option<(xaif_testkit::Scratch, std::path::PathBuf)> {
+    use xaif_testkit::fortran;
+    if !fortran::have_gfortran() {
+        return None;
+    }
+    let name = format!("{driver}{}", extra.join(""));
+    let dir = xaif_testkit::Scratch::new("xaifb-revolve", &name);
+    let objects = fortran::compile_runtime_with(dir.path(), extra);
+    let exe = dir.join("driver");
+    let source = xaif_testkit::repo_root().join("runtime/test").join(driver);
+    if let Err(e) = fortran::compile_program_with(dir.path(), &objects, &source, &exe, extra) {
+        panic!("gfortran failed to compile {driver}:\n{e}");
+    }
+    Some((dir, exe))
+}
+
 #[test]
 fn the_fortran_module_takes_the_rust_schedule() {
-    let have = Command::new("gfortran")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have {
-        xaif_testkit::unavailable("gfortran not found (install gfortran)");
+    let Some((_dir, exe)) = build("schedule_driver.f90") else {
         return;
-    }
-    let root = xaif_testkit::repo_root();
-    let runtime = root.join("runtime");
-    let dir = xaif_testkit::scratch::Scratch::new("xaifb-revolve", "fortran");
-    let exe = dir.join("driver");
-    let status = Command::new("gfortran")
-        .args(["-std=f2008", "-Wall", "-J"])
-        .arg(dir.path())
-        .arg("-o")
-        .arg(&exe)
-        .arg(runtime.join("test/oad_stubs.f90"))
-        .arg(runtime.join("oad_revolve.f90"))
-        .arg(runtime.join("test/schedule_driver.f90"))
-        .status()
-        .expect("gfortran runs");
-    assert!(status.success(), "gfortran failed to compile runtime/");
+    };
     let out = Command::new(Path::new(&exe))
         .output()
         .expect("the driver runs");
@@ -164,4 +172,60 @@ fn the_fortran_module_takes_the_rust_schedule() {
         panic!("line {}: Fortran `{g}`, Rust `{w}`", n + 1);
     }
     assert!(want.lines().count() > 50_000);
+}
+
+#[test]
+fn every_type_kind_and_rank_survives_a_store_and_restore() {
+    snapshot_driver(&[]);
+}
+
+/// Models are often compiled with 8-byte default reals and integers: the
+/// run-time compiles without a warning and holds the same (the default
+/// kinds are among the explicit ones, and the counters' generics stay
+/// distinct).
+#[test]
+fn with_eight_byte_default_kinds_it_holds_the_same() {
+    snapshot_driver(&["-fdefault-real-8", "-fdefault-integer-8"]);
+}
+
+fn snapshot_driver(extra: &[&str]) {
+    let Some((_dir, exe)) = build_with("snapshot_driver.f90", extra) else {
+        return;
+    };
+    let out = Command::new(&exe).output().expect("the driver runs");
+    let got = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "the driver failed:\n{got}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let errors: Vec<&str> = got.lines().filter(|l| l.starts_with("ERROR")).collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    let oks = got.lines().filter(|l| l.starts_with("ok ")).count();
+    assert_eq!(oks, 37, "{got}");
+    for needed in [
+        "ok character(len=100)",
+        "ok character(len=1000)",
+        "ok integer(int64) scalar",
+        "ok real(real32) scalar",
+        "ok logical scalar",
+        "ok logical rank 7",
+        "ok active rank 7",
+        "ok abandon: nothing held",
+    ] {
+        assert!(got.lines().any(|l| l == needed), "no `{needed}`:\n{got}");
+    }
+    assert!(got.ends_with("end\n"), "{got}");
+
+    let out = Command::new(&exe).arg("mismatch").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(
+            "oad_revolve: a restore of real(real32) (4 bytes) where the snapshot holds \
+             integer(int32) (4 bytes)"
+        ),
+        "{said}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ERROR"));
 }
