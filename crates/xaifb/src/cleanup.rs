@@ -255,11 +255,25 @@ pub fn create_dir(path: &Path) -> io::Result<Option<Registration>> {
     Ok(registration)
 }
 
-/// Names `input` (as messages name it: `<stdin>` for `-`) as being worked
-/// on until the registration is dropped: the out-of-memory message names
-/// it (`alloc.rs`).
-pub fn working_on(input: &Path) -> Registration {
-    register(&WORKING, Path::new(&crate::input::display_name(input)))
+/// Names `input` (as messages name it, `input::working_on`) as being
+/// worked on until the registration is dropped: the out-of-memory message
+/// names it (`alloc.rs`).
+pub fn working_on(name: &str) -> Registration {
+    register(&WORKING, Path::new(name))
+}
+
+/// Set once an input's bytes did not fit into memory.
+static INPUT_OUT_OF_MEMORY: AtomicBool = AtomicBool::new(false);
+
+/// An input did not fit into memory (`input::Cause::NoMemory`): the run's
+/// exit code is 4 (`report`), even where the error travels on as text.
+pub fn input_out_of_memory() {
+    INPUT_OUT_OF_MEMORY.store(true, Ordering::Relaxed);
+}
+
+/// Whether [`input_out_of_memory`] was called.
+pub fn input_was_out_of_memory() -> bool {
+    INPUT_OUT_OF_MEMORY.load(Ordering::Relaxed)
 }
 
 /// Removes every registered temporary, then every registered directory

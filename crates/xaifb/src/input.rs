@@ -116,7 +116,7 @@ impl std::error::Error for InputError {}
 
 fn error(path: &Path, cause: Cause) -> InputError {
     if cause == Cause::NoMemory {
-        crate::report::no_memory();
+        crate::cleanup::input_out_of_memory();
     }
     InputError {
         path: path.to_path_buf(),
@@ -185,6 +185,13 @@ pub fn display_name(path: &Path) -> String {
     } else {
         path.display().to_string()
     }
+}
+
+/// Names `path` as an input being worked on until the registration is
+/// dropped: a failed allocation meanwhile names it in its message
+/// (`cleanup::out_of_memory`).
+pub fn working_on(path: &Path) -> crate::cleanup::Registration {
+    crate::cleanup::working_on(&display_name(path))
 }
 
 /// The name of standard input in messages.

@@ -82,18 +82,23 @@ pub fn message_of(e: &anyhow::Error) -> String {
 /// Prints an error that ended a command and returns its exit code.
 pub fn error_exit(e: &anyhow::Error) -> ExitCode {
     eprintln!("{}", message_of(e));
-    ExitCode::from(code_of(e).max(WORST.load(Ordering::Relaxed)))
+    ExitCode::from(code_of(e).max(worst()))
 }
 
-/// The worst exit code of the failed files of a batch so far (and 4 once
-/// an input did not fit into memory, whatever became of its error).
+/// The worst exit code so far: of the failed files of a batch, and 4 once
+/// an input did not fit into memory (`cleanup::input_out_of_memory`),
+/// whatever became of its error.
+fn worst() -> u8 {
+    let w = WORST.load(Ordering::Relaxed);
+    if crate::cleanup::input_was_out_of_memory() {
+        w.max(crate::cleanup::OUT_OF_MEMORY)
+    } else {
+        w
+    }
+}
+
+/// The worst exit code of the failed files of a batch so far.
 static WORST: AtomicU8 = AtomicU8::new(0);
-
-/// An input did not fit into memory ([`crate::input::Cause::NoMemory`]):
-/// the run's exit code is 4, even where the error travels on as text.
-pub fn no_memory() {
-    WORST.fetch_max(crate::cleanup::OUT_OF_MEMORY, Ordering::Relaxed);
-}
 
 /// The report of one file of a batch that failed with `e`; the batch's exit
 /// code becomes at least `e`'s.
@@ -112,7 +117,7 @@ pub fn job_failure(input: &Path, e: &anyhow::Error) -> String {
 /// The exit code of a batch with `failed` failures: 0, or the worst code
 /// of its failures (1 for an input that failed without a recorded cause).
 pub fn batch_exit_code(failed: usize) -> ExitCode {
-    match WORST.load(Ordering::Relaxed) {
+    match worst() {
         0 if failed > 0 => ExitCode::from(1),
         0 => ExitCode::SUCCESS,
         worst => ExitCode::from(worst),
