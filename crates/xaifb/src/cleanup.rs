@@ -225,10 +225,23 @@ fn critical<R>(
         }
     }
     let registration = register(list, path);
-    let made = make(path);
+    // A path not kept (a directory that was there already, a file not
+    // made) is unregistered before the section ends: a handler waiting
+    // for it must not remove what another process made.
+    let made = match make(path) {
+        Ok((r, true)) => Ok((r, Some(registration))),
+        Ok((r, false)) => {
+            drop(registration);
+            Ok((r, None))
+        }
+        Err(e) => {
+            drop(registration);
+            Err(e)
+        }
+    };
     CREATING.fetch_sub(1, Ordering::SeqCst);
     CREATING_HERE.with(|c| c.set(false));
-    made.map(|(r, keep)| (r, keep.then_some(registration)))
+    made
 }
 
 /// Runs `create` on `path` as a critical section with the path registered:
