@@ -429,7 +429,7 @@ pub fn address_space_limit() -> Option<u64> {
         if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0
             && lim.rlim_cur != libc::RLIM_INFINITY
         {
-            return Some(u64::from(lim.rlim_cur));
+            return Some(lim.rlim_cur);
         }
         None
     }
