@@ -296,6 +296,9 @@ struct RobustArgs {
     /// Statements of the large generated program (0: none).
     #[arg(long, default_value_t = 100_000)]
     large_statements: usize,
+    /// Time limit of one command of the `memory limit` class, seconds.
+    #[arg(long, default_value_t = 300)]
+    large_timeout: u64,
     /// Interrupts at random moments of large transformations.
     #[arg(long, default_value_t = 24)]
     interrupts: usize,
@@ -550,6 +553,7 @@ fn robust(args: RobustArgs) -> Result<()> {
     cfg.large_ifs = args.large_ifs;
     cfg.large_statements = args.large_statements;
     cfg.interrupts = args.interrupts;
+    cfg.large_timeout = std::time::Duration::from_secs(args.large_timeout);
     // Another CPU-heavy process: a shell spinning until the campaign ends.
     let mut load = if args.load {
         Some(

@@ -182,6 +182,7 @@ pub(super) fn memory_cases(sh: &Shared<'_>) {
 fn one_limit(sh: &Shared<'_>, base: &Path, input: &Path, label: &str, args: &[String], limit: u64) {
     let mut limited = sh.cfg.clone();
     limited.memory = limit;
+    limited.timeout = sh.cfg.large_timeout;
     let cdir = base.join("run");
     let mut first: Option<(String, String, Option<u64>)> = None;
     for k in 0..sh.cfg.limit_repeats.max(1) {

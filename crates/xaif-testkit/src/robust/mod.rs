@@ -96,6 +96,9 @@ pub struct Config {
     pub large_statements: usize,
     /// Interrupts at random moments of large transformations (`limits.rs`).
     pub interrupts: usize,
+    /// Time limit of one command of the `memory limit` class (its inputs
+    /// take seconds each on a quiet machine, more under load).
+    pub large_timeout: Duration,
 }
 
 impl Config {
@@ -127,6 +130,7 @@ impl Config {
             large_ifs: 30_000,
             large_statements: 100_000,
             interrupts: 0,
+            large_timeout: Duration::from_secs(300),
         }
     }
 }
