@@ -434,6 +434,7 @@ impl Outputs {
     /// of its outputs.
     pub fn commit(mut self) -> Result<()> {
         let mut done: Vec<PathBuf> = Vec::new();
+        let mut placed: Vec<crate::cleanup::Registration> = Vec::new();
         let mut failure = None;
         for staged in &mut self.staged {
             let result = match staged {
@@ -443,10 +444,19 @@ impl Outputs {
                     dest,
                 } => {
                     let tmp = tmp.take().expect("staged once, committed once");
-                    let r = tmp.persist(&*dest).map(|_| ()).map_err(|e| {
-                        let _ = e.file.close();
-                        io_failure("move result into", dest, &e.error)
-                    });
+                    // The output moved into place stays registered with the
+                    // signal handler until every output of the job is in
+                    // place: an interrupt meanwhile removes it, so a job
+                    // never leaves half of its files (nor the directories
+                    // made for them, which empty).
+                    let r = crate::cleanup::create(dest, |d| {
+                        tmp.persist(d).map(|_| ()).map_err(|e| {
+                            let _ = e.file.close();
+                            e.error
+                        })
+                    })
+                    .map(|((), moved)| placed.push(moved))
+                    .map_err(|e| io_failure("move result into", dest, &e));
                     // Unregistered once the temporary is renamed or removed.
                     registration.take();
                     r.map(|_| dest.clone())
@@ -474,7 +484,9 @@ impl Outputs {
             }
             return Err(e);
         }
-        // Every file is in place: the directories made for them stay.
+        // Every file is in place: the files and the directories made for
+        // them stay.
+        drop(placed);
         self.created.clear();
         for staged in &self.staged {
             if let Staged::Stdout(bytes) = staged {
