@@ -219,6 +219,11 @@ struct GenArgs {
     /// of the few fragments of `xaif_testkit::scale`.
     #[arg(long)]
     realistic: bool,
+    /// Instead: one routine of this many nested `If`s
+    /// (`xaif_testkit::deep::nested_ifs`), the deep input of the memory
+    /// limit checks (`docs/limits.md`, "Memory").
+    #[arg(long)]
+    nested_ifs: Option<usize>,
     /// Also transform the program (tangent) and print its graph
     /// statistics: sizes, distinct shapes, the elimination's time.
     #[arg(long)]
@@ -277,6 +282,38 @@ struct RobustArgs {
     /// wide mutations.
     #[arg(long, default_value_t = 50_000)]
     max_repeat: usize,
+    /// Leave out the `memory limit` class (every subcommand on large
+    /// generated inputs under `--memory-mib` and `--tight-memory-mib`,
+    /// with and without the second thread).
+    #[arg(long)]
+    no_limit_cases: bool,
+    /// The tight limit of the `memory limit` class, MiB.
+    #[arg(long, default_value_t = 512)]
+    tight_memory_mib: u64,
+    /// Runs of each command and limit of the `memory limit` class (all
+    /// must give the same outcome).
+    #[arg(long, default_value_t = 2)]
+    limit_repeats: usize,
+    /// Only these subcommands in the `memory limit` class
+    /// (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    limit_commands: Vec<String>,
+    /// Nesting of the large input of nested `If`s.
+    #[arg(long, default_value_t = 30_000)]
+    large_ifs: usize,
+    /// Statements of the large generated program (0: none).
+    #[arg(long, default_value_t = 100_000)]
+    large_statements: usize,
+    /// Time limit of one command of the `memory limit` class, seconds.
+    #[arg(long, default_value_t = 300)]
+    large_timeout: u64,
+    /// Interrupts at random moments of large transformations.
+    #[arg(long, default_value_t = 24)]
+    interrupts: usize,
+    /// Keep a CPU-heavy process running for the whole campaign (some
+    /// failures show only under load).
+    #[arg(long)]
+    load: bool,
 }
 
 #[derive(Args)]
@@ -354,7 +391,9 @@ fn main() -> Result<()> {
                 statements: args.statements,
                 seed: args.seed,
             };
-            let text = if args.realistic {
+            let text = if let Some(n) = args.nested_ifs {
+                xaif_testkit::deep::nested_ifs(n)
+            } else if args.realistic {
                 xaif_testkit::model::program(&shape)
             } else {
                 xaif_testkit::scale::program(&shape)
@@ -519,6 +558,25 @@ fn robust(args: RobustArgs) -> Result<()> {
     cfg.generated = args.generated;
     cfg.run_time_limit = args.run_time_limit;
     cfg.max_repeat = args.max_repeat;
+    cfg.limit_cases = !args.no_limit_cases;
+    cfg.tight_memory = args.tight_memory_mib << 20;
+    cfg.limit_repeats = args.limit_repeats;
+    cfg.limit_commands = args.limit_commands;
+    cfg.large_ifs = args.large_ifs;
+    cfg.large_statements = args.large_statements;
+    cfg.interrupts = args.interrupts;
+    cfg.large_timeout = std::time::Duration::from_secs(args.large_timeout);
+    // Another CPU-heavy process: a shell spinning until the campaign ends.
+    let mut load = if args.load {
+        Some(
+            Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .context("the load process")?,
+        )
+    } else {
+        None
+    };
     // The campaign holds mutants of up to tens of MB per job: bound its own
     // address space, so that a bug in it ends it rather than the machine.
     // SAFETY: setrlimit on this process with a valid struct.
@@ -530,6 +588,10 @@ fn robust(args: RobustArgs) -> Result<()> {
         libc::setrlimit(libc::RLIMIT_AS, &limit);
     }
     let report = xaif_testkit::robust::run(&cfg);
+    if let Some(l) = load.as_mut() {
+        let _ = l.kill();
+        let _ = l.wait();
+    }
     print!("{}", report.render());
     if !report.findings.is_empty() {
         bail!(

@@ -1,5 +1,6 @@
 //! The global allocator: mimalloc for large inputs, the system's for the
-//! rest, chosen once, before the first allocation.
+//! rest, chosen once, before the first allocation; and what happens when
+//! an allocation fails.
 //!
 //! mimalloc takes 20–25 % less CPU than glibc's allocator on whole-program
 //! inputs, where every routine's model is made and freed as the output
@@ -16,8 +17,27 @@
 //! when it is chosen, not at every process start (where the build leaves
 //! its C constructor out; `docs/decisions.md`). `XAIFB_ALLOCATOR=system` or `mimalloc` overrides
 //! the choice (for measurements).
+//!
+//! Under an address-space limit (`ulimit -v`, `RLIMIT_AS`) the system's
+//! allocator is chosen whatever the input: it grows a large block in place
+//! (`mremap`) where mimalloc copies it into a new one, and it reserves no
+//! arenas ahead, so a run fits a third less address space (the adjoint of
+//! 3·10⁴ nested `If`s: 1.22 GB instead of 1.69 GB), and the address space
+//! taken is what the run holds (`docs/limits.md`, "Memory").
+//!
+//! An allocation that fails ends the process cleanly, never by an abort:
+//! the temporaries and directories made for outputs are removed and each
+//! input being worked on is named, with exit code 4
+//! (`cleanup::out_of_memory`). Code that can report a failed allocation
+//! as an error of its own (reading an input into one buffer) runs it
+//! inside [`fallible`], where a failed allocation returns null to the
+//! caller as usual (`try_reserve`).
+
+// Without the `mimalloc` feature only the failure handling is left.
+#![cfg_attr(not(feature = "mimalloc"), allow(dead_code, unused_imports))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Inputs from this size on get mimalloc: from about 130 kB on, it took
@@ -33,11 +53,13 @@ static CHOICE: AtomicU8 = AtomicU8::new(UNDECIDED);
 /// The process's allocator (see the module documentation).
 pub struct Allocator;
 
+#[cfg(feature = "mimalloc")]
 /// `mi_option_arena_eager_commit` in the linked mimalloc's `mi_option_e`
 /// (the fifth option in both its v2 and v3 headers).
 const MI_OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
 
 /// `mi_option_purge_delay` (the sixteenth option in both headers).
+#[cfg(feature = "mimalloc")]
 const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
 
 /// How long freed memory stays committed before mimalloc gives it back,
@@ -46,8 +68,10 @@ const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
 /// memory resident through the next phase (57 MB instead of 46 MB peak
 /// for the 10^4-statement tangent, 375 MB instead of 354 MB for the 10^5
 /// adjoint), for no measurable CPU time.
+#[cfg(feature = "mimalloc")]
 const PURGE_DELAY_MS: std::ffi::c_long = 10;
 
+#[cfg(feature = "mimalloc")]
 extern "C" {
     /// mimalloc's option setter (`mimalloc.h`).
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
@@ -69,9 +93,22 @@ fn choice() -> u8 {
 fn decide() -> u8 {
     let c = match override_choice() {
         Some(c) => c,
+        None if crate::cleanup::address_space_limit().is_some() => SYSTEM,
         None if large_input() => MIMALLOC,
         None => SYSTEM,
     };
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if c == SYSTEM && crate::cleanup::address_space_limit().is_some() {
+        // One arena for every thread: glibc gives a thread an arena of its
+        // own (64 MiB of address space reserved) when the shared one is
+        // busy at that moment, so how much address space a run takes, and
+        // whether it fits under the limit, would depend on timing.
+        // SAFETY: sets one of glibc's malloc parameters; no other state.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 1);
+        }
+    }
+    #[cfg(feature = "mimalloc")]
     if c == MIMALLOC {
         // Arenas committed as they are used: committed eagerly (mimalloc's
         // default where the system overcommits), the first arena counts in
@@ -176,43 +213,86 @@ fn large_file_among(args: &[u8]) -> bool {
     })
 }
 
+std::thread_local! {
+    /// How many [`fallible`] sections this thread is in.
+    static FALLIBLE: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Runs `f` with failed allocations returned to their callers as null (the
+/// error of `try_reserve`, or `ErrorKind::OutOfMemory` of `read_to_end`)
+/// instead of ending the process.
+pub fn fallible<R>(f: impl FnOnce() -> R) -> R {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            FALLIBLE.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+    FALLIBLE.with(|d| d.set(d.get() + 1));
+    let _leave = Leave;
+    f()
+}
+
+/// `p`, unless it is null outside a [`fallible`] section: then the
+/// process ends cleanly (`cleanup::out_of_memory`).
+#[inline]
+fn checked(p: *mut u8) -> *mut u8 {
+    if p.is_null() && FALLIBLE.try_with(Cell::get).unwrap_or(0) == 0 {
+        crate::cleanup::out_of_memory();
+    }
+    p
+}
+
+#[cfg(feature = "mimalloc")]
+#[inline]
+fn mimalloc_chosen() -> bool {
+    choice() == MIMALLOC
+}
+
+#[cfg(feature = "mimalloc")]
+#[inline]
+fn mimalloc_in_use() -> bool {
+    CHOICE.load(Ordering::Relaxed) == MIMALLOC
+}
+
 // SAFETY: every block goes to and comes back from the allocator chosen
-// before the first allocation; the choice never changes.
+// before the first allocation; the choice never changes. A null result
+// either reaches the caller (inside `fallible`) or ends the process.
 unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if choice() == MIMALLOC {
-            mimalloc::MiMalloc.alloc(layout)
-        } else {
-            System.alloc(layout)
+        #[cfg(feature = "mimalloc")]
+        if mimalloc_chosen() {
+            return checked(mimalloc::MiMalloc.alloc(layout));
         }
+        checked(System.alloc(layout))
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if choice() == MIMALLOC {
-            mimalloc::MiMalloc.alloc_zeroed(layout)
-        } else {
-            System.alloc_zeroed(layout)
+        #[cfg(feature = "mimalloc")]
+        if mimalloc_chosen() {
+            return checked(mimalloc::MiMalloc.alloc_zeroed(layout));
         }
+        checked(System.alloc_zeroed(layout))
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if CHOICE.load(Ordering::Relaxed) == MIMALLOC {
-            mimalloc::MiMalloc.dealloc(ptr, layout)
-        } else {
-            System.dealloc(ptr, layout)
+        #[cfg(feature = "mimalloc")]
+        if mimalloc_in_use() {
+            return mimalloc::MiMalloc.dealloc(ptr, layout);
         }
+        System.dealloc(ptr, layout)
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if CHOICE.load(Ordering::Relaxed) == MIMALLOC {
-            mimalloc::MiMalloc.realloc(ptr, layout, new_size)
-        } else {
-            System.realloc(ptr, layout, new_size)
+        #[cfg(feature = "mimalloc")]
+        if mimalloc_in_use() {
+            return checked(mimalloc::MiMalloc.realloc(ptr, layout, new_size));
         }
+        checked(System.realloc(ptr, layout, new_size))
     }
 }
 

@@ -71,6 +71,7 @@ pub fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         plan.file("--passivate", p);
     }
     plan.check()?;
+    let _working = crate::input::working_on(&args.file);
     let (mut program, source) = crate::gate::program_with_source(&args.file)?;
     let (text, passivation) = analysis(&args, spec, &program, &source)?;
     // The report file and the passivated program: both or neither.

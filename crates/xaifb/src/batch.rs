@@ -388,6 +388,7 @@ where
         let result = match &j.problem {
             Some(p) => Err(p.clone()),
             None => match catch(|| {
+                let _working = crate::input::working_on(&j.input);
                 inject_fault(&j.input);
                 job(&j.input, &j.rel)
             }) {

@@ -64,6 +64,9 @@ pub enum Cause {
     },
     /// Not UTF-8 text (for text inputs such as Jacobian files).
     NotText,
+    /// Its bytes do not fit into memory (exit code 4, as every failed
+    /// allocation: `cleanup::out_of_memory`).
+    NoMemory,
     /// Any other I/O error, as the system words it.
     Io(String),
 }
@@ -85,6 +88,9 @@ impl fmt::Display for Cause {
                 "is larger than the input size limit of {limit} bytes (raise it with --max-input-size)"
             ),
             Cause::NotText => write!(f, "is not UTF-8 text"),
+            Cause::NoMemory => f.write_str(&crate::cleanup::out_of_memory_cause(
+                crate::cleanup::address_space_limit(),
+            )),
             Cause::Io(e) => write!(f, "{e}"),
         }
     }
@@ -109,6 +115,9 @@ impl fmt::Display for InputError {
 impl std::error::Error for InputError {}
 
 fn error(path: &Path, cause: Cause) -> InputError {
+    if cause == Cause::NoMemory {
+        crate::cleanup::input_out_of_memory();
+    }
     InputError {
         path: path.to_path_buf(),
         cause,
@@ -130,6 +139,7 @@ pub fn io_cause(path: &Path, e: &std::io::Error) -> Cause {
             }
         }
         std::io::ErrorKind::PermissionDenied => Cause::PermissionDenied,
+        std::io::ErrorKind::OutOfMemory => Cause::NoMemory,
         _ => Cause::Io(plain_io_message(e)),
     }
 }
@@ -175,6 +185,13 @@ pub fn display_name(path: &Path) -> String {
     } else {
         path.display().to_string()
     }
+}
+
+/// Names `path` as an input being worked on until the registration is
+/// dropped: a failed allocation meanwhile names it in its message
+/// (`cleanup::out_of_memory`).
+pub fn working_on(path: &Path) -> crate::cleanup::Registration {
+    crate::cleanup::working_on(&display_name(path))
 }
 
 /// The name of standard input in messages.
@@ -227,13 +244,13 @@ pub fn read(path: &Path) -> Result<Vec<u8>, InputError> {
     }
     let limit = max_input_size();
     let mut bytes = Vec::new();
-    bytes
-        .try_reserve_exact(meta.len().min(limit) as usize)
-        .map_err(|_| error(path, Cause::TooLarge { limit }))?;
+    // The file's bytes are the first large allocation of a run: one that
+    // does not fit is the input's error, before any work.
+    crate::alloc::fallible(|| bytes.try_reserve_exact(meta.len().min(limit) as usize))
+        .map_err(|_| error(path, Cause::NoMemory))?;
     // Read at most one byte past the limit: a file that grows while it is
     // read is still bounded.
-    file.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
+    crate::alloc::fallible(|| file.take(limit.saturating_add(1)).read_to_end(&mut bytes))
         .map_err(|e| error(path, io_cause(path, &e)))?;
     if bytes.len() as u64 > limit {
         return Err(error(path, Cause::TooLarge { limit }));
@@ -247,11 +264,13 @@ pub fn read_stdin() -> Result<Vec<u8>, InputError> {
     let path = Path::new(STDIN_NAME);
     let limit = max_input_size();
     let mut bytes = Vec::new();
-    std::io::stdin()
-        .lock()
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| error(path, Cause::Io(plain_io_message(&e))))?;
+    crate::alloc::fallible(|| {
+        std::io::stdin()
+            .lock()
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+    })
+    .map_err(|e| error(path, io_cause(path, &e)))?;
     if bytes.len() as u64 > limit {
         return Err(error(path, Cause::TooLarge { limit }));
     }

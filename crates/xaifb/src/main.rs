@@ -40,12 +40,11 @@ macro_rules! eprintln {
 }
 
 /// mimalloc for large inputs, the system's allocator for the rest
-/// (`alloc.rs`, `docs/decisions.md`).
-#[cfg(feature = "mimalloc")]
+/// (`alloc.rs`, `docs/decisions.md`); a failed allocation ends the run
+/// cleanly with exit code 4.
 #[global_allocator]
 static GLOBAL: alloc::Allocator = alloc::Allocator;
 
-#[cfg(feature = "mimalloc")]
 mod alloc;
 
 mod analyze;

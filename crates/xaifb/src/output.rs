@@ -199,19 +199,21 @@ pub struct Outputs {
     existing: HashSet<FileId>,
     /// Whether standard output is taken.
     stdout: bool,
-    /// Directories made for the outputs, removed again (when empty) unless
-    /// the job commits.
-    created: Vec<PathBuf>,
+    /// Directories made for the outputs (in the order made), with their
+    /// entries in the signal handler's list: removed again (when empty)
+    /// unless the job commits.
+    created: Vec<(PathBuf, crate::cleanup::Registration)>,
 }
 
 impl Drop for Outputs {
     fn drop(&mut self) {
-        // The temporaries first, then the directories made for them.
+        // The temporaries first, then the directories made for them,
+        // deepest first; each unregistered once it is gone (or kept,
+        // holding what another job put there).
         self.staged.clear();
-        self.created
-            .sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        for d in &self.created {
-            let _ = std::fs::remove_dir(d);
+        while let Some((d, registration)) = self.created.pop() {
+            let _ = std::fs::remove_dir(&d);
+            drop(registration);
         }
     }
 }
@@ -340,8 +342,10 @@ impl Outputs {
         Ok(())
     }
 
-    /// Makes `dir` and the directories above it that are missing,
-    /// remembering them so that a job that does not commit removes them.
+    /// Makes `dir` and the directories above it that are missing, one by
+    /// one from the top, each registered with the signal handler when this
+    /// call made it (`cleanup::create_dir`): a job that does not commit
+    /// removes them, and so does an interrupt.
     fn make_dir(&mut self, dir: &Path) -> Result<()> {
         let mut missing = Vec::new();
         let mut d = Some(dir);
@@ -359,11 +363,14 @@ impl Outputs {
             missing.push(x.to_path_buf());
             d = x.parent();
         }
-        if missing.is_empty() {
-            return Ok(());
+        for x in missing.into_iter().rev() {
+            match crate::cleanup::create_dir(&x) {
+                Ok(Some(registration)) => self.created.push((x, registration)),
+                // Made meanwhile by another job or process: not ours.
+                Ok(None) => {}
+                Err(e) => return Err(io_failure("create directory", dir, &e)),
+            }
         }
-        std::fs::create_dir_all(dir).map_err(|e| io_failure("create directory", dir, &e))?;
-        self.created.extend(missing);
         Ok(())
     }
 
@@ -427,6 +434,7 @@ impl Outputs {
     /// of its outputs.
     pub fn commit(mut self) -> Result<()> {
         let mut done: Vec<PathBuf> = Vec::new();
+        let mut placed: Vec<crate::cleanup::Registration> = Vec::new();
         let mut failure = None;
         for staged in &mut self.staged {
             let result = match staged {
@@ -436,10 +444,19 @@ impl Outputs {
                     dest,
                 } => {
                     let tmp = tmp.take().expect("staged once, committed once");
-                    let r = tmp.persist(&*dest).map(|_| ()).map_err(|e| {
-                        let _ = e.file.close();
-                        io_failure("move result into", dest, &e.error)
-                    });
+                    // The output moved into place stays registered with the
+                    // signal handler until every output of the job is in
+                    // place: an interrupt meanwhile removes it, so a job
+                    // never leaves half of its files (nor the directories
+                    // made for them, which empty).
+                    let r = crate::cleanup::create(dest, |d| {
+                        tmp.persist(d).map(|_| ()).map_err(|e| {
+                            let _ = e.file.close();
+                            e.error
+                        })
+                    })
+                    .map(|((), moved)| placed.push(moved))
+                    .map_err(|e| io_failure("move result into", dest, &e));
                     // Unregistered once the temporary is renamed or removed.
                     registration.take();
                     r.map(|_| dest.clone())
@@ -467,7 +484,9 @@ impl Outputs {
             }
             return Err(e);
         }
-        // Every file is in place: the directories made for them stay.
+        // Every file is in place: the files and the directories made for
+        // them stay.
+        drop(placed);
         self.created.clear();
         for staged in &self.staged {
             if let Staged::Stdout(bytes) = staged {

@@ -9,7 +9,10 @@
 //!   [`crate::output::Refused`]: an output over an input, two outputs on
 //!   one path or both on standard output);
 //! - 3: everything else, the environment (a schema directory or tool that
-//!   is missing, an output that cannot be written).
+//!   is missing, an output that cannot be written);
+//! - 4: not enough memory: an input's bytes that do not fit
+//!   ([`crate::input::Cause::NoMemory`]) or any other allocation that
+//!   fails (`cleanup::out_of_memory`, which ends the process at once).
 //!
 //! Commands return typed errors and this module alone turns them into a
 //! message and a code; a batch keeps the worst code of its files.
@@ -47,7 +50,13 @@ impl std::error::Error for Invalid {}
 /// The exit code of an error, by its cause (see the module's list).
 pub fn code_of(e: &anyhow::Error) -> u8 {
     for cause in e.chain() {
-        if cause.is::<crate::input::InputError>() || cause.is::<Invalid>() {
+        if let Some(i) = cause.downcast_ref::<crate::input::InputError>() {
+            return match i.cause {
+                crate::input::Cause::NoMemory => crate::cleanup::OUT_OF_MEMORY,
+                _ => 1,
+            };
+        }
+        if cause.is::<Invalid>() {
             return 1;
         }
         if cause.is::<Usage>() || cause.is::<crate::output::Refused>() {
@@ -73,7 +82,19 @@ pub fn message_of(e: &anyhow::Error) -> String {
 /// Prints an error that ended a command and returns its exit code.
 pub fn error_exit(e: &anyhow::Error) -> ExitCode {
     eprintln!("{}", message_of(e));
-    ExitCode::from(code_of(e))
+    ExitCode::from(code_of(e).max(worst()))
+}
+
+/// The worst exit code so far: of the failed files of a batch, and 4 once
+/// an input did not fit into memory (`cleanup::input_out_of_memory`),
+/// whatever became of its error.
+fn worst() -> u8 {
+    let w = WORST.load(Ordering::Relaxed);
+    if crate::cleanup::input_was_out_of_memory() {
+        w.max(crate::cleanup::OUT_OF_MEMORY)
+    } else {
+        w
+    }
 }
 
 /// The worst exit code of the failed files of a batch so far.
@@ -96,7 +117,7 @@ pub fn job_failure(input: &Path, e: &anyhow::Error) -> String {
 /// The exit code of a batch with `failed` failures: 0, or the worst code
 /// of its failures (1 for an input that failed without a recorded cause).
 pub fn batch_exit_code(failed: usize) -> ExitCode {
-    match WORST.load(Ordering::Relaxed) {
+    match worst() {
         0 if failed > 0 => ExitCode::from(1),
         0 => ExitCode::SUCCESS,
         worst => ExitCode::from(worst),

@@ -172,6 +172,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         call_depth: args.max_call_depth as usize,
         ..Limits::default()
     };
+    let _working = crate::input::working_on(&args.file);
     std::thread::Builder::new()
         .name("xaifb-run".into())
         .stack_size(limits.stack_bytes())
@@ -515,6 +516,10 @@ pub struct CompareArgs {
 /// numbers.
 pub fn compare_files(args: CompareArgs) -> Result<ExitCode> {
     crate::flags::stdin_once([("", Some(args.a.as_path())), ("", Some(args.b.as_path()))])?;
+    let _working = (
+        crate::input::working_on(&args.a),
+        crate::input::working_on(&args.b),
+    );
     let read = |p: &Path| -> Result<std::result::Result<Jacobian, String>> {
         let text = crate::input::read_text(p)?;
         let name = p.display();

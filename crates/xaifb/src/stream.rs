@@ -64,6 +64,53 @@ impl PieceWriter {
     }
 }
 
+/// Empties routine `r` of `out` (written in place): its statements become
+/// markers and its vertices entries, as `Program::take_routine` leaves
+/// them; with `forget`, their contents are left to the process's exit.
+fn empty_routine(out: &mut Program, r: RoutineId, forget: bool) {
+    use xaif_model::{Attrs, CfgVertex, Routine, RoutineBody, Stmt, StmtKind, VertexKind};
+    let (vertices, stmts) = out.routine_contents(r);
+    for s in stmts {
+        let old = std::mem::replace(
+            &mut out.stmts[s],
+            Stmt {
+                attrs: Attrs::new(),
+                kind: StmtKind::Marker,
+            },
+        );
+        discard(old, forget);
+    }
+    for v in vertices {
+        let cfg = out.vertices[v].cfg;
+        let old = std::mem::replace(
+            &mut out.vertices[v],
+            CfgVertex {
+                attrs: Attrs::new(),
+                cfg,
+                kind: VertexKind::Entry,
+            },
+        );
+        discard(old, forget);
+    }
+    let old = std::mem::replace(
+        &mut out.routines[r],
+        Routine {
+            attrs: Attrs::new(),
+            arguments: None,
+            side_effects: Vec::new(),
+            body: RoutineBody::Replacements(Vec::new()),
+        },
+    );
+    discard(old, forget);
+}
+
+/// Drops `x`, or with `forget` leaves its memory to the process's exit.
+fn discard<T>(x: T, forget: bool) {
+    if forget {
+        std::mem::forget(x);
+    }
+}
+
 /// Where pieces go: written at once, or by a thread of their own while
 /// the next routine is transformed.
 enum Destination {
@@ -74,12 +121,35 @@ enum Destination {
     },
 }
 
+impl Destination {
+    /// A writer thread writing what it is sent into `pieces` (at most two
+    /// pieces waiting).
+    fn start(mut pieces: PieceWriter) -> std::io::Result<Destination> {
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Piece>(2);
+        let writer = std::thread::Builder::new()
+            .name("xaifb-writer".into())
+            .spawn(move || {
+                for piece in receiver {
+                    pieces.write(piece)?;
+                }
+                pieces.into_file()
+            })?;
+        Ok(Destination::Thread { sender, writer })
+    }
+}
+
+/// Routines of at least this many statements are written in place, on the
+/// transformation's thread (see `Spill::in_place`).
+pub const IN_PLACE_STATEMENTS: usize = 50_000;
+
 /// The routines written so far.
 pub struct Spill {
     /// `None` once the writer has stopped.
     destination: Option<Destination>,
     /// The next item of the call graph to write.
     cursor: usize,
+    /// Without `-V`: each routine gets the short form before it is written.
+    terse: bool,
 }
 
 impl Spill {
@@ -97,27 +167,19 @@ impl Spill {
             Some(_) => tempfile::tempfile_in(dir)?,
             None => tempfile::tempfile()?,
         };
-        let mut pieces = PieceWriter {
+        let pieces = PieceWriter {
             file: BufWriter::with_capacity(1 << 16, file),
             terse,
         };
         let destination = if threaded {
-            let (sender, receiver) = std::sync::mpsc::sync_channel::<Piece>(2);
-            let writer = std::thread::Builder::new()
-                .name("xaifb-writer".into())
-                .spawn(move || {
-                    for piece in receiver {
-                        pieces.write(piece)?;
-                    }
-                    pieces.into_file()
-                })?;
-            Destination::Thread { sender, writer }
+            Destination::start(pieces)?
         } else {
             Destination::Inline(pieces)
         };
         Ok(Spill {
             destination: Some(destination),
             cursor: 0,
+            terse,
         })
     }
 
@@ -152,17 +214,81 @@ impl Spill {
     }
 
     /// The sink of a streamed transformation: writes the call graph edges
-    /// before routine `r`, then `r` (moved out of `out`).
+    /// before routine `r`, then `r`: moved out of `out` and handed to the
+    /// writer thread, or written from `out` on this thread (see
+    /// [`Spill::in_place`]).
     pub fn routine(&mut self, out: &mut Program, r: RoutineId) -> Result<(), String> {
         self.edges(out).map_err(|e| format!("cannot write: {e}"))?;
         match out.items.get(self.cursor) {
             Some(CallGraphItem::Routine(x)) if *x == r => {}
             _ => return Err("a routine was finished out of document order".into()),
         }
-        let part = Box::new(out.take_routine(r));
-        self.send(Piece::Routine(part))
-            .map_err(|e| format!("cannot write: {e}"))?;
+        let last = !out.items[self.cursor + 1..]
+            .iter()
+            .any(|i| matches!(i, CallGraphItem::Routine(_)));
+        if last || self.in_place(out, r) {
+            self.write_in_place(out, r, last)
+                .map_err(|e| format!("cannot write: {e}"))?;
+        } else {
+            let part = Box::new(out.take_routine(r));
+            self.send(Piece::Routine(part))
+                .map_err(|e| format!("cannot write: {e}"))?;
+        }
         self.cursor += 1;
+        Ok(())
+    }
+
+    /// Whether routine `r` (not the last one) is written from `out` on
+    /// this thread rather than moved out for the writer thread: without a
+    /// writer thread, and for a routine of at least
+    /// [`IN_PLACE_STATEMENTS`] statements. The last routine is always
+    /// written in place (nothing is left to transform meanwhile). Moving a
+    /// routine out copies its vertices, edges and statements into arenas
+    /// of their own, so for a moment the process holds them twice: for the
+    /// adjoint of a routine of 3·10⁴ nested `If`s (some 800 000
+    /// statements) that copy was the largest allocation of the run, and
+    /// the one that failed under an address-space limit (`docs/limits.md`,
+    /// "Memory").
+    fn in_place(&self, out: &Program, r: RoutineId) -> bool {
+        !matches!(self.destination, Some(Destination::Thread { .. }))
+            || out.routine_contents(r).1.len() >= IN_PLACE_STATEMENTS
+    }
+
+    /// Writes routine `r` from `out` after every piece handed on before
+    /// it (the writer thread, if any, is stopped first and started again
+    /// after), then empties it in `out` as `Program::take_routine` does:
+    /// its body must not be read afterwards (`Finisher` drops the elements
+    /// made for it). The elements of the `last` routine are not freed one
+    /// by one: the process ends after writing them (`write::release`).
+    fn write_in_place(
+        &mut self,
+        out: &mut Program,
+        r: RoutineId,
+        last: bool,
+    ) -> std::io::Result<()> {
+        let threaded = matches!(self.destination, Some(Destination::Thread { .. }));
+        let terse = self.terse;
+        let mut pieces = match self.destination.take() {
+            Some(Destination::Inline(pieces)) => pieces,
+            Some(d @ Destination::Thread { .. }) => {
+                self.destination = Some(d);
+                PieceWriter {
+                    file: BufWriter::with_capacity(1 << 16, self.stop()?),
+                    terse,
+                }
+            }
+            None => return Err(std::io::Error::other("the output writer stopped")),
+        };
+        if terse {
+            out.make_routine_terse(r);
+        }
+        xaif_model::write_item_to(out, CallGraphItem::Routine(r), &mut pieces.file)?;
+        empty_routine(out, r, last);
+        self.destination = Some(if threaded {
+            Destination::start(pieces)?
+        } else {
+            Destination::Inline(pieces)
+        });
         Ok(())
     }
 

@@ -381,6 +381,7 @@ where
 {
     crate::write::set_one_file();
     let input = args.single_input();
+    let _working = crate::input::working_on(&input);
     let program = crate::gate::program(&input, catalogue, schema)?;
     let mut spill = match mode {
         Mode::Tangent | Mode::Adjoint => args.spill(&program),

@@ -175,13 +175,14 @@ fn xml_attr(name: &str) -> String {
         .replace('"', "&quot;")
         .replace('\t', "&#9;")
         .replace('\n', "&#10;")
+        .replace('\r', "&#13;")
 }
 
 /// An odd routine name for mutant `k`; each holds the token `ESC{k}` so
 /// that a file written from it can be found wherever it went.
 fn odd_name(rng: &mut Rng, work: &Path, k: usize) -> String {
     let token = format!("ESC{k}");
-    match rng.below(8) {
+    match rng.below(10) {
         0 => format!("{}{token}", "../".repeat(1 + rng.below(3))),
         1 => format!("{}/abs-{k}/{token}", work.display()),
         2 => format!("{token}{}", "x".repeat(250 + rng.below(100))),
@@ -189,6 +190,11 @@ fn odd_name(rng: &mut Rng, work: &Path, k: usize) -> String {
         4 => format!("..{token}/.."),
         5 => format!(".{token}"),
         6 => format!("-{token}"),
+        // Control characters XML can carry (as references or raw): line
+        // ends, tab, DEL, C1 controls, Unicode line and paragraph
+        // separators, and shell metacharacters.
+        7 => format!("{token}\n\r\t\u{7f}\u{85}\u{9b}\u{2028}\u{2029}"),
+        8 => format!("$({token});`x`|&>*?~{{}}[]'!#\\:"),
         _ => format!("{token}/{}", "ä/".repeat(40 + rng.below(60))),
     }
 }
@@ -261,6 +267,25 @@ fn names(
         .filter(|p| p.to_string_lossy().contains(&token))
         .filter(|p| p.parent() != Some(dots.as_path()))
         .collect();
+    // Graph file names are safe for shells: printable ASCII without
+    // separators or control characters, bounded.
+    let unsafe_names: Vec<String> = all_files(&dots)
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .filter(|n| {
+            n.len() > 255
+                || n.starts_with(['-', '.', '~'])
+                || !n.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'%' | b'~')
+                })
+        })
+        .collect();
+    if problem.is_none() && !unsafe_names.is_empty() {
+        problem = Some((
+            "graph file name unsafe for shells".into(),
+            format!("{:?}", &unsafe_names[..unsafe_names.len().min(3)]),
+        ));
+    }
     if problem.is_none() && !escaped.is_empty() {
         problem = Some((
             "graph file outside the directory named".into(),

@@ -16,6 +16,7 @@
 //! contract with the file system and the command line (`driver.rs`).
 
 mod driver;
+mod limits;
 pub mod mutate;
 mod run_kinds;
 
@@ -76,6 +77,28 @@ pub struct Config {
     /// run away reaches it in every `run` of the mutant, so it sets the
     /// pace of a campaign; the step budget stays at its default.
     pub run_time_limit: f64,
+    /// Whether to run the `memory limit` class (`limits.rs`) with the
+    /// fixed cases: every subcommand on large generated inputs under
+    /// [`Config::memory`] and [`Config::tight_memory`].
+    pub limit_cases: bool,
+    /// The tight address-space limit of the `memory limit` class, bytes.
+    pub tight_memory: u64,
+    /// Runs of each command and limit of the `memory limit` class; all
+    /// must give the same outcome.
+    pub limit_repeats: usize,
+    /// Only these subcommands in the `memory limit` class (all when
+    /// empty).
+    pub limit_commands: Vec<String>,
+    /// Nesting of the `If`s of the first large input.
+    pub large_ifs: usize,
+    /// Statements of the second large input (a generated program of 100
+    /// routines; none when 0).
+    pub large_statements: usize,
+    /// Interrupts at random moments of large transformations (`limits.rs`).
+    pub interrupts: usize,
+    /// Time limit of one command of the `memory limit` class (its inputs
+    /// take seconds each on a quiet machine, more under load).
+    pub large_timeout: Duration,
 }
 
 impl Config {
@@ -100,6 +123,14 @@ impl Config {
             extra_seeds: Vec::new(),
             generated: 0.2,
             run_time_limit: 1.0,
+            limit_cases: false,
+            tight_memory: 512 << 20,
+            limit_repeats: 2,
+            limit_commands: Vec::new(),
+            large_ifs: 30_000,
+            large_statements: 100_000,
+            interrupts: 0,
+            large_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -745,6 +776,10 @@ pub fn run(cfg: &Config) -> Report {
         fs_cases(&shared);
         driver::fixed_cases(&shared);
         run_kinds::reference_forms_fixed(&shared);
+        limits::interrupt_cases(&shared);
+    }
+    if cfg.limit_cases && cfg.only.is_none() && cfg.first == 0 {
+        limits::memory_cases(&shared);
     }
     let mut report = shared
         .report

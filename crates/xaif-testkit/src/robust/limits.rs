@@ -1,0 +1,380 @@
+//! Campaign classes for what the machine refuses (issue 34): runs under an
+//! address-space limit and interrupts at random moments, both on large
+//! generated inputs with the second thread running.
+//!
+//! - `memory limit`: every subcommand on each large input (3·10⁴ nested
+//!   `If`s, a generated program of many routines) under the campaign's
+//!   limit and a tight one, with and without `--jobs 1`, each run
+//!   [`Config::limit_repeats`] times. Every run must end with exit code 0,
+//!   1 (a located error) or 4 (not enough memory, the input named), never
+//!   by a signal; leave no temporary, and on failure neither an output nor
+//!   a directory made for one; and the repeats must agree: the same exit
+//!   code, the same standard error and the same bytes.
+//! - `interrupt`: a transformation of a large input with `-o`,
+//!   `--stats-json` and `--dot` in directories that do not exist yet, sent
+//!   SIGINT or SIGTERM after a random delay. Ended by the signal, it must
+//!   leave the directory as it was (no temporary, no directory it made,
+//!   what was there untouched); finished first, every output must be
+//!   there.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::mutate::Rng;
+use super::{classify, exec, s, temporaries, wait, Config, End, Shared};
+
+/// How `run` calls `crate::deep`'s `head(X, Y, I)`: `I = 7`.
+const IFS_HARNESS: &str = r#"{"n": 1, "m": 1, "top": "head", "args": [{"kind": "x", "first": 1, "size": 1}, {"kind": "y", "first": 1, "size": 1}, {"kind": "int", "value": 7}], "x0": [0.5]}"#;
+
+/// The large inputs: `(name, text)`.
+fn large_inputs(cfg: &Config) -> Vec<(String, String)> {
+    let mut v = vec![(
+        format!("ifs{}", cfg.large_ifs),
+        crate::deep::nested_ifs(cfg.large_ifs),
+    )];
+    if cfg.large_statements > 0 {
+        v.push((
+            format!("gen{}", cfg.large_statements),
+            crate::scale::program(&crate::scale::Shape {
+                routines: 100,
+                statements: cfg.large_statements,
+                seed: cfg.seed,
+            }),
+        ));
+    }
+    v
+}
+
+/// Every file and directory below `dir`, sorted.
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn hash(bytes: &[u8]) -> u64 {
+    let mut h = DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+/// Class `memory limit` (see the module documentation).
+pub(super) fn memory_cases(sh: &Shared<'_>) {
+    let cfg = sh.cfg;
+    let base = cfg.work.join("limits");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("limits directory");
+    let cat = s(&sh.catalogue);
+    for (name, text) in large_inputs(cfg) {
+        let input = base.join(format!("{name}.xaif"));
+        std::fs::write(&input, &text).expect("large input");
+        drop(text);
+        let inp = s(&input);
+        let is_ifs = name.starts_with("ifs");
+        let h = base.join(format!("{name}.harness.json"));
+        std::fs::write(
+            &h,
+            if is_ifs {
+                IFS_HARNESS
+            } else {
+                super::GENERATED_HARNESS
+            },
+        )
+        .expect("harness");
+        // `run`'s wall-clock limit would make the outcome depend on the
+        // machine's speed; its step budget bounds it the same every time.
+        let run_args: Vec<String> = vec![
+            "--harness".into(),
+            s(&h),
+            "--time-limit".into(),
+            "100000".into(),
+        ];
+        let commands: Vec<(&str, Vec<String>)> = vec![
+            ("validate", vec!["validate".into(), inp.clone()]),
+            (
+                "roundtrip",
+                vec!["roundtrip".into(), inp.clone(), "-o".into(), "new/o".into()],
+            ),
+            (
+                "tangent",
+                vec![
+                    "tangent".into(),
+                    "-c".into(),
+                    cat.clone(),
+                    inp.clone(),
+                    "-o".into(),
+                    "new/o".into(),
+                ],
+            ),
+            (
+                "adjoint",
+                vec![
+                    "adjoint".into(),
+                    "-c".into(),
+                    cat.clone(),
+                    inp.clone(),
+                    "-o".into(),
+                    "new/o".into(),
+                ],
+            ),
+            (
+                "trace",
+                vec!["trace".into(), inp.clone(), "-o".into(), "new/o".into()],
+            ),
+            (
+                "typechange",
+                vec![
+                    "typechange".into(),
+                    inp.clone(),
+                    "-o".into(),
+                    "new/o".into(),
+                ],
+            ),
+            (
+                "analyze",
+                vec!["analyze".into(), inp.clone(), "-o".into(), "new/o".into()],
+            ),
+            ("run", {
+                let mut v = vec!["run".into(), inp.clone()];
+                v.extend(run_args.iter().cloned());
+                v.extend(["-o".into(), "new/o".into()]);
+                v
+            }),
+        ];
+        for (cmd, args) in &commands {
+            if !cfg.limit_commands.is_empty() && !cfg.limit_commands.iter().any(|c| c == cmd) {
+                continue;
+            }
+            for limit in [cfg.memory, cfg.tight_memory] {
+                for jobs in [None, Some("1")] {
+                    let mut args = args.clone();
+                    if let Some(j) = jobs {
+                        if *cmd != "validate" && *cmd != "run" && *cmd != "analyze" {
+                            args.extend(["--jobs".into(), j.into()]);
+                        } else {
+                            // One thread in any case.
+                            continue;
+                        }
+                    }
+                    let label = format!(
+                        "memory limit: {cmd} {name} {} MiB{}",
+                        limit >> 20,
+                        if jobs.is_some() { " -j1" } else { "" }
+                    );
+                    one_limit(sh, &base, &input, &label, &args, limit);
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// The repeats of one command under one limit.
+fn one_limit(sh: &Shared<'_>, base: &Path, input: &Path, label: &str, args: &[String], limit: u64) {
+    let mut limited = sh.cfg.clone();
+    limited.memory = limit;
+    limited.timeout = sh.cfg.large_timeout;
+    let cdir = base.join("run");
+    let mut first: Option<(String, String, Option<u64>)> = None;
+    for k in 0..sh.cfg.limit_repeats.max(1) {
+        let _ = std::fs::remove_dir_all(&cdir);
+        let e = exec(&limited, &cdir, args);
+        *sh.report
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .seconds
+            .entry(label.to_string())
+            .or_insert(0.0) += e.elapsed.as_secs_f64();
+        let out = cdir.join("new/o");
+        let bytes = std::fs::read(&out).ok();
+        let mut problem = classify(&e, &[input], &[0, 1, 4]);
+        if problem.is_none() && e.end == End::Code(4) && !e.stderr.contains("not enough memory") {
+            problem = Some(("exit code 4 without its message".into(), e.stderr.clone()));
+        }
+        let temps = temporaries(&cdir);
+        if problem.is_none() && !temps.is_empty() {
+            problem = Some(("leftover temporary".into(), format!("{temps:?}")));
+        }
+        if problem.is_none() && e.end != End::Code(0) && cdir.join("new").exists() {
+            problem = Some((
+                "directory made for a failed output left".into(),
+                format!("{:?}", tree(&cdir.join("new"))),
+            ));
+        }
+        let seen = (
+            format!("{:?}", e.end),
+            e.stderr.clone(),
+            bytes.as_deref().map(hash),
+        );
+        if problem.is_none() {
+            match &first {
+                None => first = Some(seen),
+                Some(f) if *f != seen => {
+                    problem = Some((
+                        "different outcome under the same memory limit".into(),
+                        format!(
+                            "run 1: {} {}; run {}: {} {}",
+                            f.0,
+                            f.1.lines().next().unwrap_or(""),
+                            k + 1,
+                            seen.0,
+                            seen.1.lines().next().unwrap_or("")
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        match problem {
+            Some((c, d)) => {
+                sh.outcome(label, &c);
+                sh.finding(&c, label, None, &[], &d, &[], args);
+                break;
+            }
+            None => sh.outcome(
+                label,
+                match e.end {
+                    End::Code(0) => "ok",
+                    End::Code(4) => "not enough memory",
+                    _ => "error",
+                },
+            ),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&cdir);
+}
+
+/// Class `interrupt` (see the module documentation).
+pub(super) fn interrupt_cases(sh: &Shared<'_>) {
+    let cfg = sh.cfg;
+    if cfg.interrupts == 0 {
+        return;
+    }
+    let base = cfg.work.join("interrupts");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("interrupt directory");
+    let inputs = [
+        ("ifs3000", crate::deep::nested_ifs(3_000)),
+        (
+            "gen20000",
+            crate::scale::program(&crate::scale::Shape {
+                routines: 40,
+                statements: 20_000,
+                seed: cfg.seed,
+            }),
+        ),
+    ];
+    for (name, text) in &inputs {
+        std::fs::write(base.join(format!("{name}.xaif")), text).expect("input");
+    }
+    let mut rng = Rng::new(cfg.seed ^ 0x1A7E_5157);
+    for k in 0..cfg.interrupts {
+        let (name, _) = &inputs[k % inputs.len()];
+        let input = base.join(format!("{name}.xaif"));
+        let cdir = base.join(format!("case{k}"));
+        std::fs::create_dir_all(cdir.join("kept")).expect("case directory");
+        std::fs::write(cdir.join("kept/mine.txt"), "mine").expect("a file of the user's");
+        let before = tree(&cdir);
+        let mode = *rng.pick(&["adjoint", "tangent"]);
+        let sig = *rng.pick(&[libc::SIGINT, libc::SIGTERM]);
+        let delay = Duration::from_millis(rng.below(1500) as u64);
+        let args: Vec<String> = vec![
+            mode.into(),
+            "-c".into(),
+            s(&sh.catalogue),
+            s(&input),
+            "-o".into(),
+            "new1/a/out.xaif".into(),
+            "--stats-json".into(),
+            "new2/b/stats.json".into(),
+            "--dot".into(),
+            "kept/new3/dots".into(),
+        ];
+        let label = format!("interrupt: {mode} {name}");
+        let start = Instant::now();
+        let mut child = match Command::new(&cfg.xaifb)
+            .args(&args)
+            .current_dir(&cdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => panic!("cannot run {}: {e}", cfg.xaifb.display()),
+        };
+        std::thread::sleep(delay);
+        // SAFETY: a signal to our own child.
+        unsafe {
+            libc::kill(child.id() as i32, sig);
+        }
+        let end = wait(&mut child, cfg.timeout);
+        *sh.report
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .seconds
+            .entry(label.clone())
+            .or_insert(0.0) += start.elapsed().as_secs_f64();
+        let after = tree(&cdir);
+        let problem = match &end {
+            End::Signal(s) if *s == sig => (after != before).then(|| {
+                let extra: Vec<&PathBuf> = after.iter().filter(|p| !before.contains(p)).collect();
+                let missing: Vec<&PathBuf> = before.iter().filter(|p| !after.contains(p)).collect();
+                (
+                    "left behind after an interrupt".to_string(),
+                    format!(
+                        "signal {sig} after {} ms: added {extra:?}, removed {missing:?}",
+                        delay.as_millis()
+                    ),
+                )
+            }),
+            End::Code(0) => (!cdir.join("new1/a/out.xaif").is_file()
+                || !cdir.join("new2/b/stats.json").is_file()
+                || !cdir.join("kept/new3/dots").is_dir()
+                || !temporaries(&cdir).is_empty())
+            .then(|| {
+                (
+                    "outputs missing after success".to_string(),
+                    format!("{after:?}"),
+                )
+            }),
+            End::Timeout => Some(("hang".into(), String::new())),
+            other => Some((
+                "interrupt ended otherwise".into(),
+                format!("{other:?} after signal {sig} at {} ms", delay.as_millis()),
+            )),
+        };
+        match problem {
+            Some((c, d)) => {
+                sh.outcome(&label, &c);
+                sh.finding(&c, &label, None, &[], &d, &[], &args);
+            }
+            None => sh.outcome(
+                &label,
+                if end == End::Code(0) {
+                    "finished first"
+                } else {
+                    "interrupted, clean"
+                },
+            ),
+        }
+        let _ = std::fs::remove_dir_all(&cdir);
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
