@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 use xaif_revolve::runtime::{DONE, RESTORE, STORE, TAPE};
-use xaif_revolve::Runtime;
+use xaif_revolve::{Kind, Runtime};
 
 const STEPS: [i64; 18] = [
     0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 13, 20, 21, 36, 55, 100, 257, 1000,
@@ -42,7 +42,9 @@ impl Expected {
     }
 
     fn reverse(&mut self, steps: i64, snaps: i64, line: i64) {
-        self.rt.begin(steps, snaps, line).unwrap();
+        self.rt
+            .begin(Kind::Binomial { steps }, snaps, line)
+            .unwrap();
         self.sweep("");
         self.out.push("pause".into());
         self.rt.resume().unwrap();
@@ -52,7 +54,7 @@ impl Expected {
     /// The driver's two-level nest: an outer loop of 4 (2 snapshots), an
     /// inner one of 5 (3) in each taped outer iteration.
     fn nested(&mut self) {
-        self.rt.begin(4, 2, 1).unwrap();
+        self.rt.begin(Kind::Binomial { steps: 4 }, 2, 1).unwrap();
         loop {
             let r = self.rt.next_action().unwrap();
             self.out.push(format!("outer {} {}", r.code, r.count));
@@ -60,7 +62,7 @@ impl Expected {
                 break;
             }
             if r.code == TAPE {
-                self.rt.begin(5, 3, 2).unwrap();
+                self.rt.begin(Kind::Binomial { steps: 5 }, 3, 2).unwrap();
                 self.sweep("");
             }
         }
@@ -71,7 +73,7 @@ impl Expected {
             match r.code {
                 DONE => break,
                 TAPE => {
-                    self.rt.begin(5, 3, 2).unwrap();
+                    self.rt.begin(Kind::Binomial { steps: 5 }, 3, 2).unwrap();
                     self.sweep("");
                 }
                 c if c == xaif_revolve::runtime::ADJOINT => {

@@ -168,6 +168,8 @@ fn adjoint_options(args: &AdjointArgs) -> Result<xaif_cfrev::AdjointOptions> {
         top: r.top.clone(),
         dot: common.wants_graphs(),
         checkpoint_loops: common.checkpoint_loop.clone(),
+        fixed_point_loops: common.fixed_point_loop.clone(),
+        independent_loops: common.independent_loop.clone(),
         ahead: t.ahead,
     })
 }

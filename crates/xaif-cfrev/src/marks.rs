@@ -1,0 +1,220 @@
+//! The marks of loops to reverse otherwise than by taping every
+//! iteration: `--checkpoint-loop` ([`crate::checkpoint::LoopMark`]),
+//! `--fixed-point-loop` ([`FixedPointMark`]) and `--independent-loop`
+//! ([`IndependentMark`]), their parsing (each value refused at the flag,
+//! with what it should be), and the one form [`Mark`] the rest of the crate
+//! works with.
+
+use crate::checkpoint::LoopMark;
+
+/// The default relative tolerance of a fixed-point loop's adjoint
+/// (`xaif_revolve::fixed_point`).
+pub const DEFAULT_TOLERANCE: f64 = 1e-12;
+
+/// The default limit of a fixed-point loop's adjoint iterations.
+pub const DEFAULT_MAX_ITERATIONS: u64 = 1000;
+
+/// The largest limit of adjoint iterations: the run-time call takes it as
+/// a default Fortran integer.
+pub const MAX_ITERATIONS_LIMIT: u64 = i32::MAX as u64;
+
+/// One `--fixed-point-loop ROUTINE:LINE[:TOLERANCE[:MAXITER]]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FixedPointMark {
+    /// The routine, as for `--checkpoint-loop`.
+    pub routine: String,
+    /// The `lineNumber` of the loop.
+    pub line: i64,
+    /// The relative change of the state's adjoint below which its
+    /// iteration stops (`0 < TOLERANCE < 1`).
+    pub tolerance: f64,
+    /// At most this many adjoint iterations (then a warning at run time).
+    pub max_iterations: u64,
+}
+
+/// One `--independent-loop ROUTINE:LINE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndependentMark {
+    /// The routine, as for `--checkpoint-loop`.
+    pub routine: String,
+    /// The `lineNumber` of the loop.
+    pub line: i64,
+}
+
+/// `ROUTINE` and `LINE` of a mark's first two fields.
+fn routine_line<'t>(text: &str, parts: &[&'t str]) -> Result<(&'t str, i64), String> {
+    let (routine, line) = (parts[0], parts[1]);
+    if routine.is_empty() {
+        return Err(format!("`{text}`: no routine before the first `:`"));
+    }
+    let line: i64 = line
+        .parse()
+        .ok()
+        .filter(|l| *l > 0)
+        .ok_or_else(|| format!("`{text}`: LINE `{line}` is not a line number"))?;
+    Ok((routine, line))
+}
+
+impl FixedPointMark {
+    /// Parses `ROUTINE:LINE[:TOLERANCE[:MAXITER]]`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = text.split(':').collect();
+        if !(2..=4).contains(&parts.len()) {
+            return Err(format!(
+                "`{text}`: expected ROUTINE:LINE[:TOLERANCE[:MAXITER]]"
+            ));
+        }
+        let (routine, line) = routine_line(text, &parts)?;
+        let tolerance = match parts.get(2) {
+            None => DEFAULT_TOLERANCE,
+            Some(t) => match t.parse::<f64>() {
+                Ok(x) if x.is_finite() && x > 0.0 && x < 1.0 => x,
+                _ => {
+                    return Err(format!(
+                        "`{text}`: TOLERANCE `{t}` is not a relative tolerance (a number \
+                         between 0 and 1, such as 1e-10)"
+                    ))
+                }
+            },
+        };
+        let max_iterations = match parts.get(3) {
+            None => DEFAULT_MAX_ITERATIONS,
+            Some(m) => match m.parse::<u64>() {
+                Ok(n) if (1..=MAX_ITERATIONS_LIMIT).contains(&n) => n,
+                _ => {
+                    return Err(format!(
+                        "`{text}`: MAXITER `{m}` is not a number of iterations from 1 to \
+                         {MAX_ITERATIONS_LIMIT}"
+                    ))
+                }
+            },
+        };
+        Ok(FixedPointMark {
+            routine: routine.to_string(),
+            line,
+            tolerance,
+            max_iterations,
+        })
+    }
+}
+
+impl IndependentMark {
+    /// Parses `ROUTINE:LINE`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = text.split(':').collect();
+        if parts.len() != 2 {
+            return Err(format!("`{text}`: expected ROUTINE:LINE"));
+        }
+        let (routine, line) = routine_line(text, &parts)?;
+        Ok(IndependentMark {
+            routine: routine.to_string(),
+            line,
+        })
+    }
+}
+
+/// How a marked loop is to be reversed, as its flag says.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MarkKind {
+    /// `--checkpoint-loop`: binomial or online checkpointing with at most
+    /// this many snapshots.
+    Checkpoint {
+        /// Snapshots.
+        snapshots: u64,
+    },
+    /// `--fixed-point-loop`.
+    FixedPoint {
+        /// Relative tolerance.
+        tolerance: f64,
+        /// Limit of adjoint iterations.
+        max_iterations: u64,
+    },
+    /// `--independent-loop`.
+    Independent,
+}
+
+/// Any mark: a routine, a line and a kind.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mark {
+    /// The routine.
+    pub routine: String,
+    /// The loop's line.
+    pub line: i64,
+    /// The kind.
+    pub kind: MarkKind,
+}
+
+impl Mark {
+    /// The flag and its place, for messages: `--checkpoint-loop head:12`.
+    pub fn flag_text(&self) -> String {
+        let flag = match self.kind {
+            MarkKind::Checkpoint { .. } => "--checkpoint-loop",
+            MarkKind::FixedPoint { .. } => "--fixed-point-loop",
+            MarkKind::Independent => "--independent-loop",
+        };
+        format!("{flag} {}:{}", self.routine, self.line)
+    }
+
+    /// Every mark of the three flags, in flag order.
+    pub fn all(
+        checkpoint: &[LoopMark],
+        fixed_point: &[FixedPointMark],
+        independent: &[IndependentMark],
+    ) -> Vec<Mark> {
+        let mut out: Vec<Mark> = checkpoint
+            .iter()
+            .map(|m| Mark {
+                routine: m.routine.clone(),
+                line: m.line,
+                kind: MarkKind::Checkpoint {
+                    snapshots: m.snapshots,
+                },
+            })
+            .collect();
+        out.extend(fixed_point.iter().map(|m| Mark {
+            routine: m.routine.clone(),
+            line: m.line,
+            kind: MarkKind::FixedPoint {
+                tolerance: m.tolerance,
+                max_iterations: m.max_iterations,
+            },
+        }));
+        out.extend(independent.iter().map(|m| Mark {
+            routine: m.routine.clone(),
+            line: m.line,
+            kind: MarkKind::Independent,
+        }));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_parse_and_refuse_what_they_cannot_take() {
+        let m = FixedPointMark::parse("solve:12:1e-9:50").unwrap();
+        assert_eq!((m.line, m.tolerance, m.max_iterations), (12, 1e-9, 50));
+        let d = FixedPointMark::parse("solve:12").unwrap();
+        assert_eq!(
+            (d.tolerance, d.max_iterations),
+            (DEFAULT_TOLERANCE, DEFAULT_MAX_ITERATIONS)
+        );
+        for bad in [
+            "solve",
+            ":12",
+            "solve:0",
+            "solve:12:0",
+            "solve:12:1",
+            "solve:12:nan",
+            "solve:12:1e-9:0",
+            "solve:12:1e-9:2147483648",
+            "solve:12:1e-9:5:6",
+        ] {
+            assert!(FixedPointMark::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(IndependentMark::parse("cols:7").unwrap().line, 7);
+        assert!(IndependentMark::parse("cols:7:3").is_err());
+    }
+}
