@@ -9,6 +9,7 @@
 
 pub mod deep;
 pub mod gen;
+pub mod loop_programs;
 pub mod model;
 pub mod scale;
 pub mod scratch;
