@@ -37,6 +37,9 @@
 //!   every subcommand, file-system and signal cases; `--first` runs a slice
 //!   of a longer campaign); exits non-zero on any finding. See
 //!   `docs/testing.md`.
+//! - `cargo xtask runtime`: writes `runtime/oad_revolve_snapshots.f90`
+//!   (the Fortran snapshot store of checkpointed loops) from the table of
+//!   the types a snapshot holds; a test checks the file is up to date.
 //! - `cargo xtask deep`: transformation time on a 10⁴-deep expression (of
 //!   scalars and of arrays) and 10⁴ nested `If`s (linear time in depth;
 //!   `docs/performance.md`).
@@ -47,6 +50,7 @@ mod differential;
 mod elim;
 mod engine;
 mod install;
+mod runtime;
 mod same_bytes;
 mod speed;
 mod stress;
@@ -119,6 +123,10 @@ enum Task {
     /// GNU/Linux, so that starting it per file loads nothing; with
     /// `--root DIR`, copy it to DIR/bin/xaifb.
     Install(install::Args),
+    /// Write runtime/oad_revolve_snapshots.f90 (the Fortran snapshot
+    /// store of checkpointed loops) from the table of the types a
+    /// snapshot holds.
+    Runtime,
     /// Run a command and print its peak resident set size in KiB (used by
     /// `bench`, in a process of its own so that no other child counts).
     #[command(hide = true)]
@@ -352,6 +360,7 @@ fn main() -> Result<()> {
         }
         Task::Versus(args) => versus::run(args),
         Task::Install(args) => install::run(args),
+        Task::Runtime => runtime::run(&repo_root()),
         Task::Differential(args) => differential::run(args),
         Task::SameBytes(args) => same_bytes::run(args),
         Task::Robust(args) => robust(args),

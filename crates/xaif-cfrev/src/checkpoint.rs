@@ -54,8 +54,11 @@ pub struct LoopMark {
 }
 
 impl LoopMark {
-    /// Parses `ROUTINE:LINE[:SNAPSHOTS]`.
+    /// Parses `ROUTINE:LINE[:SNAPSHOTS]`, refusing a LINE or SNAPSHOTS
+    /// that the run-time calls they are written into cannot take
+    /// ([`crate::runtime::MAX_CALL_INTEGER`]).
     pub fn parse(text: &str) -> Result<Self, String> {
+        use crate::runtime::{call_integer, CountError, MAX_CALL_INTEGER};
         let parts: Vec<&str> = text.split(':').collect();
         let (routine, line, snapshots) = match parts.as_slice() {
             [r, l] => (*r, *l, None),
@@ -65,21 +68,38 @@ impl LoopMark {
         if routine.is_empty() {
             return Err(format!("`{text}`: no routine before the first `:`"));
         }
-        let line: i64 = line
-            .parse()
-            .ok()
-            .filter(|l| *l > 0)
-            .ok_or_else(|| format!("`{text}`: LINE `{line}` is not a line number"))?;
+        let too_large = |what: &str, value: &str, calls: &str| {
+            format!(
+                "`{text}`: {what} {value} is more than the run-time takes: at most \
+                 {MAX_CALL_INTEGER} (it is written into {calls} as a default Fortran integer)"
+            )
+        };
+        let line = match call_integer(line) {
+            Ok(l) if l > 0 => l as i64,
+            Err(CountError::TooLarge) => {
+                return Err(too_large(
+                    "LINE",
+                    line,
+                    "`oad_revolve_begin` and `oad_revolve_resume`",
+                ))
+            }
+            _ => return Err(format!("`{text}`: LINE `{line}` is not a line number")),
+        };
         let snapshots = match snapshots {
             None => DEFAULT_SNAPSHOTS,
-            Some(s) => match s.parse::<u64>() {
+            Some(s) => match call_integer(s) {
                 Ok(0) => {
                     return Err(format!(
                         "`{text}`: SNAPSHOTS 0: at least 1 (the loop's entry state) is needed"
                     ))
                 }
                 Ok(n) => n,
-                Err(_) => return Err(format!("`{text}`: SNAPSHOTS `{s}` is not a number")),
+                Err(CountError::TooLarge) => {
+                    return Err(too_large("SNAPSHOTS", s, "`oad_revolve_begin`"))
+                }
+                Err(CountError::NotANumber) => {
+                    return Err(format!("`{text}`: SNAPSHOTS `{s}` is not a number"))
+                }
             },
         };
         Ok(LoopMark {
@@ -143,10 +163,9 @@ pub struct CheckpointedLoop {
     pub(crate) init: Option<StmtId>,
     pub(crate) update: Option<StmtId>,
     pub(crate) line: i64,
-    /// The snapshot's variables, the type and shape part of their store
-    /// and restore calls (`real_vector_a`), and whether each is an optional
-    /// formal some call leaves out (stored and restored only when present).
-    pub(crate) state: Vec<(VarRef, String, bool)>,
+    /// The snapshot's variables, and whether each is an optional formal
+    /// some call leaves out (stored and restored only when present).
+    pub(crate) state: Vec<(VarRef, bool)>,
 }
 
 /// Located error at a vertex of the input.
@@ -675,20 +694,19 @@ fn checkpointed_loop(
         .map(Vec::as_slice)
         .unwrap_or(&[])
     {
-        let suffix = state_suffix(ctx, s).ok_or_else(|| {
-            at_vertex(
+        if let Err(why) = crate::runtime::snapshot_type(&p.symbols[s]) {
+            return Err(at_vertex(
                 p,
                 m.vertex,
                 format!(
-                    "{}: cannot be checkpointed: its state includes `{}`, of type {}, \
+                    "{}: cannot be checkpointed: its state includes `{}`, {why}, \
                      which a snapshot cannot hold",
                     m.text,
                     p.symbols[s].name(),
-                    p.symbols[s].attrs.get("type").unwrap_or("?")
                 ),
-            )
-        })?;
-        state.push((whole_variable(p, s), suffix, optional.contains(&s)));
+            ));
+        }
+        state.push((whole_variable(p, s), optional.contains(&s)));
     }
     Ok(CheckpointedLoop {
         scheme,
@@ -838,23 +856,6 @@ fn left_by_jump(p: &Program, cfg: CfgId, v: VertexId) -> bool {
         );
     }
     forward.iter().any(|x| !back.contains(x))
-}
-
-/// The type and shape part of a snapshot call for variable `s`
-/// (`real_vector_a`: `_a` for the value part of an active variable), or
-/// `None` for a type a snapshot cannot hold.
-fn state_suffix(ctx: &InputCtx<'_>, s: SymbolId) -> Option<String> {
-    let sym = &ctx.p.symbols[s];
-    let ty = match sym.ty() {
-        xaif_model::SymbolType::Real => "real",
-        xaif_model::SymbolType::Integer => "integer",
-        xaif_model::SymbolType::Bool => "bool",
-        xaif_model::SymbolType::String | xaif_model::SymbolType::Char => "string",
-        _ => return None,
-    };
-    let shape = xaif_model::index::SHAPES[sym.rank().min(7)];
-    let active = sym.is_active() && ty == "real";
-    Some(format!("{ty}_{shape}{}", if active { "_a" } else { "" }))
 }
 
 /// A reference to the whole variable `s`.

@@ -13,7 +13,9 @@
 //! decide how each is reversed (binomial or online checkpointing, the
 //! two-phase adjoint of a fixed point, independent iterations), and one
 //! generator (`loopgen`) makes their code, run-time calls whose schedules
-//! live in `xaif-revolve`. The crate builds on the basic-block preaccumulation of
+//! live in `xaif-revolve` and whose contract (call names, the types a
+//! snapshot holds, the integers a call takes) is [`runtime`]. The crate
+//! builds on the basic-block preaccumulation of
 //! `xaif-linearize` and on the to-be-recorded analysis of `xaif-dataflow`
 //! (argument checkpoints), and writes XAIF through `xaif-model`; it does
 //! not depend on the interpreter.
@@ -25,6 +27,7 @@ pub mod marks;
 pub mod program;
 pub mod region;
 pub mod reverse;
+pub mod runtime;
 
 pub use program::{
     adjoint, adjoint_streamed, top_routine, AdjointOptions, AdjointResult, TapeStats,

@@ -474,18 +474,19 @@ impl Gen<'_, '_> {
     /// The store (or restore, in reverse order) calls of the loop's state,
     /// those of optional formals under `if (present(f))`.
     fn snapshot_arm(&mut self, store: bool, p: &mut Pending) {
-        let verb = if store { "store" } else { "restore" };
+        let name = if store {
+            crate::runtime::STORE_CALL
+        } else {
+            crate::runtime::RESTORE_CALL
+        };
         let cl = self.cl;
-        let mut refs: Vec<&(VarRef, String, bool)> = cl.state.iter().collect();
+        let mut refs: Vec<&(VarRef, bool)> = cl.state.iter().collect();
         if !store {
             refs.reverse();
         }
         let mut plain: Vec<StmtId> = Vec::new();
-        for (r, suffix, optional) in refs {
-            let stmt = self.call(
-                &format!("oad_revolve_{verb}_{suffix}"),
-                vec![ArgValue::Variable(value_ref(r))],
-            );
+        for (r, optional) in refs {
+            let stmt = self.call(name, vec![ArgValue::Variable(value_ref(r))]);
             if !optional {
                 plain.push(stmt);
                 continue;

@@ -12,7 +12,12 @@
 //!   marked give the same Jacobian, the tape of one inner step at most, and
 //!   each level's minimum of forward steps;
 //! - 1,000 steps (`timestep.xaif`): the peak tape is one step's, the
-//!   snapshots at most `s` states.
+//!   snapshots at most `s` states;
+//! - a state of every kind beyond the default ones (`kinds.xaif`: an
+//!   `integer(8)` beyond 2^31, a `real(4)` vector, a logical, a string, an
+//!   `integer(2)` rank-7 array): stored and restored by the generic calls,
+//!   the Jacobian without checkpointing, and each variable needed; a kind
+//!   the run-time does not hold is refused at the loop, naming the variable.
 
 use xaif_cfrev::checkpoint::LoopMark;
 use xaif_cfrev::{adjoint, AdjointOptions};
@@ -184,7 +189,8 @@ fn without_snapshot_of(text: &str, symbol: &str) -> String {
             .unwrap();
         let call = &rest[at..end];
         out.push_str(&rest[..at]);
-        let snapshot = call.contains("_store_") || call.contains("_restore_");
+        let snapshot =
+            call.contains("\"oad_revolve_store\"") || call.contains("\"oad_revolve_restore\"");
         if !(snapshot && call.contains(&needle)) {
             out.push_str(call);
         }
@@ -375,6 +381,7 @@ fn checkpointed_outputs_validate_against_the_output_schema() {
             vec![mark("head", 10, 3), mark("head", 12, 2)],
         ),
         ("timestep.xaif", vec![mark("head", 10, 5)]),
+        ("kinds.xaif", vec![mark("head", 10, 2)]),
     ];
     let mut files = Vec::new();
     for (name, marks) in cases {
@@ -420,4 +427,79 @@ fn no_statement_id_repeats_within_a_placeholder() {
         }
     }
     assert!(checked > 50);
+}
+
+#[test]
+fn a_state_of_every_kind_round_trips_and_each_variable_is_needed() {
+    let (p, _) = fixture("kinds.xaif");
+    let plain = adjoint_text(&p, Vec::new());
+    for mode in [Mode::Split, Mode::Joint] {
+        let want = run(&plain, 2, 2, mode).jacobian;
+        for s in 1..=3 {
+            let text = adjoint_text(&p, vec![mark("head", 10, s)]);
+            let o = run(&text, 2, 2, mode);
+            same(&o.jacobian, &want, &format!("{s} snapshots {mode:?}"));
+            on_schedule(&o);
+            assert_eq!(o.stats.checkpointed_loops.len(), 2);
+        }
+        let text = adjoint_text(&p, vec![mark("head", 10, 2)]);
+        // K8 (integer(8), 3e9 * 3^k), R4 (real(4)), L (logical, the branch
+        // taken), M (integer(2), rank 7): each left out of the snapshot
+        // changes the Jacobian.
+        for symbol in ["K8", "R4", "L", "M"] {
+            let broken = without_snapshot_of(&text, symbol);
+            assert_ne!(broken, text, "no snapshot call of {symbol}");
+            let got = run(&broken, 2, 2, mode).jacobian;
+            assert!(differs(&got, &want), "{symbol} is not needed in {mode:?}");
+        }
+    }
+}
+
+#[test]
+fn a_state_kind_the_run_time_does_not_hold_is_refused_at_the_loop() {
+    let path = xaif_testkit::repo_root().join("fixtures/checkpoint/kinds.xaif");
+    let text = std::fs::read_to_string(path).unwrap();
+    let cases = [
+        (
+            "symbol_id=\"K8\" kind=\"variable\" type=\"integer\" feType=\"I8\"",
+            "symbol_id=\"K8\" kind=\"variable\" type=\"integer\" feType=\"I16\"",
+            "`K8`, of type integer and feType I16, a kind the run-time module does not hold",
+        ),
+        (
+            "symbol_id=\"R4\" kind=\"variable\" type=\"real\" feType=\"F4\"",
+            "symbol_id=\"R4\" kind=\"variable\" type=\"real\" feType=\"F10\"",
+            "`R4`, of type real and feType F10",
+        ),
+        (
+            "symbol_id=\"R4\" kind=\"variable\" type=\"real\" feType=\"F4\"",
+            "symbol_id=\"R4\" kind=\"variable\" type=\"real\" feType=\"double\"",
+            "`R4`, of type real and feType double",
+        ),
+    ];
+    for (from, to, needle) in cases {
+        assert!(text.contains(from));
+        let changed = text.replace(from, to);
+        let (p, source) = xaif_model::read_program_str(&changed, None).unwrap();
+        xaif_model::validate_program(&p, &source).unwrap();
+        // Without the mark the program transforms: only a snapshot cannot
+        // hold the variable.
+        let options = AdjointOptions::default();
+        assert!(adjoint(&p, xaif_linearize::builtin(), None, &options).is_ok());
+        let options = AdjointOptions {
+            checkpoint_loops: vec![mark("head", 10, 2)],
+            ..AdjointOptions::default()
+        };
+        let Err(e) = adjoint(&p, xaif_linearize::builtin(), None, &options) else {
+            panic!("{to}: not refused");
+        };
+        let message = e.to_string();
+        assert!(message.contains(needle), "{message}");
+        assert!(
+            message.contains("which a snapshot cannot hold"),
+            "{message}"
+        );
+        let (span, element) = e.location().expect("located");
+        assert_eq!(element, "ForLoop");
+        assert_eq!(source.locate(span).0, 165, "{message}");
+    }
 }

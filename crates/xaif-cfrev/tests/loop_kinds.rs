@@ -95,17 +95,21 @@ fn check_time_loop(n: i64, ending: Ending, unstructured: bool, snapshots: &[u64]
         let want = run(&plain, 3, 2, mode).jacobian;
         for &s in snapshots {
             let what = format!("{ending:?} n={n} s={s} {mode:?} unstructured={unstructured}");
-            let text = transform(&p, &checkpoint(line, s)).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let text =
+                transform(&p, &checkpoint(line, s)).unwrap_or_else(|e| panic!("{what}: {e}"));
             let o = run(&text, 3, 2, mode);
             same(&o.jacobian, &want, 1e-12, &what);
             assert!(!o.stats.checkpointed_loops.is_empty(), "{what}: no record");
             for r in &o.stats.checkpointed_loops {
                 assert_eq!(r.schedule, "online", "{what}");
                 let l = r.iterations;
+                // An exit tested before the counter's increment ends the
+                // loop in iteration n + 1; after it, or a post-test, in
+                // iteration n (at least 1).
                 let expected = match ending {
-                    Ending::PostTest => n.max(1) as u64,
-                    Ending::ExitFirst => n as u64 + 1,
-                    _ => n as u64,
+                    Ending::PostTest | Ending::ExitLast => n.max(1) as u64,
+                    Ending::ExitFirst | Ending::ExitMiddle => n as u64 + 1,
+                    Ending::While => n as u64,
                 };
                 assert_eq!(l, expected, "{what}");
                 let reps = r.max_repetitions.unwrap();
@@ -220,7 +224,7 @@ fn a_fixed_point_loop_short_of_its_limit_is_reported_unconverged() {
 
 #[test]
 fn a_loop_carrying_no_active_state_is_not_a_fixed_point() {
-    let prog = lp::independent(4);
+    let prog = lp::private_cells(4);
     let p = read(&lp::xaif(&prog, "cells"));
     let line = lp::loop_lines(&prog)[0];
     let e = transform(&p, &fixed_point_options(line, 1e-12, 10)).unwrap_err();
@@ -246,8 +250,11 @@ fn independent_iterations_are_reversed_one_at_a_time() {
         let line = lp::loop_lines(&prog)[0];
         let text = transform(&p, &independent_options(line)).unwrap();
         let plain = transform(&p, &AdjointOptions::default()).unwrap();
-        let one = transform(&read(&lp::xaif(&lp::independent(1), "one")), &AdjointOptions::default())
-            .unwrap();
+        let one = transform(
+            &read(&lp::xaif(&lp::independent(1), "one")),
+            &AdjointOptions::default(),
+        )
+        .unwrap();
         for mode in [Mode::Split, Mode::Joint] {
             let what = format!("cells={cells} {mode:?}");
             let o = run(&text, n, n, mode);

@@ -311,12 +311,15 @@ pub enum InlineOp {
     /// `oad_revolve_measure(x)`: the adjoint of state variable `x` into the
     /// measure of a fixed-point loop's convergence.
     RevolveMeasure,
-    /// `oad_revolve_store_<type>_<shape>[_a](x)`: `x` into the snapshot
-    /// being stored.
-    RevolveStore(Ty),
-    /// `oad_revolve_restore_<type>_<shape>[_a](x)`: `x` from the snapshot
-    /// being restored (variables in the reverse order of the store).
-    RevolveRestore(Ty),
+    /// `oad_revolve_store(x)`: `x` into the snapshot being stored, as the
+    /// type `x` has (`None`, the generic call xaifb emits), or as the type
+    /// the name gives (`oad_revolve_store_<type>_<shape>[_a]`, the calls of
+    /// earlier xaifb outputs).
+    RevolveStore(Option<Ty>),
+    /// `oad_revolve_restore(x)`: `x` from the snapshot being restored
+    /// (variables in the reverse order of the store); the type as for
+    /// [`InlineOp::RevolveStore`].
+    RevolveRestore(Option<Ty>),
 }
 
 /// The records of OpenAD's trace run-time support (`OAD_trace.f90`).
@@ -1580,13 +1583,15 @@ fn revolve_op(name: &str) -> Option<InlineOp> {
         "iteration" => InlineOp::RevolveIteration,
         "end" => InlineOp::RevolveEnd,
         "measure" => InlineOp::RevolveMeasure,
+        "store" => InlineOp::RevolveStore(None),
+        "restore" => InlineOp::RevolveRestore(None),
         _ => {
             let (store, typed) = if let Some(t) = rest.strip_prefix("store_") {
                 (true, t)
             } else {
                 (false, rest.strip_prefix("restore_")?)
             };
-            let ty = element_type(typed)?;
+            let ty = Some(element_type(typed)?);
             if store {
                 InlineOp::RevolveStore(ty)
             } else {

@@ -2484,10 +2484,11 @@ impl<'p> Machine<'p> {
         });
     }
 
-    /// `oad_revolve_store_*(x)`: `x`'s value part into the snapshot being
-    /// stored.
-    fn revolve_store(&mut self, ty: Ty, args: &'p [CArg], op: InlineOp) -> Result<()> {
+    /// `oad_revolve_store(x)`: `x`'s value part into the snapshot being
+    /// stored, as the type `ty` or, without one, as `x`'s own.
+    fn revolve_store(&mut self, ty: Option<Ty>, args: &'p [CArg], op: InlineOp) -> Result<()> {
         let p = self.arg_place(args, 0, op)?;
+        let ty = ty.unwrap_or_else(|| self.mem.buf(p.buf).cells.ty());
         let offs = Self::offsets(&p);
         let n = offs.len();
         self.reserve(n as u128, || {
@@ -2519,11 +2520,13 @@ impl<'p> Machine<'p> {
         Ok(())
     }
 
-    /// `oad_revolve_restore_*(x)`: `x`'s value part from the snapshot being
+    /// `oad_revolve_restore(x)`: `x`'s value part from the snapshot being
     /// restored, which stays stored (variables come in the reverse order of
-    /// the store, arrays walked backwards).
-    fn revolve_restore(&mut self, ty: Ty, args: &'p [CArg], op: InlineOp) -> Result<()> {
+    /// the store, arrays walked backwards), as the type `ty` or, without
+    /// one, as `x`'s own.
+    fn revolve_restore(&mut self, ty: Option<Ty>, args: &'p [CArg], op: InlineOp) -> Result<()> {
         let p = self.arg_place(args, 0, op)?;
+        let ty = ty.unwrap_or_else(|| self.mem.buf(p.buf).cells.ty());
         let mut offs = Self::offsets(&p);
         offs.reverse();
         let k = match ty {

@@ -1,16 +1,26 @@
-//! The Fortran run-time module (`runtime/oad_revolve.f90`, what an OpenAD
-//! build links) takes the schedule of this crate: compiled with gfortran
-//! and driven by `runtime/test/schedule_driver.f90` on (steps, snapshots)
-//! pairs from 0 to 1,000 steps and 1 to 50 snapshots, its action sequence,
-//! its forward steps and a two-level nest equal those of [`Runtime`], line
-//! for line, and its snapshots restore exactly what was stored (the driver
-//! prints every inconsistency). Skipped with a reason when gfortran is
-//! missing, unless `CI=true`.
+//! The Fortran run-time modules (`runtime/oad_revolve.f90` and
+//! `runtime/oad_revolve_snapshots.f90`, what an OpenAD build links)
+//! compile without a warning under `gfortran -Wall -Wextra -std=f2008
+//! -fcheck=all` and take the schedules of this crate: driven by
+//! `runtime/test/schedule_driver.f90` on binomial (steps, snapshots) pairs
+//! from 0 to 1,000 steps and 1 to 50 snapshots, online loops of 0 to 1,000
+//! iterations and 1 to 50 snapshots, fixed-point loops (converging,
+//! not converging within MAXITER, left by an exit), independent loops, a
+//! two-level binomial nest and a fixed-point loop in a while loop, their
+//! action sequences, answers to `oad_revolve_iteration`, forward steps and
+//! adjoint iterations equal those of [`Runtime`], line for line, their
+//! snapshots restore exactly what was stored (the driver prints every
+//! inconsistency), and the unconverged fixed-point loops, and only they,
+//! are reported on the standard error. `runtime/test/snapshot_driver.f90` round-trips every
+//! type, kind and rank the store holds (strings of 1,000 characters, rank-7
+//! arrays, OpenAD's active type) bit for bit, queries what is held,
+//! abandons a schedule, and stops on a restore of another type. Skipped
+//! with a reason when gfortran is missing, unless `CI=true`.
 
 use std::path::Path;
 use std::process::Command;
 
-use xaif_revolve::runtime::{DONE, RESTORE, STORE, TAPE};
+use xaif_revolve::runtime::{ADJOINT, DONE, MEASURE, RESTORE, STORE, TAPE};
 use xaif_revolve::{Kind, Runtime};
 
 const STEPS: [i64; 18] = [
@@ -23,6 +33,11 @@ struct Expected {
     rt: Runtime<i64>,
     out: Vec<String>,
     forward: u64,
+    iterations: u64,
+    /// The simulated adjoint of a fixed-point loop's state and its factor
+    /// per reversed iteration.
+    adj: f64,
+    q: f64,
 }
 
 impl Expected {
@@ -32,13 +47,103 @@ impl Expected {
             let r = self.rt.next_action().expect("a running loop");
             self.out.push(format!("{prefix}{} {}", r.code, r.count));
             seen.push((r.code, r.count));
+            if r.code == ADJOINT {
+                self.adj *= self.q;
+            }
+            if r.code == MEASURE {
+                self.rt.measure(self.adj).unwrap();
+            }
             if let Some(f) = r.finished {
                 self.forward = f.forward_steps;
+                self.iterations = f.adjoint_iterations.unwrap_or(0);
             }
             if r.code == DONE {
                 return seen;
             }
         }
+    }
+
+    /// The driver's `runs_itself`: a loop of `kind` (1 online, 2 fixed
+    /// point, 3 independent) running itself for `steps` iterations.
+    #[allow(clippy::too_many_arguments)]
+    fn runs_itself(
+        &mut self,
+        kind: u8,
+        steps: u64,
+        snaps: i64,
+        by_exit: u8,
+        tolerance: f64,
+        max_iterations: u64,
+        factor: f64,
+        seed: f64,
+    ) {
+        self.out
+            .push(format!("kind {kind} {steps} {snaps} {by_exit}"));
+        let k = match kind {
+            1 => Kind::Online,
+            2 => Kind::FixedPoint {
+                tolerance,
+                max_iterations,
+            },
+            _ => Kind::Independent,
+        };
+        let snaps_used = match kind {
+            1 => snaps,
+            2 => 2,
+            _ => 1,
+        };
+        self.rt.begin(k, snaps_used, 12).unwrap();
+        for _ in 0..steps {
+            let r = self.rt.iteration().unwrap();
+            self.out.push(format!("i {}", r.code));
+        }
+        self.rt.end(by_exit == 1).unwrap();
+        self.out.push("pause".into());
+        self.rt.resume().unwrap();
+        self.adj = seed;
+        self.q = factor;
+        self.iterations = 0;
+        self.sweep("");
+        self.out
+            .push(format!("forward {} {} 0", self.forward, self.iterations));
+    }
+
+    /// The driver's `mixed`: a while loop of 6 iterations (2 snapshots),
+    /// a fixed-point loop of 4 in each.
+    fn mixed(&mut self) {
+        self.rt.begin(Kind::Online, 2, 1).unwrap();
+        for _ in 0..6 {
+            let r = self.rt.iteration().unwrap();
+            self.out.push(format!("outer i {}", r.code));
+        }
+        self.rt.end(false).unwrap();
+        self.rt.resume().unwrap();
+        let inner = Kind::FixedPoint {
+            tolerance: 1e-8,
+            max_iterations: 100,
+        };
+        loop {
+            let r = self.rt.next_action().unwrap();
+            self.out.push(format!("outer {} {}", r.code, r.count));
+            match r.code {
+                DONE => break,
+                TAPE => {
+                    self.rt.begin(inner, 2, 2).unwrap();
+                    for _ in 0..4 {
+                        self.rt.iteration().unwrap();
+                    }
+                    self.rt.end(false).unwrap();
+                }
+                ADJOINT => {
+                    self.rt.resume().unwrap();
+                    self.adj = 1.0;
+                    self.q = 0.25;
+                    self.sweep("");
+                }
+                _ => {}
+            }
+        }
+        self.out.push("held 0".into());
     }
 
     fn reverse(&mut self, steps: i64, snaps: i64, line: i64) {
@@ -76,7 +181,7 @@ impl Expected {
                     self.rt.begin(Kind::Binomial { steps: 5 }, 3, 2).unwrap();
                     self.sweep("");
                 }
-                c if c == xaif_revolve::runtime::ADJOINT => {
+                ADJOINT => {
                     self.rt.resume().unwrap();
                     self.sweep("");
                 }
@@ -92,6 +197,9 @@ fn expected() -> String {
         rt: Runtime::new(),
         out: Vec::new(),
         forward: 0,
+        iterations: 0,
+        adj: 1.0,
+        q: 1.0,
     };
     for &l in &STEPS {
         for &s in &SNAPSHOTS {
@@ -103,6 +211,25 @@ fn expected() -> String {
     }
     e.out.push("nested".into());
     e.nested();
+    for l in [0, 1, 2, 3, 5, 10, 37, 100, 257, 1000] {
+        for s in [1, 2, 3, 5, 10, 50] {
+            e.out.push(format!("online {l} {s}"));
+            e.runs_itself(1, l, s, 0, 1e-12, 10, 1.0, 1.0);
+        }
+    }
+    e.runs_itself(2, 30, 2, 0, 1e-12, 1000, 0.5, 1.0);
+    e.runs_itself(2, 5, 2, 1, 1e-6, 100, 0.1, 1.0);
+    e.runs_itself(2, 1, 2, 1, 1e-6, 100, 0.1, 1.0);
+    e.runs_itself(2, 0, 2, 0, 1e-6, 100, 0.1, 1.0);
+    e.runs_itself(2, 2, 2, 1, 1e-10, 50, 0.9, 2.0);
+    e.runs_itself(2, 3, 2, 0, 1e-12, 7, 1.0, 1.0);
+    e.runs_itself(2, 3, 2, 0, 1e-12, 5, 0.5, 0.0);
+    for l in 0..=5 {
+        e.runs_itself(3, l, 1, 0, 0.0, 1, 1.0, 1.0);
+    }
+    e.runs_itself(3, 37, 1, 0, 0.0, 1, 1.0, 1.0);
+    e.out.push("mixed".into());
+    e.mixed();
     e.out.push("end".into());
     assert!(e.rt.is_empty());
     let mut text = e.out.join("\n");
@@ -110,31 +237,34 @@ fn expected() -> String {
     text
 }
 
+/// The run-time compiled into a scratch directory, and `driver` (a file
+/// of `runtime/test/`) linked with it; `None` when gfortran is missing.
+fn build(driver: &str) -> Option<(xaif_testkit::Scratch, std::path::PathBuf)> {
+    build_with(driver, &[])
+}
+
+/// [`build`] with `extra` compiler flags for everything.
+fn build_with(driver: &str, extra: &[&str]) -> Option<(xaif_testkit::Scratch, std::path::PathBuf)> {
+    use xaif_testkit::fortran;
+    if !fortran::have_gfortran() {
+        return None;
+    }
+    let name = format!("{driver}{}", extra.join(""));
+    let dir = xaif_testkit::Scratch::new("xaifb-revolve", &name);
+    let objects = fortran::compile_runtime_with(dir.path(), extra);
+    let exe = dir.join("driver");
+    let source = xaif_testkit::repo_root().join("runtime/test").join(driver);
+    if let Err(e) = fortran::compile_program_with(dir.path(), &objects, &source, &exe, extra) {
+        panic!("gfortran failed to compile {driver}:\n{e}");
+    }
+    Some((dir, exe))
+}
+
 #[test]
 fn the_fortran_module_takes_the_rust_schedule() {
-    let have = Command::new("gfortran")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have {
-        xaif_testkit::unavailable("gfortran not found (install gfortran)");
+    let Some((_dir, exe)) = build("schedule_driver.f90") else {
         return;
-    }
-    let root = xaif_testkit::repo_root();
-    let runtime = root.join("runtime");
-    let dir = xaif_testkit::scratch::Scratch::new("xaifb-revolve", "fortran");
-    let exe = dir.join("driver");
-    let status = Command::new("gfortran")
-        .args(["-std=f2008", "-Wall", "-J"])
-        .arg(dir.path())
-        .arg("-o")
-        .arg(&exe)
-        .arg(runtime.join("test/oad_stubs.f90"))
-        .arg(runtime.join("oad_revolve.f90"))
-        .arg(runtime.join("test/schedule_driver.f90"))
-        .status()
-        .expect("gfortran runs");
-    assert!(status.success(), "gfortran failed to compile runtime/");
+    };
     let out = Command::new(Path::new(&exe))
         .output()
         .expect("the driver runs");
@@ -144,6 +274,15 @@ fn the_fortran_module_takes_the_rust_schedule() {
         String::from_utf8_lossy(&out.stdout)
     );
     let got = String::from_utf8(out.stdout).expect("text");
+    // The fixed-point loops that do not converge within MAXITER (and only
+    // they) are reported.
+    let warned = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = warned.lines().collect();
+    assert_eq!(warnings.len(), 2, "{warned}");
+    assert!(warnings[0].contains(
+        "warning: the adjoint of the fixed-point loop at line 12 did not converge in 50 iterations"
+    ));
+    assert!(warnings[1].contains("did not converge in 7 iterations"));
     assert!(
         !got.contains("ERROR"),
         "inconsistencies:\n{}",
@@ -166,4 +305,60 @@ fn the_fortran_module_takes_the_rust_schedule() {
         panic!("line {}: Fortran `{g}`, Rust `{w}`", n + 1);
     }
     assert!(want.lines().count() > 50_000);
+}
+
+#[test]
+fn every_type_kind_and_rank_survives_a_store_and_restore() {
+    snapshot_driver(&[]);
+}
+
+/// Models are often compiled with 8-byte default reals and integers: the
+/// run-time compiles without a warning and holds the same (the default
+/// kinds are among the explicit ones, and the counters' generics stay
+/// distinct).
+#[test]
+fn with_eight_byte_default_kinds_it_holds_the_same() {
+    snapshot_driver(&["-fdefault-real-8", "-fdefault-integer-8"]);
+}
+
+fn snapshot_driver(extra: &[&str]) {
+    let Some((_dir, exe)) = build_with("snapshot_driver.f90", extra) else {
+        return;
+    };
+    let out = Command::new(&exe).output().expect("the driver runs");
+    let got = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "the driver failed:\n{got}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let errors: Vec<&str> = got.lines().filter(|l| l.starts_with("ERROR")).collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    let oks = got.lines().filter(|l| l.starts_with("ok ")).count();
+    assert_eq!(oks, 37, "{got}");
+    for needed in [
+        "ok character(len=100)",
+        "ok character(len=1000)",
+        "ok integer(int64) scalar",
+        "ok real(real32) scalar",
+        "ok logical scalar",
+        "ok logical rank 7",
+        "ok active rank 7",
+        "ok abandon: nothing held",
+    ] {
+        assert!(got.lines().any(|l| l == needed), "no `{needed}`:\n{got}");
+    }
+    assert!(got.ends_with("end\n"), "{got}");
+
+    let out = Command::new(&exe).arg("mismatch").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(
+            "oad_revolve: a restore of real(real32) (4 bytes) where the snapshot holds \
+             integer(int32) (4 bytes)"
+        ),
+        "{said}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ERROR"));
 }

@@ -8,6 +8,7 @@
 //! it fails them, so CI can never pass by skipping.
 
 pub mod deep;
+pub mod fortran;
 pub mod gen;
 pub mod loop_programs;
 pub mod model;

@@ -308,14 +308,7 @@ pub fn fixed_point_derivative(x: [f64; 3], rates: (f64, f64, f64)) -> [f64; 6] {
         inv[2] * fp[1] + inv[3] * fp[3],
     ];
     // y1 = z1, y2 = z2 x3.
-    [
-        dz[0],
-        dz[1],
-        0.0,
-        dz[2] * x[2],
-        dz[3] * x[2],
-        z2,
-    ]
+    [dz[0], dz[1], 0.0, dz[2] * x[2], dz[3] * x[2], z2]
 }
 
 /// A loop over `cells` cells whose iterations are independent:
@@ -323,6 +316,16 @@ pub fn fixed_point_derivative(x: [f64; 3], rates: (f64, f64, f64)) -> [f64; 6] {
 /// `t = x(i) x(i); y(i) = sin(t) p + x(i); s = s + t p`, then `y(cells +
 /// 1) = s`.
 pub fn independent(cells: i64) -> Program {
+    cell_loop(cells, true)
+}
+
+/// [`independent`] without its sum reduction (`y(cells + 1) = p`): a loop
+/// that carries no active state from one iteration to the next.
+pub fn private_cells(cells: i64) -> Program {
+    cell_loop(cells, false)
+}
+
+fn cell_loop(cells: i64, reduction: bool) -> Program {
     let (i, t, p, s) = (l(0), l(1), l(2), l(3));
     let n = cells as usize + 1;
     let locals = vec![
@@ -332,14 +335,18 @@ pub fn independent(cells: i64) -> Program {
         scalar("S", Role::Active),
     ];
     let xi = || Expr::r(elem(VarId::Formal(0), e(i)));
-    let body = vec![
+    let mut body = vec![
         Stmt::Assign(Ref::whole(t), mul(xi(), xi())),
         Stmt::Assign(
             elem(VarId::Formal(1), e(i)),
             add(mul(op("sin_scal", vec![e(t)]), e(p)), xi()),
         ),
-        Stmt::Assign(Ref::whole(s), add(e(s), mul(e(t), e(p)))),
     ];
+    if reduction {
+        body.push(Stmt::Assign(Ref::whole(s), add(e(s), mul(e(t), e(p)))));
+    } else {
+        body.push(Stmt::Assign(Ref::whole(s), e(p)));
+    }
     let body = vec![
         Stmt::Assign(Ref::whole(p), x(cells + 1)),
         Stmt::Assign(Ref::whole(s), Expr::Real(0.0)),

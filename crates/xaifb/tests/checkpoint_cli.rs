@@ -99,6 +99,54 @@ fn bad_marks_get_located_errors_and_no_output() {
     refused(&["head"], 2, &["expected ROUTINE:LINE[:SNAPSHOTS]"]);
 }
 
+/// SNAPSHOTS and LINE reach the run-time calls as default Fortran
+/// integers: a value beyond 2^31 - 1 is a command-line error naming the
+/// limit (it was written into `oad_revolve_begin`, which then did not
+/// compile, or silently cut to 2^63 - 1), in every mode that takes the
+/// flag; the limit itself is accepted and reaches the call unchanged.
+#[test]
+fn counts_the_run_time_cannot_take_are_refused_at_the_flag() {
+    let limit = "at most 2147483647";
+    for mark in [
+        "head:23:2147483648",
+        "head:23:9223372036854775808",
+        "head:23:18446744073709551615",
+        "head:23:99999999999999999999999",
+    ] {
+        refused(&[mark], 2, &["SNAPSHOTS", limit, "oad_revolve_begin"]);
+    }
+    refused(&["head:2147483648"], 2, &["LINE 2147483648", limit]);
+    refused(&["head:18446744073709551616:3"], 2, &["LINE", limit]);
+    let dir = xaif_testkit::Scratch::new("xaifb-ckpt-cli", "limit");
+    for mode in ["tangent", "trace"] {
+        let out = dir.join(format!("{mode}.xaif"));
+        let o = xaifb()
+            .arg(mode)
+            .arg(fixture("errors.xaif"))
+            .arg("-o")
+            .arg(&out)
+            .args(["--checkpoint-loop", "head:23:2147483648"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{mode}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(limit), "{mode}");
+        assert!(!out.exists(), "{mode}");
+    }
+    let out = dir.join("out.xaif");
+    let o = adjoint(&["head:23:2147483647"], &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let begin = text
+        .find("subroutine_name=\"oad_revolve_begin\"")
+        .expect("a begin call");
+    let call = &text[begin
+        ..begin
+            + text[begin..]
+                .find("</xaif:InlinableSubroutineCall>")
+                .unwrap()];
+    assert!(call.contains("value=\"2147483647\""), "{call}");
+}
+
 #[test]
 fn a_good_mark_works_by_symbol_id_and_by_name_also_through_the_shims() {
     let dir = xaif_testkit::Scratch::new("xaifb-ckpt-cli", "good");

@@ -1188,8 +1188,7 @@ fn routine(c: &mut Ctx<'_>, r: usize) -> String {
                 out.push_str(&update);
                 out.push_str("    </xaif:ForLoop>\n");
             }
-            VKind::Pre(ref cond, line)
-            | VKind::Post(ref cond, line) => {
+            VKind::Pre(ref cond, line) | VKind::Post(ref cond, line) => {
                 let tag = if matches!(kind, VKind::Pre(..)) {
                     "PreLoop"
                 } else {
