@@ -47,12 +47,138 @@ fn routine_line<'t>(text: &str, parts: &[&'t str]) -> Result<(&'t str, i64), Str
     if routine.is_empty() {
         return Err(format!("`{text}`: no routine before the first `:`"));
     }
-    let line: i64 = line
-        .parse()
-        .ok()
-        .filter(|l| *l > 0)
-        .ok_or_else(|| format!("`{text}`: LINE `{line}` is not a line number"))?;
+    use crate::runtime::{call_integer, CountError, MAX_CALL_INTEGER};
+    let line = match call_integer(line) {
+        Ok(l) if l > 0 => l as i64,
+        Err(CountError::TooLarge) => {
+            return Err(format!(
+                "`{text}`: LINE {line} is more than the run-time takes: at most \
+                 {MAX_CALL_INTEGER} (it is written into the loop's run-time calls as a \
+                 default Fortran integer)"
+            ))
+        }
+        _ => return Err(format!("`{text}`: LINE `{line}` is not a line number")),
+    };
     Ok((routine, line))
+}
+
+/// The most bytes a loop plan file may have (`docs/limits.md`): a plan
+/// names at most [`crate::checkpoint::MAX_MARKED_LOOPS`] loops, a few
+/// kilobytes with comments.
+pub const MAX_PLAN_BYTES: u64 = 1 << 20;
+
+/// The marks of a loop plan file, by kind, in the order of its lines.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// `checkpoint ROUTINE:LINE[:S]` lines.
+    pub checkpoint: Vec<LoopMark>,
+    /// `fixed-point ROUTINE:LINE[:TOL[:MAX]]` lines.
+    pub fixed_point: Vec<FixedPointMark>,
+    /// `independent ROUTINE:LINE` lines.
+    pub independent: Vec<IndependentMark>,
+}
+
+impl Plan {
+    /// The marks as their flags would spell them, one per line of the
+    /// plan, for the report of what a plan marked.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .checkpoint
+            .iter()
+            .map(|m| format!("checkpoint {m}"))
+            .collect();
+        out.extend(self.fixed_point.iter().map(|m| {
+            format!(
+                "fixed-point {}:{}:{:e}:{}",
+                m.routine, m.line, m.tolerance, m.max_iterations
+            )
+        }));
+        out.extend(
+            self.independent
+                .iter()
+                .map(|m| format!("independent {}:{}", m.routine, m.line)),
+        );
+        out
+    }
+
+    /// Whether the plan marks nothing.
+    pub fn is_empty(&self) -> bool {
+        self.checkpoint.is_empty() && self.fixed_point.is_empty() && self.independent.is_empty()
+    }
+}
+
+/// A line of a loop plan that is not a mark: where (1-based line and
+/// column) and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanError {
+    /// The line.
+    pub line: usize,
+    /// The column of the word at fault.
+    pub column: usize,
+    /// Why.
+    pub message: String,
+}
+
+/// Parses a loop plan: one mark per line, `checkpoint ROUTINE:LINE[:S]`,
+/// `fixed-point ROUTINE:LINE[:TOL[:MAX]]` or `independent ROUTINE:LINE`,
+/// each value as its flag takes it; blank lines and comments (from `#` or
+/// `!` to the end of the line) are ignored.
+pub fn parse_plan(text: &str) -> Result<Plan, PlanError> {
+    let mut plan = Plan::default();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw
+            .find(['#', '!'])
+            .map(|k| &raw[..k])
+            .unwrap_or(raw)
+            .trim_end();
+        let at = |word: &str| -> usize {
+            // Columns count characters; `word` is a slice of `raw`.
+            let offset = word.as_ptr() as usize - raw.as_ptr() as usize;
+            raw[..offset].chars().count() + 1
+        };
+        let mut words = line.split_whitespace();
+        let Some(kind) = words.next() else {
+            continue;
+        };
+        let fail = |word: &str, message: String| PlanError {
+            line: n + 1,
+            column: at(word),
+            message,
+        };
+        let Some(spec) = words.next() else {
+            return Err(fail(
+                kind,
+                format!("`{kind}` without ROUTINE:LINE after it"),
+            ));
+        };
+        if let Some(extra) = words.next() {
+            return Err(fail(
+                extra,
+                format!("`{extra}` after the mark: one mark per line"),
+            ));
+        }
+        match kind {
+            "checkpoint" => plan
+                .checkpoint
+                .push(LoopMark::parse(spec).map_err(|m| fail(spec, m))?),
+            "fixed-point" => plan
+                .fixed_point
+                .push(FixedPointMark::parse(spec).map_err(|m| fail(spec, m))?),
+            "independent" => plan
+                .independent
+                .push(IndependentMark::parse(spec).map_err(|m| fail(spec, m))?),
+            _ => {
+                return Err(fail(
+                    kind,
+                    format!(
+                        "`{kind}` is not a kind of mark: `checkpoint`, `fixed-point` or \
+                         `independent`"
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(plan)
 }
 
 impl FixedPointMark {
@@ -216,5 +342,48 @@ mod tests {
         }
         assert_eq!(IndependentMark::parse("cols:7").unwrap().line, 7);
         assert!(IndependentMark::parse("cols:7:3").is_err());
+        assert!(IndependentMark::parse("cols:2147483648")
+            .unwrap_err()
+            .contains("at most 2147483647"));
+    }
+
+    #[test]
+    fn plans_parse_and_locate_a_bad_line() {
+        let plan = parse_plan(
+            "# a plan\n\ncheckpoint head:12:4  ! time loop\n  fixed-point solve:30:1e-10:50\n\
+             independent cells:7\ncheckpoint head:40\n",
+        )
+        .unwrap();
+        assert_eq!(plan.checkpoint.len(), 2);
+        assert_eq!(plan.checkpoint[0].snapshots, 4);
+        assert_eq!(plan.fixed_point[0].max_iterations, 50);
+        assert_eq!(plan.independent[0].line, 7);
+        assert_eq!(
+            plan.describe(),
+            vec![
+                "checkpoint head:12:4",
+                "checkpoint head:40:10",
+                "fixed-point solve:30:1e-10:50",
+                "independent cells:7"
+            ]
+        );
+        for (text, line, column, needle) in [
+            (
+                "checkpoint head:12\nfixpoint a:1\n",
+                2,
+                1,
+                "not a kind of mark",
+            ),
+            ("\n\n   checkpoint head:x\n", 3, 15, "LINE `x`"),
+            ("independent a:1 b:2\n", 1, 17, "one mark per line"),
+            ("fixed-point\n", 1, 1, "without ROUTINE:LINE"),
+            ("fixed-point s:3:2\n", 1, 13, "TOLERANCE `2`"),
+            ("checkpoint h:3:2147483648\n", 1, 12, "at most 2147483647"),
+        ] {
+            let e = parse_plan(text).unwrap_err();
+            assert_eq!((e.line, e.column), (line, column), "{text:?}: {e:?}");
+            assert!(e.message.contains(needle), "{text:?}: {e:?}");
+        }
+        assert!(parse_plan("# nothing\n\n").unwrap().is_empty());
     }
 }

@@ -283,6 +283,14 @@ pub struct TransformArgs {
         value_parser = xaif_cfrev::marks::IndependentMark::parse
     )]
     pub independent_loop: Vec<xaif_cfrev::marks::IndependentMark>,
+    /// Mark loops from FILE, one mark per line: `checkpoint
+    /// ROUTINE:LINE[:S]`, `fixed-point ROUTINE:LINE[:TOL[:MAX]]`,
+    /// `independent ROUTINE:LINE`; `#` or `!` starts a comment. Without
+    /// the flag, the file named by the environment variable
+    /// XAIFB_LOOP_PLAN (so that an unmodified OpenAD build, through the
+    /// shims, can mark loops). Adjoint mode only (docs/checkpointing.md).
+    #[arg(long = "loop-plan", value_name = "FILE")]
+    pub loop_plan: Option<PathBuf>,
 }
 
 /// `--effort`.
@@ -613,6 +621,7 @@ impl TransformArgs {
                 "--independent-loop",
                 reversal,
             );
+            add(self.loop_plan.is_some(), "--loop-plan", reversal);
         }
         let graphs = self.debug_mask & 8 != 0 && differentiates;
         add(
