@@ -640,7 +640,17 @@ fn update_block(
 /// `(e1 − i + s) / s` after the initialization `i = e0`: the trip count of
 /// `DO i = e0, e1, s` as the interpreter and Fortran fix it on entry
 /// (negative for none; the run-time takes it as 0).
+///
+/// With constant bounds whose arithmetic would overflow a 64-bit integer
+/// (`DO i = 1, -9223372036854775808`), the exact count, computed here
+/// (`crate::explicit::overflowing_constant_bounds`; beyond 2^63 − 1 trips,
+/// 2^63 − 1: such a loop never ends).
 fn trip_count(h: &ExplicitLoop) -> xaif_model::Expr {
+    if let Some((_, _, _, trips)) = crate::explicit::overflowing_constant_bounds(h) {
+        let mut b = ExprBuilder::new();
+        int_const(&mut b, i64::try_from(trips).unwrap_or(i64::MAX));
+        return b.finish();
+    }
     let stride = |b: &mut ExprBuilder| -> usize {
         match &h.step {
             Step::Constant(c) => int_const(b, *c),

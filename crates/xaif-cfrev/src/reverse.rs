@@ -1018,6 +1018,16 @@ fn backwards(
     lhs.attrs.discard("vertex_id");
     // Initialization.
     let mut b = ExprBuilder::new();
+    if let Some(last) = exact_last_value(h) {
+        int(&mut b, last);
+        let init = out.stmts.alloc(assignment(
+            &temps.statement("cfr_init"),
+            lhs.clone(),
+            b.finish(),
+        ));
+        let (condition, update) = backwards_test_and_update(out, temps, h);
+        return (init, condition, update);
+    }
     let e1 = embed(&mut b, &h.bound);
     let e0 = embed(&mut b, &h.first);
     let span = b.intrinsic("sub_scal_scal", &[e1, e0]);
@@ -1036,6 +1046,19 @@ fn backwards(
         lhs.clone(),
         b.finish(),
     ));
+    let (condition, update) = backwards_test_and_update(out, temps, h);
+    (init, condition, update)
+}
+
+/// The condition and update of [`backwards`]' loop.
+fn backwards_test_and_update(
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    h: &ExplicitLoop,
+) -> (xaif_model::Expr, StmtId) {
+    let int = |b: &mut ExprBuilder, v: i64| b.constant("integer", &v.to_string());
+    let mut lhs = h.var.clone();
+    lhs.attrs.discard("vertex_id");
     // Condition.
     let mut b = ExprBuilder::new();
     let i = b.reference(&h.var);
@@ -1082,7 +1105,26 @@ fn backwards(
     let update = out
         .stmts
         .alloc(assignment(&temps.statement("cfr_update"), lhs, b.finish()));
-    (init, condition, update)
+    (condition, update)
+}
+
+/// The last value of an explicit loop with constant bounds whose usual
+/// arithmetic would overflow ([`crate::explicit::overflowing_constant_bounds`]),
+/// computed exactly: `e0 + c·(trips − 1)`, or, for a loop of no trips, a
+/// value beyond `e0` (its bound `e1`, or the end of the integers) so that
+/// the adjoint runs no trips either.
+fn exact_last_value(h: &ExplicitLoop) -> Option<i64> {
+    let (e0, e1, c, trips) = crate::explicit::overflowing_constant_bounds(h)?;
+    let last = if trips > 0 {
+        e0 + c * (trips - 1)
+    } else {
+        e1.clamp(i128::from(i64::MIN), i128::from(i64::MAX))
+    };
+    let beyond = if c > 0 { last < e0 } else { last > e0 };
+    if trips == 0 && !beyond {
+        return None;
+    }
+    i64::try_from(last).ok()
 }
 
 /// What [`reverse`] reverses and how.

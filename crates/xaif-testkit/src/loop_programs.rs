@@ -452,6 +452,62 @@ pub fn dependent(cells: i64, dependence: Carried) -> Program {
     program(n, n, all)
 }
 
+/// `depth` counted loops nested in one another in `head(x(2), y(2))`,
+/// each of `trips` iterations over its own counter, the innermost
+/// `y(1) = sin(y(1)) x(1) + x(2)`: the deep marked nests of
+/// `docs/limits.md`. Loop `k` (outermost first) is at
+/// [`loop_lines`]`[k]`.
+pub fn nested_loops(depth: usize, trips: i64) -> Program {
+    let locals: Vec<Var> = (0..depth)
+        .map(|k| scalar(&format!("I{k}"), Role::Loop))
+        .collect();
+    let y1 = || Expr::r(y(1));
+    let mut body = vec![Stmt::Assign(
+        y(1),
+        add(mul(op("sin_scal", vec![y1()]), x(1)), x(2)),
+    )];
+    for k in (0..depth).rev() {
+        body = vec![Stmt::Do {
+            var: l(k),
+            lo: Expr::Int(1),
+            hi: Expr::Int(trips),
+            step: crate::gen::ast::Step::Up,
+            body,
+            explicit: false,
+        }];
+    }
+    let body = [
+        vec![Stmt::Assign(y(1), x(1)), Stmt::Assign(y(2), x(2))],
+        body,
+    ]
+    .concat();
+    program(2, 2, vec![head(2, 2, locals, body, false)])
+}
+
+/// A counted loop `do t = lo, hi` (`, -1` when `down`) around `y(1) =
+/// y(1) x(1)` in `head(x(2), y(2))`: loops whose bounds are at the ends
+/// of the integers.
+pub fn bounded_loop(lo: i64, hi: i64, down: bool) -> Program {
+    let locals = vec![scalar("T", Role::Loop)];
+    let body = vec![
+        Stmt::Assign(y(1), x(1)),
+        Stmt::Assign(y(2), x(2)),
+        Stmt::Do {
+            var: l(0),
+            lo: Expr::Int(lo),
+            hi: Expr::Int(hi),
+            step: if down {
+                crate::gen::ast::Step::Down
+            } else {
+                crate::gen::ast::Step::Up
+            },
+            body: vec![Stmt::Assign(y(1), mul(Expr::r(y(1)), x(1)))],
+            explicit: false,
+        },
+    ];
+    program(2, 2, vec![head(2, 2, locals, body, false)])
+}
+
 /// The program as front-end XAIF.
 pub fn xaif(p: &Program, what: &str) -> String {
     crate::gen::to_xaif(p, what)
