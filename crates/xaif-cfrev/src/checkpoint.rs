@@ -295,8 +295,9 @@ pub(crate) fn resolve(
 
 /// At most this many marked loops nested in one another in one routine
 /// (`docs/limits.md`): each level's code holds its body in plain, taping
-/// and adjoint form, with the levels inside in each, so the code grows
-/// with the cube of the depth.
+/// and adjoint form, with the levels inside in each; the output grows with
+/// the square of the depth (measured: 8.9 MB at 16 levels of a
+/// one-statement body).
 pub const MAX_MARKED_DEPTH: usize = 16;
 
 /// Refuses, at the loop too deep, marked loops nested more than

@@ -438,3 +438,24 @@ fn a_fixed_point_loop_through_the_run_time() {
     );
     assert!(rt.is_empty());
 }
+
+/// The table of `docs/checkpointing.md` (online against offline forward
+/// steps, 1,000 and 100,000 iterations, s = 2, 5, 10, 20, 50): printed
+/// with `--nocapture`; online never below the offline minimum, and within
+/// one more sweep of the loop above it (`l` more steps).
+#[test]
+fn online_against_offline_forward_steps() {
+    for l in [1_000u64, 100_000] {
+        for s in [2u64, 5, 10, 20, 50] {
+            let (runs, online) = simulate_any(Kind::Online.schedule(s), l, s).unwrap();
+            let offline = xaif_revolve::min_forward_steps(l, s);
+            let most = runs.iter().copied().max().unwrap_or(0);
+            println!(
+                "| {l} | {s} | {offline} | {online} | {:.3} | {} | {most} |",
+                online as f64 / offline.max(1) as f64,
+                repetitions(l, s)
+            );
+            assert!(online >= offline && online <= offline + l, "l={l} s={s}");
+        }
+    }
+}
