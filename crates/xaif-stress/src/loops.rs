@@ -1,9 +1,10 @@
 //! The checkpointing variant (`cargo xtask stress --checkpoint-loops`):
-//! every `ForLoop` of a generated program marked `--checkpoint-loop`, the
+//! every loop of a generated program (`ForLoop`, and the while and
+//! post-test loops, checkpointed online) marked `--checkpoint-loop`, the
 //! checkpointed adjoint run in split and joint mode against the adjoint
 //! without checkpointing, its tapes, checkpoints and snapshots empty at the
-//! end, and every reversed loop instance taking exactly `t(l, s)` forward
-//! steps.
+//! end, every binomial instance taking exactly `t(l, s)` forward steps and
+//! every online one repeating no iteration more than `r(l + 1, s)` times.
 //!
 //! A loop the transformation refuses is unmarked and the transformation
 //! repeated; refusals are counted, and are findings unless they are the
@@ -25,7 +26,7 @@ const EXPECTED_REFUSALS: &[&str] = &[
     "its body is not structured, or a jump enters it",
 ];
 
-/// Every `ForLoop` with a line number, with 1 to 3 snapshots.
+/// Every loop with a line number, with 1 to 3 snapshots.
 fn marks(p: &Program) -> Vec<LoopMark> {
     let mut out = Vec::new();
     for (_, r) in p.routines.iter() {
@@ -33,7 +34,9 @@ fn marks(p: &Program) -> Vec<LoopMark> {
             continue;
         };
         for v in p.cfgs[*cfg].vertex_ids() {
-            if let VertexKind::ForLoop { .. } = p.vertices[v].kind {
+            if let VertexKind::ForLoop { .. } | VertexKind::PreLoop(_) | VertexKind::PostLoop(_) =
+                p.vertices[v].kind
+            {
                 if let Some(line) = p.vertices[v].attrs.int("lineNumber") {
                     out.push(LoopMark {
                         routine: r.symbol_name().to_string(),
@@ -172,6 +175,22 @@ pub(crate) fn check_checkpointed(
         }
         for r in &o.stats.checkpointed_loops {
             runs.outcome.counts.loop_instances += 1;
+            if r.schedule == "online" {
+                let bound = xaif_revolve::repetitions(r.iterations + 1, r.snapshots)
+                    .max(u64::from(r.iterations > 0));
+                let reps = r.max_repetitions.unwrap_or(0);
+                if reps > bound || r.peak_snapshots > r.snapshots {
+                    runs.outcome.findings.push(finding(
+                        "online checkpointed loop beyond its repetition bound",
+                        &what,
+                        format!(
+                            "loop at line {} of {}: {} iterations, {} snapshots: {reps} repetitions (bound {bound}), {} snapshots held",
+                            r.line, r.routine, r.iterations, r.snapshots, r.peak_snapshots
+                        ),
+                    ));
+                }
+                continue;
+            }
             let t = xaif_revolve::min_forward_steps(r.iterations, r.snapshots);
             if r.forward_steps != t || r.peak_snapshots > r.snapshots {
                 runs.outcome.findings.push(finding(
