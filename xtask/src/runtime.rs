@@ -162,7 +162,8 @@ module oad_revolve_snapshots
   public :: oad_revolve_store, oad_revolve_restore, &
        oad_revolve_snapshots_held, oad_revolve_snapshot_bytes, &
        oad_revolve_frame_open, oad_revolve_frame_read, &
-       oad_revolve_frames_drop, oad_revolve_frames_clear
+       oad_revolve_frames_drop, oad_revolve_frame_drop_at, &
+       oad_revolve_frames_clear
 
 ";
 
@@ -222,6 +223,36 @@ contains
       nframes = nframes - 1
     end do
   end subroutine oad_revolve_frames_drop
+
+  ! The snapshot `depth` below the newest (0: the newest) is dropped and
+  ! the newer ones move down (online checkpointing drops a snapshot that
+  ! is no longer needed from the middle of those it holds).
+  subroutine oad_revolve_frame_drop_at(depth)
+    integer, intent(in) :: depth
+    integer(int64) :: k, j, b0, b1, i0, i1, nb, ni
+    if (depth < 0 .or. depth >= nframes) call fail('a drop of a snapshot not held')
+    k = nframes - depth
+    b0 = frames(1, k)
+    i0 = frames(2, k)
+    if (k < nframes) then
+      b1 = frames(1, k + 1)
+      i1 = frames(2, k + 1)
+    else
+      b1 = nbytes
+      i1 = nitems
+    end if
+    nb = b1 - b0
+    ni = i1 - i0
+    if (nb > 0 .and. nbytes > b1) bytes(b0 + 1:nbytes - nb) = bytes(b1 + 1:nbytes)
+    if (ni > 0 .and. nitems > i1) items(:, i0 + 1:nitems - ni) = items(:, i1 + 1:nitems)
+    do j = k, nframes - 1
+      frames(1, j) = frames(1, j + 1) - nb
+      frames(2, j) = frames(2, j + 1) - ni
+    end do
+    nbytes = nbytes - nb
+    nitems = nitems - ni
+    nframes = nframes - 1
+  end subroutine oad_revolve_frame_drop_at
 
   ! Every snapshot is dropped and the memory released (a schedule
   ! abandoned).

@@ -1,40 +1,37 @@
-//! Checkpointed loops (`--checkpoint-loop ROUTINE:LINE[:SNAPSHOTS]`):
-//! the adjoint of a marked `ForLoop` by binomial checkpointing
-//! (Griewank and Walther's Revolve), generated in the XAIF itself.
+//! Marked loops (`--checkpoint-loop`, `--fixed-point-loop`,
+//! `--independent-loop`): the marks, the loops they name (found, or
+//! refused with the element located, before anything is transformed), and
+//! what each loop's code needs: how it is reversed, its header, and the
+//! variables of its snapshots.
 //!
-//! A marked loop of `n` iterations is not taped in the taping sweep. In its
-//! place, placeholder 2 holds a dispatcher that asks the run-time support
-//! what to do next (`oad_revolve_next`) and stores snapshots of the loop
-//! state, advances the loop without taping, and tapes its last iteration;
-//! placeholder 3 holds a second dispatcher that reverses that iteration
-//! and drives the rest of the schedule: restore a snapshot, advance
-//! without taping, tape one iteration, reverse it. The code around the
-//! loop keeps its usual taping and reversal; a marked loop inside the body
-//! of another (two-level hierarchical checkpointing) is checkpointed
-//! inside each taped iteration of the outer one.
+//! - A counted `ForLoop` that no jump leaves, marked `--checkpoint-loop`,
+//!   is reversed by binomial checkpointing (its trip count is known when it
+//!   starts); a `PreLoop`, a `PostLoop`, a `ForLoop` left by an exit or one
+//!   whose trip count is not known when it starts, by online checkpointing.
+//! - `--fixed-point-loop`: Christianson's two-phase adjoint; the loop must
+//!   carry active state from one iteration to the next.
+//! - `--independent-loop`: a counted loop whose iterations
+//!   `xaif_dataflow::loops` proves independent; each is taped and reversed
+//!   on its own.
 //!
-//! The run-time calls, their arguments and the Fortran module that
-//! implements them are described in `docs/checkpointing.md`; the snapshot
-//! holds the state `xaif_dataflow::snapshot` determines
-//! (`docs/decisions.md`). The schedule itself lives in `xaif-revolve`,
-//! which this crate does not need: it only emits calls.
+//! The code is made by [`crate::loopgen`]; the calls, their arguments and
+//! the Fortran module that implements them are described in
+//! `docs/checkpointing.md`; the snapshot holds the state
+//! `xaif_dataflow::snapshot` determines (`docs/decisions.md`). The
+//! schedules live in `xaif-revolve`, which this crate does not need: it
+//! only emits calls.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use xaif_linearize::context::Ctx as InputCtx;
 use xaif_linearize::tangent::TransformError;
-use xaif_linearize::temps::value_ref;
 use xaif_model::{
-    build::{assignment, inlinable_call},
-    ArgValue, Attrs, CfgGraph, CfgId, ExprBuilder, ExprVertexKind, Program, RoutineBody, RoutineId,
-    ScopeId, StmtId, SymbolId, VarRef, VertexId, VertexKind,
+    Attrs, CfgGraph, CfgId, Program, RoutineBody, RoutineId, ScopeId, StmtId, SymbolId, VarRef,
+    VertexId, VertexKind,
 };
 
-use crate::explicit::{ExplicitLoop, Step};
+use crate::explicit::ExplicitLoop;
+use crate::marks::{Mark, MarkKind};
 use crate::region::{walk, Event, Region};
-use crate::reverse::{
-    adjoint_seq, at_most, connect, copy_vertex, embed, increment, int_const, set_int, taping_seq,
-    CfgBuilder, Ctx, Pending, Temps,
-};
 
 /// Snapshots of a loop marked without `:SNAPSHOTS`.
 pub const DEFAULT_SNAPSHOTS: u64 = 10;
@@ -123,34 +120,56 @@ impl std::fmt::Display for LoopMark {
 #[derive(Clone, Debug)]
 pub(crate) struct Marked {
     pub(crate) vertex: VertexId,
-    pub(crate) snapshots: u64,
+    pub(crate) kind: MarkKind,
     pub(crate) line: i64,
-    /// The flag, for messages.
+    /// The flag, for messages (`--checkpoint-loop head:12`).
     pub(crate) text: String,
 }
 
-/// What the code of one checkpointed loop needs.
+/// How a marked loop is reversed.
 #[derive(Clone, Debug)]
-pub struct CheckpointedLoop {
-    header: ExplicitLoop,
-    init: StmtId,
-    update: StmtId,
-    snapshots: u64,
-    line: i64,
-    /// The snapshot's variables, and whether each is an optional formal
-    /// some call leaves out (stored and restored only when present).
-    state: Vec<(VarRef, bool)>,
+pub(crate) enum Scheme {
+    /// Binomial checkpointing of a counted loop.
+    Binomial {
+        header: ExplicitLoop,
+        snapshots: u64,
+    },
+    /// Online checkpointing of a loop that runs itself.
+    Online { snapshots: u64 },
+    /// The two-phase adjoint of a fixed-point loop; `measured` are the
+    /// active variables it carries from one iteration to the next, whose
+    /// adjoints measure its convergence.
+    FixedPoint {
+        tolerance: f64,
+        max_iterations: u64,
+        measured: Vec<VarRef>,
+    },
+    /// Independent iterations, each taped and reversed on its own.
+    Independent { header: ExplicitLoop },
 }
 
-/// The checkpointed loops of one routine, and the plain form of its basic
-/// blocks (what an advance runs).
-pub struct Checkpoints<'a> {
-    pub(crate) loops: FxHashMap<VertexId, CheckpointedLoop>,
-    pub(crate) plain: &'a FxHashMap<VertexId, Vec<StmtId>>,
+impl Scheme {
+    /// Whether the loop runs its own header in the taping sweep.
+    pub(crate) fn runs_itself(&self) -> bool {
+        !matches!(self, Scheme::Binomial { .. })
+    }
+}
+
+/// What the code of one marked loop needs.
+#[derive(Clone, Debug)]
+pub struct CheckpointedLoop {
+    pub(crate) scheme: Scheme,
+    /// The `ForLoop`'s initialization and update (none for while loops).
+    pub(crate) init: Option<StmtId>,
+    pub(crate) update: Option<StmtId>,
+    pub(crate) line: i64,
+    /// The snapshot's variables, and whether each is an optional formal
+    /// some call leaves out (stored and restored only when present).
+    pub(crate) state: Vec<(VarRef, bool)>,
 }
 
 /// Located error at a vertex of the input.
-fn at_vertex(p: &Program, v: VertexId, message: String) -> TransformError {
+pub(crate) fn at_vertex(p: &Program, v: VertexId, message: String) -> TransformError {
     let vertex = &p.vertices[v];
     TransformError::At {
         message,
@@ -183,22 +202,22 @@ fn loops_of(p: &Program, cfg: CfgId) -> Vec<(VertexId, Option<i64>)> {
 }
 
 /// Finds the loops the flags mark, by routine; refuses, with the element
-/// located, what cannot be checkpointed before anything is transformed.
+/// located, what cannot be marked before anything is transformed.
 pub(crate) fn resolve(
     p: &Program,
-    marks: &[LoopMark],
+    marks: &[Mark],
     decoration: xaif_model::Decoration,
 ) -> Result<FxHashMap<RoutineId, Vec<Marked>>, TransformError> {
     let mut out: FxHashMap<RoutineId, Vec<Marked>> = FxHashMap::default();
     if marks.len() > MAX_MARKED_LOOPS {
         return Err(TransformError::Input(format!(
-            "{} loops marked with --checkpoint-loop: at most {MAX_MARKED_LOOPS}",
+            "{} loops marked with --checkpoint-loop, --fixed-point-loop and --independent-loop: at most {MAX_MARKED_LOOPS}",
             marks.len()
         )));
     }
     let mut seen: FxHashMap<VertexId, String> = FxHashMap::default();
     for mark in marks {
-        let text = format!("--checkpoint-loop {}:{}", mark.routine, mark.line);
+        let text = mark.flag_text();
         let (rid, cfg) = find_routine(p, &mark.routine, decoration, &text)?;
         let loops = loops_of(p, cfg);
         let here: Vec<VertexId> = loops
@@ -242,13 +261,15 @@ pub(crate) fn resolve(
                 ))
             }
         };
-        if let VertexKind::PreLoop(_) | VertexKind::PostLoop(_) = p.vertices[v].kind {
+        if matches!(mark.kind, MarkKind::Independent)
+            && !matches!(p.vertices[v].kind, VertexKind::ForLoop { .. })
+        {
             return Err(at_vertex(
                 p,
                 v,
                 format!(
-                    "{text}: a while loop, whose trip count is not known when it starts, \
-                     cannot be checkpointed"
+                    "{text}: a while loop's iterations cannot be independent: each depends on \
+                     the test of the one before (a counted ForLoop can be marked)"
                 ),
             ));
         }
@@ -261,16 +282,104 @@ pub(crate) fn resolve(
         }
         out.entry(rid).or_default().push(Marked {
             vertex: v,
-            snapshots: mark.snapshots,
+            kind: mark.kind,
             line: mark.line,
             text,
         });
     }
+    for (&rid, marked) in &out {
+        check_depth(p, rid, marked)?;
+    }
     Ok(out)
 }
 
+/// At most this many marked loops nested in one another in one routine
+/// (`docs/limits.md`): each level's code holds its body in plain, taping
+/// and adjoint form, with the levels inside in each; the output grows with
+/// the square of the depth (measured: 8.9 MB at 16 levels of a
+/// one-statement body).
+pub const MAX_MARKED_DEPTH: usize = 16;
+
+/// Refuses, at the loop too deep, marked loops nested more than
+/// [`MAX_MARKED_DEPTH`] deep in routine `rid` (before any code is made).
+fn check_depth(p: &Program, rid: RoutineId, marked: &[Marked]) -> Result<(), TransformError> {
+    if marked.len() <= MAX_MARKED_DEPTH {
+        return Ok(());
+    }
+    let RoutineBody::Graph(cfg) = &p.routines[rid].body else {
+        return Ok(());
+    };
+    let g = CfgGraph::new(p, *cfg);
+    let vertices: FxHashSet<VertexId> = marked.iter().map(|m| m.vertex).collect();
+    // Each marked loop's body, and so the marked loops inside it.
+    let mut inside: FxHashMap<VertexId, Vec<VertexId>> = FxHashMap::default();
+    for m in marked {
+        let body = body_vertices(p, &g, m.vertex);
+        inside.insert(
+            m.vertex,
+            body.into_iter().filter(|v| vertices.contains(v)).collect(),
+        );
+    }
+    // Depth of each marked loop: 1 + the number of marked loops whose body
+    // holds it.
+    let mut depth: FxHashMap<VertexId, usize> = marked.iter().map(|m| (m.vertex, 1)).collect();
+    for list in inside.values() {
+        for v in list {
+            *depth.entry(*v).or_default() += 1;
+        }
+    }
+    let deepest = marked
+        .iter()
+        .filter(|m| depth[&m.vertex] > MAX_MARKED_DEPTH)
+        .max_by_key(|m| depth[&m.vertex]);
+    if let Some(m) = deepest {
+        return Err(at_vertex(
+            p,
+            m.vertex,
+            format!(
+                "{}: marked loops nested {} deep in routine `{}`: at most {MAX_MARKED_DEPTH} \
+                 (the code of a marked loop holds its body three times, the marked loops \
+                 inside it included; docs/limits.md)",
+                m.text,
+                depth[&m.vertex],
+                p.routines[rid].symbol_name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The vertices of the body of loop `v`: reached from its body edge
+/// without passing the loop vertex or its successor (the target of its
+/// exit edge), in the CFG's vertex order.
+pub(crate) fn body_vertices(p: &Program, g: &CfgGraph, v: VertexId) -> Vec<VertexId> {
+    let succ = g.successors(v);
+    let body = succ
+        .iter()
+        .find(|(e, _)| p.edges[*e].condition_value() == Some(1))
+        .map(|(_, t)| *t);
+    let after = succ
+        .iter()
+        .find(|(e, _)| p.edges[*e].condition_value() != Some(1))
+        .map(|(_, t)| *t);
+    let mut seen: FxHashSet<VertexId> = FxHashSet::default();
+    let mut work: Vec<VertexId> = body.into_iter().collect();
+    while let Some(x) = work.pop() {
+        if x == v || Some(x) == after || !seen.insert(x) {
+            continue;
+        }
+        work.extend(g.successors(x).iter().map(|(_, t)| *t));
+    }
+    g.vertices
+        .iter()
+        .copied()
+        .filter(|x| seen.contains(x))
+        .collect()
+}
+
 /// The routine with code that `name` names: its `symbol_id`, or its name
-/// as the user wrote it (`-F`'s decoration removed, any case).
+/// as the user wrote it (`-F`'s decoration removed, any case). An error
+/// is located at the call graph (the file's `CallGraph` element).
 fn find_routine(
     p: &Program,
     name: &str,
@@ -303,6 +412,11 @@ fn find_routine(
     } else {
         exact
     };
+    let at_call_graph = |message: String| TransformError::At {
+        message,
+        span: p.attrs.span,
+        element: "CallGraph",
+    };
     match matching.as_slice() {
         [one] => Ok(*one),
         [] => {
@@ -310,7 +424,7 @@ fn find_routine(
                 .iter()
                 .map(|(r, _)| p.routines[*r].symbol_name())
                 .collect();
-            Err(TransformError::Input(format!(
+            Err(at_call_graph(format!(
                 "{text}: no routine `{name}` with code (the routines with code are {})",
                 if names.is_empty() {
                     "none".to_string()
@@ -324,7 +438,7 @@ fn find_routine(
                 .iter()
                 .map(|(r, _)| p.routines[*r].symbol_name())
                 .collect();
-            Err(TransformError::Input(format!(
+            Err(at_call_graph(format!(
                 "{text}: `{name}` names several routines ({}): give the symbol_id",
                 names.join(", ")
             )))
@@ -332,41 +446,103 @@ fn find_routine(
     }
 }
 
-/// The snapshot variables of every marked loop, from one data-flow
-/// analysis of `p` (`xaif_dataflow::snapshot`). `opaque` (a marker that
-/// may stand for a store the XAIF does not carry) makes every variable a
-/// loop reads part of its state.
-pub(crate) fn loop_states(
+/// What the data-flow analysis says about the marked loops: each one's
+/// snapshot variables, and the loop-carried active variables (fixed-point
+/// loops) and a carried dependence (independent loops).
+#[derive(Default)]
+pub(crate) struct LoopFacts {
+    pub(crate) states: FxHashMap<VertexId, Vec<SymbolId>>,
+    pub(crate) carried: FxHashMap<VertexId, Vec<SymbolId>>,
+    pub(crate) dependence: FxHashMap<VertexId, xaif_dataflow::loops::Dependence>,
+}
+
+/// The [`LoopFacts`] of every marked loop, from one data-flow analysis of
+/// `p`. `opaque` (a marker that may stand for a store the XAIF does not
+/// carry) makes every variable a loop reads part of its state.
+pub(crate) fn loop_facts(
     p: &Program,
     marked: &FxHashMap<RoutineId, Vec<Marked>>,
     pessimistic: bool,
     opaque: bool,
-) -> Result<FxHashMap<VertexId, Vec<SymbolId>>, TransformError> {
+) -> Result<LoopFacts, TransformError> {
     let mut loops: Vec<(RoutineId, VertexId)> = marked
         .iter()
         .flat_map(|(r, ms)| ms.iter().map(move |m| (*r, m.vertex)))
         .collect();
     loops.sort_unstable();
-    let states = xaif_dataflow::analyze_loop_states(
+    let kind_of: FxHashMap<VertexId, MarkKind> = marked
+        .values()
+        .flatten()
+        .map(|m| (m.vertex, m.kind))
+        .collect();
+    let mut queries = Vec::new();
+    let symbols = xaif_model::SymbolIndex::new(p);
+    for &(r, v) in &loops {
+        let kind = kind_of[&v];
+        if !matches!(kind, MarkKind::FixedPoint { .. } | MarkKind::Independent) {
+            continue;
+        }
+        let RoutineBody::Graph(cfg) = &p.routines[r].body else {
+            continue;
+        };
+        let g = CfgGraph::new(p, *cfg);
+        let independence = match kind {
+            MarkKind::Independent => loop_variable(p, &symbols, v),
+            _ => None,
+        };
+        queries.push(xaif_dataflow::loops::LoopQuery {
+            routine: r,
+            vertex: v,
+            body: body_vertices(p, &g, v),
+            independence,
+        });
+    }
+    let (states, answers) = xaif_dataflow::analyze_marked_loops(
         p,
         xaif_dataflow::Solver::default(),
         pessimistic,
         &loops,
         !opaque,
+        &queries,
     )
     .map_err(|e| {
         TransformError::Input(format!(
-            "--checkpoint-loop: the data-flow analysis that decides what a snapshot holds failed: {e}"
+            "marked loops: the data-flow analysis that decides what a snapshot holds failed: {e}"
         ))
     })?;
-    Ok(loops.into_iter().map(|(_, v)| v).zip(states).collect())
+    let mut facts = LoopFacts {
+        states: loops.iter().map(|(_, v)| *v).zip(states).collect(),
+        ..LoopFacts::default()
+    };
+    for (q, a) in queries.iter().zip(answers) {
+        facts.carried.insert(q.vertex, a.carried);
+        if let Some(d) = a.dependence {
+            facts.dependence.insert(q.vertex, d);
+        }
+    }
+    Ok(facts)
 }
 
-/// The checkpointed loops of one routine (`marked`, with their `states`),
-/// checked: each loop's body must be structured and entered and left only
-/// through the loop (the rest of a routine may be unstructured: such a
-/// routine is reversed by block enumeration, the loop as one unit), and
-/// the loop counted, its trip count known when it starts.
+/// The variable a `ForLoop`'s initialization assigns.
+fn loop_variable(p: &Program, symbols: &xaif_model::SymbolIndex, v: VertexId) -> Option<SymbolId> {
+    let VertexKind::ForLoop {
+        init: Some(init), ..
+    } = &p.vertices[v].kind
+    else {
+        return None;
+    };
+    let xaif_model::StmtKind::Assignment(a) = &p.stmts[*init].kind else {
+        return None;
+    };
+    symbols.resolve(a.lhs.graph.symbol_ref()?)
+}
+
+/// The marked loops of one routine (`marked`, with their `facts`),
+/// checked: each loop's body must be structured (exits of online and
+/// fixed-point loops aside) and entered and left only through the loop
+/// (the rest of a routine may be unstructured: such a routine is reversed
+/// by block enumeration, the loop as one unit); a binomial or independent
+/// loop counted, its trip count known when it starts.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan(
     ctx: &InputCtx<'_>,
@@ -375,7 +551,7 @@ pub(crate) fn plan(
     scope: ScopeId,
     regions: Option<&[Region]>,
     marked: &[Marked],
-    states: &FxHashMap<VertexId, Vec<SymbolId>>,
+    facts: &LoopFacts,
     left_out: &FxHashSet<(String, i64)>,
 ) -> Result<FxHashMap<VertexId, CheckpointedLoop>, TransformError> {
     let p = ctx.p;
@@ -393,12 +569,13 @@ pub(crate) fn plan(
         .filter_map(|a| ctx.symbols.resolve(a))
         .collect();
     let bodies = regions.map(loop_bodies).unwrap_or_default();
+    let exits: FxHashSet<VertexId> = marked.iter().map(|m| m.vertex).collect();
     // Loops of a routine without a region tree, parsed one by one.
     let parsed: Vec<Option<Region>> = match regions {
         Some(_) => Vec::new(),
         None => marked
             .iter()
-            .map(|m| crate::region::parse_loop(p, cfg, m.vertex))
+            .map(|m| crate::region::parse_loop(p, cfg, m.vertex, &exits))
             .collect(),
     };
     let mut out = FxHashMap::default();
@@ -410,22 +587,31 @@ pub(crate) fn plan(
         };
         let Some(body) = body else {
             let why = if left_by_jump(p, cfg, m.vertex) {
-                "the loop is left by a jump (a Goto out of its body, an exit or a return)"
+                "the loop is left by a jump other than an exit to its successor (a Goto \
+                 elsewhere, a return, an exit of an enclosing loop), or by an exit from a \
+                 branch two of whose arms go on to code after it"
             } else {
                 "its body is not structured, or a jump enters it"
             };
             return Err(at_vertex(
                 p,
                 m.vertex,
-                format!("{}: cannot be checkpointed: {why}", m.text),
+                format!("{}: cannot be reversed so: {why}", m.text),
             ));
         };
         out.insert(
             m.vertex,
-            checkpointed_loop(ctx, scope, m, body, states, &optional)?,
+            checkpointed_loop(ctx, scope, m, body, facts, &optional)?,
         );
     }
     Ok(out)
+}
+
+/// Whether a sequence holds an exit (at any depth of branches).
+fn has_exit(body: &[Region]) -> bool {
+    let mut found = false;
+    walk(body, false, |e| found |= matches!(e, Event::Exit));
+    found
 }
 
 /// What the code of marked loop `m` (body `body`) needs.
@@ -434,32 +620,81 @@ fn checkpointed_loop(
     scope: ScopeId,
     m: &Marked,
     body: &[Region],
-    states: &FxHashMap<VertexId, Vec<SymbolId>>,
+    facts: &LoopFacts,
     optional: &FxHashSet<SymbolId>,
 ) -> Result<CheckpointedLoop, TransformError> {
     let p = ctx.p;
-    let header = counted(ctx, scope, m.vertex, body).ok_or_else(|| {
-        at_vertex(
-            p,
-            m.vertex,
-            format!(
-                "{}: cannot be checkpointed: its trip count is not known when it starts \
-                 (a counted loop `i = e0; i <= e1; i = i + c`, whose bounds and step its \
-                 body does not change, can be)",
-                m.text
-            ),
-        )
-    })?;
-    let VertexKind::ForLoop {
-        init: Some(init),
-        update: Some(update),
-        ..
-    } = p.vertices[m.vertex].kind
-    else {
-        unreachable!("a counted loop has a header");
+    let exits = has_exit(body);
+    let header = if exits {
+        None
+    } else {
+        counted(ctx, scope, m.vertex, body)
+    };
+    let (init, update) = match p.vertices[m.vertex].kind {
+        VertexKind::ForLoop { init, update, .. } => (init, update),
+        _ => (None, None),
+    };
+    let scheme = match (m.kind, header) {
+        (MarkKind::Checkpoint { snapshots }, Some(header)) => {
+            Scheme::Binomial { header, snapshots }
+        }
+        (MarkKind::Checkpoint { snapshots }, None) => Scheme::Online { snapshots },
+        (MarkKind::Independent, Some(header)) => {
+            if let Some(d) = facts.dependence.get(&m.vertex) {
+                return Err(dependence_error(p, m, d));
+            }
+            Scheme::Independent { header }
+        }
+        (MarkKind::Independent, None) => {
+            let why = if exits {
+                "the loop is left by an exit, so its iterations are not independent of one \
+                 another's outcome"
+            } else {
+                "its trip count is not known when it starts (a counted loop `i = e0; i <= e1; \
+                 i = i + c`, whose bounds and step its body does not change, can be marked)"
+            };
+            return Err(at_vertex(
+                p,
+                m.vertex,
+                format!(
+                    "{}: cannot be reversed as independent iterations: {why}",
+                    m.text
+                ),
+            ));
+        }
+        (
+            MarkKind::FixedPoint {
+                tolerance,
+                max_iterations,
+            },
+            _,
+        ) => {
+            let carried = facts.carried.get(&m.vertex).cloned().unwrap_or_default();
+            if carried.is_empty() {
+                return Err(at_vertex(
+                    p,
+                    m.vertex,
+                    format!(
+                        "{}: not a fixed-point iteration: no active variable is carried from \
+                         one iteration to the next (written by one and read by the next)",
+                        m.text
+                    ),
+                ));
+            }
+            Scheme::FixedPoint {
+                tolerance,
+                max_iterations,
+                measured: carried.iter().map(|&s| whole_variable(p, s)).collect(),
+            }
+        }
     };
     let mut state = Vec::new();
-    for &s in states.get(&m.vertex).map(Vec::as_slice).unwrap_or(&[]) {
+    for &s in facts
+        .states
+        .get(&m.vertex)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+    {
         if let Err(why) = crate::runtime::snapshot_type(&p.symbols[s]) {
             return Err(at_vertex(
                 p,
@@ -475,13 +710,65 @@ fn checkpointed_loop(
         state.push((whole_variable(p, s), optional.contains(&s)));
     }
     Ok(CheckpointedLoop {
-        header,
+        scheme,
         init,
         update,
-        snapshots: m.snapshots,
         line: m.line,
         state,
     })
+}
+
+/// The refusal of a loop whose iterations depend on one another: the
+/// variable and both statements, located at the statement that writes it.
+fn dependence_error(
+    p: &Program,
+    m: &Marked,
+    d: &xaif_dataflow::loops::Dependence,
+) -> TransformError {
+    let name = p.symbols[d.symbol].name();
+    let describe = |s: StmtId| {
+        let stmt = &p.stmts[s];
+        let id = stmt.attrs.get("statement_id").unwrap_or("?");
+        format!("statement `{id}` ({})", stmt_element(stmt))
+    };
+    let message = if d.writer == d.reader {
+        format!(
+            "{}: the iterations are not independent: {} writes `{name}` and reads what \
+             another iteration wrote",
+            m.text,
+            describe(d.writer)
+        )
+    } else {
+        format!(
+            "{}: the iterations are not independent: {} writes `{name}` and {} reads it \
+             (or writes it) in another iteration",
+            m.text,
+            describe(d.writer),
+            describe(d.reader)
+        )
+    };
+    TransformError::Between {
+        message,
+        first: (
+            p.stmts[d.writer].attrs.span,
+            stmt_element(&p.stmts[d.writer]),
+        ),
+        second: (
+            p.stmts[d.reader].attrs.span,
+            stmt_element(&p.stmts[d.reader]),
+        ),
+    }
+}
+
+/// A statement's element name.
+fn stmt_element(s: &xaif_model::Stmt) -> &'static str {
+    match &s.kind {
+        xaif_model::StmtKind::Assignment(_) => "Assignment",
+        xaif_model::StmtKind::SubroutineCall(_) => "SubroutineCall",
+        xaif_model::StmtKind::InlinableCall(_) => "InlinableSubroutineCall",
+        xaif_model::StmtKind::Marker => "Marker",
+        xaif_model::StmtKind::DerivativePropagator(_) => "DerivativePropagator",
+    }
 }
 
 /// The body of every loop of `regions`, by loop vertex.
@@ -573,7 +860,7 @@ fn left_by_jump(p: &Program, cfg: CfgId, v: VertexId) -> bool {
 }
 
 /// A reference to the whole variable `s`.
-fn whole_variable(p: &Program, s: SymbolId) -> VarRef {
+pub(crate) fn whole_variable(p: &Program, s: SymbolId) -> VarRef {
     let sym = &p.symbols[s];
     let scope = p.scopes[sym.scope].attrs.get("vertex_id").unwrap_or("1");
     VarRef::symbol(
@@ -581,438 +868,4 @@ fn whole_variable(p: &Program, s: SymbolId) -> VarRef {
         scope,
         sym.attrs.get("symbol_id").unwrap_or(""),
     )
-}
-
-// ------------------------------------------------------------------ code
-
-/// The action codes of `oad_revolve_next` (`xaif_revolve::runtime`).
-mod code {
-    pub const STORE: i64 = 1;
-    pub const RESTORE: i64 = 2;
-    pub const ADVANCE: i64 = 3;
-    pub const TAPE: i64 = 4;
-    pub const ADJOINT: i64 = 5;
-}
-
-/// An arm of a dispatcher.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Arm {
-    Store,
-    Restore,
-    Advance,
-    Tape,
-    Adjoint,
-}
-
-impl Arm {
-    fn code(self) -> i64 {
-        match self {
-            Arm::Store => code::STORE,
-            Arm::Restore => code::RESTORE,
-            Arm::Advance => code::ADVANCE,
-            Arm::Tape => code::TAPE,
-            Arm::Adjoint => code::ADJOINT,
-        }
-    }
-}
-
-/// The variables a dispatcher's `oad_revolve_next` sets.
-struct Dispatch {
-    action: VarRef,
-    count: VarRef,
-}
-
-fn integer_constant(v: i64) -> ArgValue {
-    ArgValue::Constant(
-        Attrs::new()
-            .with("vertex_id", "1")
-            .with("type", "integer")
-            .with("value", v.to_string()),
-    )
-}
-
-fn call(out: &mut Program, temps: &mut dyn Temps, name: &str, args: Vec<ArgValue>) -> StmtId {
-    let id = temps.statement(name);
-    out.stmts.alloc(inlinable_call(name, &id, args))
-}
-
-fn next_call(out: &mut Program, temps: &mut dyn Temps, d: &Dispatch) -> StmtId {
-    call(
-        out,
-        temps,
-        "oad_revolve_next",
-        vec![
-            ArgValue::Variable(d.action.clone()),
-            ArgValue::Variable(d.count.clone()),
-        ],
-    )
-}
-
-/// The taping sweep of checkpointed loop `region` (placeholder 2): the
-/// loop's initialization, its trip count, `oad_revolve_begin`, and a
-/// dispatcher that stores snapshots, advances and tapes the last step.
-pub(crate) fn taping_sweep(
-    c: &Ctx<'_>,
-    b: &mut CfgBuilder,
-    out: &mut Program,
-    temps: &mut dyn Temps,
-    region: &Region,
-    cl: &CheckpointedLoop,
-    pending: &mut Pending,
-) {
-    let Region::Loop { body, .. } = region else {
-        return;
-    };
-    let d = Dispatch {
-        action: temps.integer(out),
-        count: temps.integer(out),
-    };
-    let steps = temps.integer(out);
-    let trip = trip_count(&cl.header);
-    let mut lhs = steps.clone();
-    lhs.attrs.discard("vertex_id");
-    let count = out
-        .stmts
-        .alloc(assignment(&temps.statement("ckp_steps"), lhs, trip));
-    let begin = call(
-        out,
-        temps,
-        "oad_revolve_begin",
-        vec![
-            ArgValue::Variable(steps),
-            integer_constant(i64::try_from(cl.snapshots).unwrap_or(i64::MAX)),
-            integer_constant(cl.line),
-        ],
-    );
-    let next = next_call(out, temps, &d);
-    let head = vec![cl.init, count, begin, next];
-    dispatch(
-        c,
-        b,
-        out,
-        temps,
-        (body, cl),
-        head,
-        &[Arm::Store, Arm::Advance, Arm::Tape],
-        &d,
-        pending,
-    );
-}
-
-/// The adjoint sweep of checkpointed loop `region` (placeholder 3):
-/// `oad_revolve_resume` and a dispatcher that reverses the step taped
-/// last and drives the rest of the schedule.
-pub(crate) fn adjoint_sweep(
-    c: &Ctx<'_>,
-    b: &mut CfgBuilder,
-    out: &mut Program,
-    temps: &mut dyn Temps,
-    region: &Region,
-    cl: &CheckpointedLoop,
-    pending: &mut Pending,
-) {
-    let Region::Loop { body, .. } = region else {
-        return;
-    };
-    let d = Dispatch {
-        action: temps.integer(out),
-        count: temps.integer(out),
-    };
-    let resume = call(
-        out,
-        temps,
-        "oad_revolve_resume",
-        vec![integer_constant(cl.line)],
-    );
-    let next = next_call(out, temps, &d);
-    dispatch(
-        c,
-        b,
-        out,
-        temps,
-        (body, cl),
-        vec![resume, next],
-        &[
-            Arm::Store,
-            Arm::Restore,
-            Arm::Advance,
-            Arm::Tape,
-            Arm::Adjoint,
-        ],
-        &d,
-        pending,
-    );
-}
-
-/// `(e1 − i + s) / s` after the initialization `i = e0`: the trip count of
-/// `DO i = e0, e1, s` as the interpreter and Fortran fix it on entry
-/// (negative for none; the run-time takes it as 0).
-fn trip_count(h: &ExplicitLoop) -> xaif_model::Expr {
-    let stride = |b: &mut ExprBuilder| -> usize {
-        match &h.step {
-            Step::Constant(c) => int_const(b, *c),
-            Step::Stride { expr, negated } => {
-                let s = embed(b, expr);
-                if *negated {
-                    let zero = int_const(b, 0);
-                    b.intrinsic("sub_scal_scal", &[zero, s])
-                } else {
-                    s
-                }
-            }
-        }
-    };
-    let mut b = ExprBuilder::new();
-    let e1 = embed(&mut b, &h.bound);
-    let i = b.reference(&value_ref(&h.var));
-    let span = b.intrinsic("sub_scal_scal", &[e1, i]);
-    let s = stride(&mut b);
-    let widened = b.intrinsic("add_scal_scal", &[span, s]);
-    let s = stride(&mut b);
-    b.intrinsic("div_scal_scal", &[widened, s]);
-    b.finish()
-}
-
-/// `head` (a block), then `while (action /= 0)`: a branch on the action
-/// to `arms`, and the next action. `pending` ends holding the loop's exit.
-#[allow(clippy::too_many_arguments)]
-fn dispatch(
-    c: &Ctx<'_>,
-    b: &mut CfgBuilder,
-    out: &mut Program,
-    temps: &mut dyn Temps,
-    (body, cl): (&[Region], &CheckpointedLoop),
-    head: Vec<StmtId>,
-    arms: &[Arm],
-    d: &Dispatch,
-    pending: &mut Pending,
-) {
-    let head = b.block(out, &c.scope_id, head);
-    connect(b, out, pending, &head);
-    let mut cond = ExprBuilder::new();
-    let a = cond.reference(&d.action);
-    let zero = int_const(&mut cond, 0);
-    let ne = cond.vertex(
-        Attrs::new().with("name", "not_equal"),
-        ExprVertexKind::BooleanOperation,
-    );
-    cond.edge(a, ne, 1);
-    cond.edge(zero, ne, 2);
-    let w = b.vertex(out, Attrs::new(), VertexKind::PreLoop(Some(cond.finish())));
-    b.edge(out, &head, &w, None);
-    let mut sel = ExprBuilder::new();
-    sel.reference(&d.action);
-    let branch = b.vertex(out, Attrs::new(), VertexKind::Branch(Some(sel.finish())));
-    b.edge(out, &w, &branch, Some(1));
-    let mut ends: Pending = Vec::new();
-    for &arm in arms {
-        let mut p: Pending = vec![(branch.clone(), Some(arm.code()))];
-        match arm {
-            Arm::Store | Arm::Restore => {
-                snapshot_arm(c, b, out, temps, cl, arm == Arm::Store, &mut p)
-            }
-            Arm::Advance => advance(c, b, out, temps, body, cl, d, &mut p),
-            Arm::Tape => {
-                let copy = c.fresh_copy();
-                taping_seq(&copy, b, out, temps, body, &mut p);
-                update_block(&copy, b, out, cl, &mut p);
-            }
-            Arm::Adjoint => adjoint_seq(c, b, out, temps, body, &mut p),
-        }
-        ends.extend(p);
-    }
-    let end = b.vertex(out, Attrs::new(), VertexKind::EndBranch);
-    connect(b, out, &mut ends, &end);
-    let next = next_call(out, temps, d);
-    let next_block = b.block(out, &c.scope_id, vec![next]);
-    b.edge(out, &end, &next_block, None);
-    let end_loop = b.vertex(out, Attrs::new(), VertexKind::EndLoop);
-    b.edge(out, &next_block, &end_loop, None);
-    b.edge(out, &end_loop, &w, None);
-    pending.push((w, None));
-}
-
-/// The store (or restore, in reverse order) calls of the loop's state,
-/// those of optional formals under `if (present(f))`.
-fn snapshot_arm(
-    c: &Ctx<'_>,
-    b: &mut CfgBuilder,
-    out: &mut Program,
-    temps: &mut dyn Temps,
-    cl: &CheckpointedLoop,
-    store: bool,
-    p: &mut Pending,
-) {
-    let name = if store {
-        crate::runtime::STORE_CALL
-    } else {
-        crate::runtime::RESTORE_CALL
-    };
-    let mut refs: Vec<&(VarRef, bool)> = cl.state.iter().collect();
-    if !store {
-        refs.reverse();
-    }
-    let mut plain: Vec<StmtId> = Vec::new();
-    let flush =
-        |b: &mut CfgBuilder, out: &mut Program, plain: &mut Vec<StmtId>, p: &mut Pending| {
-            if !plain.is_empty() {
-                let blk = b.block(out, &c.scope_id, std::mem::take(plain));
-                connect(b, out, p, &blk);
-                p.push((blk, None));
-            }
-        };
-    for (r, optional) in refs {
-        let stmt = call(out, temps, name, vec![ArgValue::Variable(value_ref(r))]);
-        if !optional {
-            plain.push(stmt);
-            continue;
-        }
-        flush(b, out, &mut plain, p);
-        let mut cond = ExprBuilder::new();
-        let arg = cond.reference(&value_ref(r));
-        cond.intrinsic("present", &[arg]);
-        let branch = b.vertex(out, Attrs::new(), VertexKind::Branch(Some(cond.finish())));
-        connect(b, out, p, &branch);
-        let blk = b.block(out, &c.scope_id, vec![stmt]);
-        b.edge(out, &branch, &blk, Some(1));
-        let end = b.vertex(out, Attrs::new(), VertexKind::EndBranch);
-        b.edge(out, &blk, &end, None);
-        b.edge(out, &branch, &end, None);
-        p.push((end, None));
-    }
-    flush(b, out, &mut plain, p);
-}
-
-/// `do k = 1, count`: the plain body and the loop's update.
-#[allow(clippy::too_many_arguments)]
-fn advance(
-    c: &Ctx<'_>,
-    b: &mut CfgBuilder,
-    out: &mut Program,
-    temps: &mut dyn Temps,
-    body: &[Region],
-    cl: &CheckpointedLoop,
-    d: &Dispatch,
-    p: &mut Pending,
-) {
-    let k = temps.integer(out);
-    let init = set_int(out, temps, &k, 1);
-    let update = increment(out, temps, &k);
-    let for_loop = b.vertex(
-        out,
-        Attrs::new().with("reversal", "anonymous"),
-        VertexKind::ForLoop {
-            init: Some(init),
-            condition: Some(at_most(&k, &d.count)),
-            update: Some(update),
-        },
-    );
-    connect(b, out, p, &for_loop);
-    let mut inner: Pending = vec![(for_loop.clone(), Some(1))];
-    let copy = c.fresh_copy();
-    plain_seq(&copy, b, out, body, &mut inner);
-    update_block(&copy, b, out, cl, &mut inner);
-    let end = b.vertex(out, Attrs::new(), VertexKind::EndLoop);
-    connect(b, out, &mut inner, &end);
-    b.edge(out, &end, &for_loop, None);
-    p.push((for_loop, None));
-}
-
-/// A block with the loop's update (in copy `c`'s own statement), after
-/// the dangling edges `p`, which end holding its exit.
-fn update_block(
-    c: &Ctx<'_>,
-    b: &mut CfgBuilder,
-    out: &mut Program,
-    cl: &CheckpointedLoop,
-    p: &mut Pending,
-) {
-    let VertexKind::BasicBlock(stmts) =
-        c.own_statements(out, VertexKind::BasicBlock(vec![cl.update]))
-    else {
-        unreachable!("a block stays a block")
-    };
-    let upd = b.block(out, &c.scope_id, stmts);
-    connect(b, out, p, &upd);
-    p.push((upd, None));
-}
-
-/// A copy of `regions` as plain code (placeholder 1's statements: the
-/// blocks with their argument conversions), vertex ids under `c`'s
-/// prefix.
-fn plain_seq(
-    c: &Ctx<'_>,
-    b: &mut CfgBuilder,
-    out: &mut Program,
-    regions: &[Region],
-    pending: &mut Pending,
-) {
-    let plain = c.checkpoints.map(|k| k.plain);
-    let mut pendings: Vec<Pending> = vec![std::mem::take(pending)];
-    // Open branches (the copy and its arms' ends) and loops (the copy).
-    let mut branches: Vec<(String, Pending)> = Vec::new();
-    let mut loops: Vec<String> = Vec::new();
-    walk(regions, false, |event| {
-        let top = pendings.len() - 1;
-        match event {
-            Event::Block(v) | Event::Pass(v) => {
-                let kind = match plain.and_then(|m| m.get(&v)) {
-                    Some(stmts) => VertexKind::BasicBlock(stmts.clone()),
-                    None => c.original.vertices[v].kind.clone(),
-                };
-                let id = copy_vertex(c, b, out, v, kind);
-                connect(b, out, &mut pendings[top], &id);
-                pendings[top].push((id, None));
-            }
-            Event::BranchStart(Region::Branch { vertex, .. }) => {
-                let kind = c.original.vertices[*vertex].kind.clone();
-                let id = copy_vertex(c, b, out, *vertex, kind);
-                connect(b, out, &mut pendings[top], &id);
-                branches.push((id, Vec::new()));
-            }
-            Event::ArmStart { edge, .. } => {
-                if let Some((id, _)) = branches.last() {
-                    let value = c.original.edges[edge].condition_value();
-                    pendings.push(vec![(id.clone(), value)]);
-                }
-            }
-            Event::ArmEnd { .. } => {
-                let arm = pendings.pop().unwrap_or_default();
-                if let Some((_, ends)) = branches.last_mut() {
-                    ends.extend(arm);
-                }
-            }
-            Event::BranchEnd(Region::Branch { end, .. }) => {
-                let (_, mut ends) = branches.pop().unwrap_or_default();
-                let id = copy_vertex(c, b, out, *end, VertexKind::EndBranch);
-                connect(b, out, &mut ends, &id);
-                pendings[top].push((id, None));
-            }
-            Event::LoopStart(Region::Loop {
-                vertex, body_edge, ..
-            }) => {
-                let kind = c.original.vertices[*vertex].kind.clone();
-                let id = copy_vertex(c, b, out, *vertex, kind);
-                connect(b, out, &mut pendings[top], &id);
-                let value = c.original.edges[*body_edge].condition_value();
-                pendings.push(vec![(id.clone(), value)]);
-                loops.push(id);
-            }
-            Event::LoopEnd(Region::Loop { end, exit_edge, .. }) => {
-                let mut body = pendings.pop().unwrap_or_default();
-                let top = pendings.len() - 1;
-                let loop_id = loops.pop().unwrap_or_default();
-                let id = copy_vertex(c, b, out, *end, VertexKind::EndLoop);
-                connect(b, out, &mut body, &id);
-                b.edge(out, &id, &loop_id, None);
-                let value = c.original.edges[*exit_edge].condition_value();
-                pendings[top].push((loop_id, value));
-            }
-            Event::BranchStart(_)
-            | Event::BranchEnd(_)
-            | Event::LoopStart(_)
-            | Event::LoopEnd(_) => {}
-        }
-    });
-    *pending = pendings.pop().unwrap_or_default();
 }

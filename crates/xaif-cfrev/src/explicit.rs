@@ -729,3 +729,66 @@ pub fn plan_with(
     planner.visit(regions);
     planner.plan
 }
+
+/// The value of `e` when it is an integer constant, or a sum or difference
+/// of them (a strict bound's `e1 ∓ 1`), exactly (`i128`: no overflow).
+pub(crate) fn constant_integer(e: &Expr) -> Option<i128> {
+    let g = xaif_model::ExprGraph::new(e)?;
+    if g.args.len() > 3 {
+        return None;
+    }
+    let value = |v: usize| -> Option<i128> {
+        let x = &e.vertices[v];
+        match x.kind {
+            xaif_model::ExprVertexKind::Constant if g.args[v].is_empty() => {
+                x.attrs.get("value")?.trim().parse::<i128>().ok()
+            }
+            _ => None,
+        }
+    };
+    let root = g.root;
+    match (&e.vertices[root].kind, g.args[root].as_slice()) {
+        (xaif_model::ExprVertexKind::Constant, []) => value(root),
+        (xaif_model::ExprVertexKind::Intrinsic, [a, b]) => {
+            let (a, b) = (value(*a)?, value(*b)?);
+            match e.vertices[root].attrs.get("name")? {
+                "add_scal_scal" => Some(a + b),
+                "sub_scal_scal" => Some(a - b),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Constant bounds `e0`, `e1` and step `c` of `DO i = e0, e1, c`, when the
+/// adjoint's usual trip-count arithmetic (`(e1 − e0 + c)/c`, then the last
+/// value `e0 + c·(trips − 1)`) would overflow a 64-bit integer somewhere
+/// although the loop itself does not: the exact trip count (0 or more)
+/// and, when there is at least one trip, the last value. `None` when the
+/// bounds are not constants or nothing overflows (the usual code is kept,
+/// byte for byte).
+pub(crate) fn overflowing_constant_bounds(h: &ExplicitLoop) -> Option<(i128, i128, i128, i128)> {
+    let Step::Constant(c) = h.step else {
+        return None;
+    };
+    let (e0, e1, c) = (
+        constant_integer(&h.first)?,
+        constant_integer(&h.bound)?,
+        i128::from(c),
+    );
+    let fits = |x: i128| i64::try_from(x).is_ok();
+    let span = e1 - e0;
+    let widened = span + c;
+    let trips = widened / c;
+    let last_index = trips - 1;
+    let offset = c * last_index;
+    let last = e0 + offset;
+    if [span, widened, trips, last_index, offset, last]
+        .into_iter()
+        .all(fits)
+    {
+        return None;
+    }
+    Some((e0, e1, c, trips.max(0)))
+}

@@ -90,8 +90,15 @@ pub struct AdjointOptions {
     /// Keep every eliminated graph as Graphviz text
     /// (`Transformed::dots`), for the driver's `--dot` and `-g 8`.
     pub dot: bool,
-    /// `--checkpoint-loop`: loops reversed by binomial checkpointing.
+    /// `--checkpoint-loop`: loops reversed by binomial or online
+    /// checkpointing.
     pub checkpoint_loops: Vec<crate::checkpoint::LoopMark>,
+    /// `--fixed-point-loop`: fixed-point iterations reversed by the
+    /// two-phase adjoint.
+    pub fixed_point_loops: Vec<crate::marks::FixedPointMark>,
+    /// `--independent-loop`: loops whose iterations are taped and
+    /// reversed one at a time.
+    pub independent_loops: Vec<crate::marks::IndependentMark>,
     /// Eliminate ahead of the transformation on a second thread when the
     /// program is large enough (`xaif_linearize::ahead`; same output).
     pub ahead: bool,
@@ -190,10 +197,10 @@ struct Job<'a, 'p> {
     /// `Read` lists inferred for routines without one.
     inferred: &'a FxHashMap<RoutineId, Vec<VarRef>>,
     changes: &'a Option<Changes>,
-    /// Loops marked `--checkpoint-loop`, by routine.
+    /// Marked loops, by routine.
     marked: &'a FxHashMap<RoutineId, Vec<crate::checkpoint::Marked>>,
-    /// Their snapshot variables.
-    states: &'a FxHashMap<VertexId, Vec<SymbolId>>,
+    /// What the data-flow analysis says of them.
+    loop_facts: &'a crate::checkpoint::LoopFacts,
 }
 
 /// The output program and its names, which every routine adds to.
@@ -221,7 +228,7 @@ fn adjoint_with(
     // `if (present(f))` first (see `absent`).
     let guarded = guard_absent(p, &options.passive, options.decoration, &options.wrappers)?;
     let p = guarded.as_ref().unwrap_or(p);
-    let (marked, states) = checkpointed_loops(p, options)?;
+    let (marked, loop_facts) = marked_loops(p, options)?;
     // Before the output copy exists: the analysis is the largest thing a
     // run holds besides the input, and only its answers are kept.
     let (inferred, changes) = checkpoint_analysis(p, options);
@@ -286,7 +293,7 @@ fn adjoint_with(
         inferred: &inferred,
         changes: &changes,
         marked: &marked,
-        states: &states,
+        loop_facts: &loop_facts,
     };
     let mut stats = TransformStats::default();
     let mut dots = Vec::new();
@@ -331,30 +338,34 @@ fn adjoint_with(
     })
 }
 
-/// The loops marked `--checkpoint-loop`, found in `p` (or refused), and
-/// what their snapshots hold.
+/// The marked loops, found in `p` (or refused), and what the data-flow
+/// analysis says of them.
 #[allow(clippy::type_complexity)]
-fn checkpointed_loops(
+fn marked_loops(
     p: &Program,
     options: &AdjointOptions,
 ) -> Result<
     (
         FxHashMap<RoutineId, Vec<crate::checkpoint::Marked>>,
-        FxHashMap<VertexId, Vec<SymbolId>>,
+        crate::checkpoint::LoopFacts,
     ),
     TransformError,
 > {
-    if options.checkpoint_loops.is_empty() {
+    let marks = crate::marks::Mark::all(
+        &options.checkpoint_loops,
+        &options.fixed_point_loops,
+        &options.independent_loops,
+    );
+    if marks.is_empty() {
         return Ok(Default::default());
     }
-    let marked = crate::checkpoint::resolve(p, &options.checkpoint_loops, options.decoration)?;
+    let marked = crate::checkpoint::resolve(p, &marks, options.decoration)?;
     let opaque = p.stmts.iter().any(|(_, s)| {
         matches!(s.kind, StmtKind::Marker)
             && crate::explicit::marker_may_store(s.attrs.get("annotation").unwrap_or(""))
     });
-    let states =
-        crate::checkpoint::loop_states(p, &marked, options.pessimistic_black_boxes, opaque)?;
-    Ok((marked, states))
+    let facts = crate::checkpoint::loop_facts(p, &marked, options.pessimistic_black_boxes, opaque)?;
+    Ok((marked, facts))
 }
 
 /// The code of every basic block of a routine body in taping and adjoint
@@ -440,8 +451,14 @@ impl Job<'_, '_> {
         let routine = &p.routines[rid];
         let name = routine.symbol_name().to_string();
         let structured = !options.force_enumeration && routine.attrs.flag("structured", true);
+        // Marked loops may be left by exits.
+        let exits: rustc_hash::FxHashSet<VertexId> = self
+            .marked
+            .get(&rid)
+            .map(|m| m.iter().map(|m| m.vertex).collect())
+            .unwrap_or_default();
         let regions = if structured {
-            crate::region::parse(p, cfg)
+            crate::region::parse_with(p, cfg, &exits)
         } else {
             None
         };
@@ -472,8 +489,8 @@ impl Job<'_, '_> {
             })
             .collect();
         let original = copy_cfg(p, o.out, rid, cfg, &blocks);
-        let checkpoints = match self.marked.get(&rid) {
-            Some(marked) => Some(crate::checkpoint::Checkpoints {
+        let generator = match self.marked.get(&rid) {
+            Some(marked) => Some(crate::loopgen::Generator {
                 loops: crate::checkpoint::plan(
                     ctx,
                     rid,
@@ -481,13 +498,22 @@ impl Job<'_, '_> {
                     scope,
                     regions.as_deref(),
                     marked,
-                    self.states,
+                    self.loop_facts,
                     self.left_out,
                 )?,
                 plain: &blocks,
             }),
             None => None,
         };
+        // The forward sweeps of marked loops left by exits jump out of
+        // their loops.
+        let exits_marked = regions.as_deref().is_some_and(|r| {
+            let mut found = false;
+            crate::region::walk(r, false, |e| {
+                found |= matches!(e, crate::region::Event::Exit)
+            });
+            found
+        });
         let mut temps = SymbolTemps {
             names: o.names,
             scope,
@@ -500,7 +526,9 @@ impl Job<'_, '_> {
             scope_id: scope_attr,
             force_enumeration: options.force_enumeration,
             plan: Some(&plan),
-            checkpoints: checkpoints.as_ref(),
+            marked: generator
+                .as_ref()
+                .map(|g| g as &dyn crate::reverse::MarkedLoops),
         };
         let rev = reverse(&reversal, o.out, &mut temps);
         reversal.code = codes.variants.last().expect("one variant at least");
@@ -514,10 +542,18 @@ impl Job<'_, '_> {
         Ok(RoutineCode {
             list: vec![
                 (1, Some(original), true),
-                (2, Some(rev.taping), rev.structured),
-                (3, Some(rev.adjoint), rev.structured),
-                (10, Some(rev_anonymous.taping), rev.structured),
-                (11, Some(rev_anonymous.adjoint), rev.structured),
+                (2, Some(rev.taping), rev.structured && !exits_marked),
+                (3, Some(rev.adjoint), rev.structured && !exits_marked),
+                (
+                    10,
+                    Some(rev_anonymous.taping),
+                    rev.structured && !exits_marked,
+                ),
+                (
+                    11,
+                    Some(rev_anonymous.adjoint),
+                    rev.structured && !exits_marked,
+                ),
             ],
             rstats: codes.rstats,
             doubles: codes.doubles,

@@ -29,9 +29,8 @@ use xaif_model::{
     RoutineId, StmtId, VarRef, VertexId, VertexKind,
 };
 
-use crate::checkpoint::{CheckpointedLoop, Checkpoints};
 use crate::explicit::{ExplicitLoop, LoopPlan, Step};
-use crate::region::{parse, walk, Event, Region};
+use crate::region::{parse_with, walk, Event, Region};
 
 /// The taping and adjoint forms of one basic block.
 #[derive(Clone, Debug, Default)]
@@ -156,6 +155,38 @@ pub(crate) fn connect(b: &mut CfgBuilder, out: &mut Program, pending: &mut Pendi
     }
 }
 
+/// The code of the marked loops of a routine (`--checkpoint-loop` and the
+/// other loop marks), which [`crate::loopgen`] makes: the walks hand each
+/// marked loop over when they reach it. A trait, so that the walks know
+/// nothing of the generator that uses them.
+pub(crate) trait MarkedLoops {
+    /// Whether loop vertex `v` is marked.
+    fn is_marked(&self, v: VertexId) -> bool;
+    /// The marked loops' vertices, in order.
+    fn vertices(&self) -> Vec<VertexId>;
+    /// The taping sweep of marked loop `region`, after the dangling edges
+    /// `pending` (which end holding the edges that leave it).
+    fn taping(
+        &self,
+        c: &Ctx<'_>,
+        b: &mut CfgBuilder,
+        out: &mut Program,
+        temps: &mut dyn Temps,
+        region: &Region,
+        pending: &mut Pending,
+    );
+    /// Its adjoint sweep.
+    fn adjoint(
+        &self,
+        c: &Ctx<'_>,
+        b: &mut CfgBuilder,
+        out: &mut Program,
+        temps: &mut dyn Temps,
+        region: &Region,
+        pending: &mut Pending,
+    );
+}
+
 /// What the reversal of one CFG reads, and how it names copied vertices.
 #[derive(Clone)]
 pub(crate) struct Ctx<'a> {
@@ -163,9 +194,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) code: &'a FxHashMap<VertexId, BlockCode>,
     pub(crate) scope_id: String,
     plan: Option<&'a LoopPlan>,
-    /// Checkpointed loops and the plain form of the basic blocks their
-    /// advances run.
-    pub(crate) checkpoints: Option<&'a Checkpoints<'a>>,
+    /// The marked loops and their code.
+    pub(crate) marked: Option<&'a dyn MarkedLoops>,
     /// Prepended to the original vertex ids of copies: a checkpointed
     /// loop's body appears several times in one CFG.
     pub(crate) prefix: String,
@@ -173,14 +203,14 @@ pub(crate) struct Ctx<'a> {
     pub(crate) copies: &'a std::cell::Cell<usize>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
     fn explicit(&self, v: VertexId) -> Option<&ExplicitLoop> {
         self.plan.and_then(|p| p.explicit.get(&v))
     }
 
-    /// The checkpointed loop at loop vertex `v`, if it is one.
-    pub(crate) fn checkpointed(&self, v: VertexId) -> Option<&CheckpointedLoop> {
-        self.checkpoints.and_then(|c| c.loops.get(&v))
+    /// The marked loops, if loop vertex `v` is one of them.
+    pub(crate) fn marked_loop(&self, v: VertexId) -> Option<&'a dyn MarkedLoops> {
+        self.marked.filter(|m| m.is_marked(v))
     }
 
     /// A context whose copies get a fresh vertex id prefix.
@@ -371,6 +401,23 @@ pub(crate) fn taping_seq(
     regions: &[Region],
     pending: &mut Pending,
 ) {
+    let mut exits = Pending::new();
+    taping_seq_exits(c, b, out, temps, regions, pending, &mut exits);
+    debug_assert!(exits.is_empty(), "exits only in marked loops' bodies");
+}
+
+/// [`taping_seq`] of a body with exits: the dangling edges of the arms
+/// that leave the loop go to `exits` (after the push of their arm's
+/// marker).
+pub(crate) fn taping_seq_exits(
+    c: &Ctx<'_>,
+    b: &mut CfgBuilder,
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    regions: &[Region],
+    pending: &mut Pending,
+    exits: &mut Pending,
+) {
     let mut w = TapingWalk {
         c,
         b,
@@ -380,9 +427,11 @@ pub(crate) fn taping_seq(
         branches: Vec::new(),
         loops: Vec::new(),
         skip: 0,
+        exits: Pending::new(),
     };
     walk(regions, false, |event| w.event(event));
     *pending = w.pendings.pop().unwrap_or_default();
+    exits.append(&mut w.exits);
 }
 
 /// The state of [`taping_seq`]'s walk.
@@ -394,13 +443,16 @@ struct TapingWalk<'w, 'a> {
     /// Dangling edges of each open sequence; the outermost is the
     /// caller's.
     pendings: Vec<Pending>,
-    /// Open branches: the copied vertex and the arms' closing blocks.
-    branches: Vec<(String, Pending)>,
+    /// Open branches: the copied vertex, the arms' closing blocks and the
+    /// arm being walked.
+    branches: Vec<(String, Pending, usize)>,
     /// Open loops: the copied loop vertex and its counter.
     loops: Vec<(String, Option<VarRef>)>,
     /// Loops open inside a checkpointed loop, whose code
-    /// [`crate::checkpoint`] made.
+    /// [`crate::loopgen`] made.
     skip: usize,
+    /// Dangling edges of arms that left the loop by an exit.
+    exits: Pending,
 }
 
 impl TapingWalk<'_, '_> {
@@ -426,28 +478,37 @@ impl TapingWalk<'_, '_> {
                 self.top().push((id, None));
             }
             Event::BranchStart(Region::Branch { vertex, .. }) => self.branch_start(*vertex),
-            Event::ArmStart { edge, .. } => {
-                let Some((id, _)) = self.branches.last() else {
+            Event::ArmStart { edge, index } => {
+                let Some((id, _, arm)) = self.branches.last_mut() else {
                     return;
                 };
+                *arm = index;
                 let value = self.c.original.edges[edge].condition_value();
-                self.pendings.push(vec![(id.clone(), value)]);
+                let id = id.clone();
+                self.pendings.push(vec![(id, value)]);
             }
             Event::ArmEnd { index } => self.arm_end(index),
             Event::BranchEnd(Region::Branch { end, .. }) => {
-                let (_, mut ends) = self.branches.pop().unwrap_or_default();
-                let end_id = copy_vertex(self.c, self.b, self.out, *end, VertexKind::EndBranch);
-                connect(self.b, self.out, &mut ends, &end_id);
-                self.top().push((end_id, None));
+                let (_, mut ends, _) = self.branches.pop().unwrap_or_default();
+                match end {
+                    Some(end) => {
+                        let end_id =
+                            copy_vertex(self.c, self.b, self.out, *end, VertexKind::EndBranch);
+                        connect(self.b, self.out, &mut ends, &end_id);
+                        self.top().push((end_id, None));
+                    }
+                    // A branch with an exit and no `EndBranch`: its arms
+                    // that go on end with the sequence around it.
+                    None => self.top().append(&mut ends),
+                }
             }
+            Event::Exit => self.exit(),
             Event::LoopStart(r @ Region::Loop { vertex, .. }) => {
-                match self.c.checkpointed(*vertex) {
-                    Some(cl) => {
+                match self.c.marked_loop(*vertex) {
+                    Some(m) => {
                         self.skip = 1;
                         let pending = self.pendings.last_mut().expect("open");
-                        crate::checkpoint::taping_sweep(
-                            self.c, self.b, self.out, self.temps, r, cl, pending,
-                        );
+                        m.taping(self.c, self.b, self.out, self.temps, r, pending);
                     }
                     None => self.loop_start(r),
                 }
@@ -489,12 +550,47 @@ impl TapingWalk<'_, '_> {
             self.pendings.last_mut().expect("open"),
             &id,
         );
-        self.branches.push((id, Vec::new()));
+        self.branches.push((id, Vec::new(), 0));
     }
 
-    /// The end of arm `index`: a block pushing its number.
+    /// An arm leaves the loop by an exit: the numbers of the arms it is in
+    /// are pushed, innermost first, as their ends would have pushed them,
+    /// and the iteration ends there (without the loop's update).
+    fn exit(&mut self) {
+        let mut arm = std::mem::take(self.top());
+        if arm.is_empty() {
+            return;
+        }
+        let markers: Vec<StmtId> = self
+            .branches
+            .iter()
+            .rev()
+            .map(|(_, _, index)| {
+                tape_call(
+                    self.out,
+                    self.temps,
+                    "push_i_s0",
+                    ArgValue::Constant(
+                        Attrs::new()
+                            .with("vertex_id", "1")
+                            .with("type", "integer")
+                            .with("value", (index + 1).to_string()),
+                    ),
+                )
+            })
+            .collect();
+        let push = self.b.block(self.out, &self.c.scope_id, markers);
+        connect(self.b, self.out, &mut arm, &push);
+        self.exits.push((push, None));
+    }
+
+    /// The end of arm `index`: a block pushing its number (none for an
+    /// arm that ended by an exit).
     fn arm_end(&mut self, index: usize) {
         let mut arm_pending = self.pendings.pop().unwrap_or_default();
+        if arm_pending.is_empty() {
+            return;
+        }
         let marker = tape_call(
             self.out,
             self.temps,
@@ -508,7 +604,7 @@ impl TapingWalk<'_, '_> {
         );
         let push = self.b.block(self.out, &self.c.scope_id, vec![marker]);
         connect(self.b, self.out, &mut arm_pending, &push);
-        if let Some((_, ends)) = self.branches.last_mut() {
+        if let Some((_, ends, _)) = self.branches.last_mut() {
             ends.push((push, None));
         }
     }
@@ -671,7 +767,12 @@ impl AdjointWalk<'_, '_> {
         match event {
             Event::Block(v) => self.block(v),
             Event::Pass(_) => {}
-            Event::BranchStart(Region::Branch { end, .. }) => self.branch_start(*end),
+            Event::BranchStart(Region::Branch { vertex, end, .. }) => {
+                self.branch_start(*vertex, *end)
+            }
+            // The adjoint of an arm that left the loop begins with the
+            // regions before the exit.
+            Event::Exit => {}
             Event::ArmStart { index, .. } => {
                 let Some((branch, _)) = self.branches.last() else {
                     return;
@@ -697,13 +798,11 @@ impl AdjointWalk<'_, '_> {
                 self.top().push((end_branch, None));
             }
             Event::LoopStart(r @ Region::Loop { vertex, .. }) => {
-                match self.c.checkpointed(*vertex) {
-                    Some(cl) => {
+                match self.c.marked_loop(*vertex) {
+                    Some(m) => {
                         self.skip = 1;
                         let pending = self.pendings.last_mut().expect("open");
-                        crate::checkpoint::adjoint_sweep(
-                            self.c, self.b, self.out, self.temps, r, cl, pending,
-                        );
+                        m.adjoint(self.c, self.b, self.out, self.temps, r, pending);
                     }
                     None => self.loop_start(r),
                 }
@@ -739,8 +838,9 @@ impl AdjointWalk<'_, '_> {
         self.top().push((id, None));
     }
 
-    /// The pop of the arm number and the adjoint branch on it.
-    fn branch_start(&mut self, end: VertexId) {
+    /// The pop of the arm number and the adjoint branch on it (its id the
+    /// `EndBranch`'s, or the branch's own for one without).
+    fn branch_start(&mut self, vertex: VertexId, end: Option<VertexId>) {
         let c = self.c;
         let marker = self.temps.integer(self.out);
         let pop = tape_call(
@@ -758,9 +858,13 @@ impl AdjointWalk<'_, '_> {
         );
         let mut cond = ExprBuilder::new();
         cond.reference(&marker);
+        let id = match end {
+            Some(end) => format!("_adj_{}", c.vertex_id(end)),
+            None => format!("_adj_x{}", c.vertex_id(vertex)),
+        };
         let branch = self.b.vertex_with_id(
             self.out,
-            &format!("_adj_{}", c.vertex_id(end)),
+            &id,
             Attrs::new().with("annotation", "_cfr_"),
             VertexKind::Branch(Some(cond.finish())),
         );
@@ -914,6 +1018,16 @@ fn backwards(
     lhs.attrs.discard("vertex_id");
     // Initialization.
     let mut b = ExprBuilder::new();
+    if let Some(last) = exact_last_value(h) {
+        int(&mut b, last);
+        let init = out.stmts.alloc(assignment(
+            &temps.statement("cfr_init"),
+            lhs.clone(),
+            b.finish(),
+        ));
+        let (condition, update) = backwards_test_and_update(out, temps, h);
+        return (init, condition, update);
+    }
     let e1 = embed(&mut b, &h.bound);
     let e0 = embed(&mut b, &h.first);
     let span = b.intrinsic("sub_scal_scal", &[e1, e0]);
@@ -932,6 +1046,19 @@ fn backwards(
         lhs.clone(),
         b.finish(),
     ));
+    let (condition, update) = backwards_test_and_update(out, temps, h);
+    (init, condition, update)
+}
+
+/// The condition and update of [`backwards`]' loop.
+fn backwards_test_and_update(
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    h: &ExplicitLoop,
+) -> (xaif_model::Expr, StmtId) {
+    let int = |b: &mut ExprBuilder, v: i64| b.constant("integer", &v.to_string());
+    let mut lhs = h.var.clone();
+    lhs.attrs.discard("vertex_id");
     // Condition.
     let mut b = ExprBuilder::new();
     let i = b.reference(&h.var);
@@ -978,7 +1105,26 @@ fn backwards(
     let update = out
         .stmts
         .alloc(assignment(&temps.statement("cfr_update"), lhs, b.finish()));
-    (init, condition, update)
+    (condition, update)
+}
+
+/// The last value of an explicit loop with constant bounds whose usual
+/// arithmetic would overflow ([`crate::explicit::overflowing_constant_bounds`]),
+/// computed exactly: `e0 + c·(trips − 1)`, or, for a loop of no trips, a
+/// value beyond `e0` (its bound `e1`, or the end of the integers) so that
+/// the adjoint runs no trips either.
+fn exact_last_value(h: &ExplicitLoop) -> Option<i64> {
+    let (e0, e1, c, trips) = crate::explicit::overflowing_constant_bounds(h)?;
+    let last = if trips > 0 {
+        e0 + c * (trips - 1)
+    } else {
+        e1.clamp(i128::from(i64::MIN), i128::from(i64::MAX))
+    };
+    let beyond = if c > 0 { last < e0 } else { last > e0 };
+    if trips == 0 && !beyond {
+        return None;
+    }
+    i64::try_from(last).ok()
 }
 
 /// What [`reverse`] reverses and how.
@@ -997,8 +1143,9 @@ pub struct Reversal<'a> {
     pub force_enumeration: bool,
     /// Which loops run backwards explicitly (`None`: every loop counted).
     pub plan: Option<&'a LoopPlan>,
-    /// Loops reversed by binomial checkpointing (`--checkpoint-loop`).
-    pub checkpoints: Option<&'a Checkpoints<'a>>,
+    /// Marked loops (`--checkpoint-loop` and the other loop marks), whose
+    /// code [`crate::loopgen`] makes.
+    pub(crate) marked: Option<&'a dyn MarkedLoops>,
 }
 
 /// Reverses `r.cfg` into two new bodies of `r.routine` in `out`.
@@ -1011,7 +1158,7 @@ pub fn reverse(r: &Reversal<'_>, out: &mut Program, temps: &mut dyn Temps) -> Re
         scope_id,
         force_enumeration,
         plan,
-        checkpoints,
+        marked,
     } = *r;
     let copies = std::cell::Cell::new(0);
     let c = Ctx {
@@ -1019,14 +1166,17 @@ pub fn reverse(r: &Reversal<'_>, out: &mut Program, temps: &mut dyn Temps) -> Re
         code,
         scope_id: scope_id.to_string(),
         plan,
-        checkpoints,
+        marked,
         prefix: String::new(),
         copies: &copies,
     };
     let regions = if force_enumeration || original.cfgs[cfg].items.is_empty() {
         None
     } else {
-        parse(original, cfg)
+        let exits = marked
+            .map(|m| m.vertices().into_iter().collect())
+            .unwrap_or_default();
+        parse_with(original, cfg, &exits)
     };
     let structured_attr = original.routines[original.cfgs[cfg].routine]
         .attrs
@@ -1060,11 +1210,10 @@ pub fn reverse(r: &Reversal<'_>, out: &mut Program, temps: &mut dyn Temps) -> Re
     }
 }
 
-/// A checkpointed loop of a routine reversed by block enumeration: the
-/// loop, its body structured, is one unit of the enumeration.
-struct Unit<'c> {
+/// A marked loop of a routine reversed by block enumeration: the loop,
+/// its body structured, is one unit of the enumeration.
+struct Unit {
     region: Region,
-    cl: &'c CheckpointedLoop,
     /// The loop's vertices but the loop vertex (its body and `EndLoop`).
     inside: rustc_hash::FxHashSet<VertexId>,
     /// The unit's first and last vertex in the taping CFG.
@@ -1072,15 +1221,16 @@ struct Unit<'c> {
     exit: String,
 }
 
-/// The checkpointed loops of `cfg` as units (their entries and exits not
-/// yet made).
-fn units<'c>(c: &Ctx<'c>, cfg: CfgId) -> FxHashMap<VertexId, Unit<'c>> {
+/// The marked loops of `cfg` as units (their entries and exits not yet
+/// made).
+fn units(c: &Ctx<'_>, cfg: CfgId) -> FxHashMap<VertexId, Unit> {
     let mut out = FxHashMap::default();
-    let Some(checkpoints) = c.checkpoints else {
+    let Some(marked) = c.marked else {
         return out;
     };
-    for (&v, cl) in &checkpoints.loops {
-        let Some(region) = crate::region::parse_loop(c.original, cfg, v) else {
+    let all: rustc_hash::FxHashSet<VertexId> = marked.vertices().into_iter().collect();
+    for v in marked.vertices() {
+        let Some(region) = crate::region::parse_loop(c.original, cfg, v, &all) else {
             continue;
         };
         let mut inside = rustc_hash::FxHashSet::default();
@@ -1090,8 +1240,13 @@ fn units<'c>(c: &Ctx<'c>, cfg: CfgId) -> FxHashMap<VertexId, Unit<'c>> {
                 Event::Block(x) | Event::Pass(x) => {
                     inside.insert(x);
                 }
-                Event::BranchStart(Region::Branch { vertex, end, .. })
-                | Event::LoopStart(Region::Loop { vertex, end, .. }) => {
+                Event::BranchStart(Region::Branch { vertex, end, .. }) => {
+                    inside.insert(*vertex);
+                    if let Some(end) = end {
+                        inside.insert(*end);
+                    }
+                }
+                Event::LoopStart(Region::Loop { vertex, end, .. }) => {
                     inside.insert(*vertex);
                     inside.insert(*end);
                 }
@@ -1102,7 +1257,6 @@ fn units<'c>(c: &Ctx<'c>, cfg: CfgId) -> FxHashMap<VertexId, Unit<'c>> {
             v,
             Unit {
                 region,
-                cl,
                 inside,
                 entry: String::new(),
                 exit: String::new(),
@@ -1144,7 +1298,7 @@ fn enumerated_vertices(
     tb: &mut CfgBuilder,
     out: &mut Program,
     temps: &mut dyn Temps,
-    units: &mut FxHashMap<VertexId, Unit<'_>>,
+    units: &mut FxHashMap<VertexId, Unit>,
 ) -> Vec<(VertexId, i64)> {
     let original = c.original;
     let mut numbers: Vec<(VertexId, i64)> = Vec::new();
@@ -1171,15 +1325,9 @@ fn enumerated_vertices(
             unit.entry = tb.block(out, &c.scope_id, Vec::new());
             let mut pending = vec![(unit.entry.clone(), None)];
             let cu = c.fresh_copy();
-            crate::checkpoint::taping_sweep(
-                &cu,
-                tb,
-                out,
-                temps,
-                &unit.region,
-                unit.cl,
-                &mut pending,
-            );
+            if let Some(marked) = c.marked {
+                marked.taping(&cu, tb, out, temps, &unit.region, &mut pending);
+            }
             let push = push_number(out, temps, n);
             unit.exit = tb.block(out, &c.scope_id, vec![push]);
             connect(tb, out, &mut pending, &unit.exit);
@@ -1212,7 +1360,7 @@ fn enumerated_edges(
     tb: &mut CfgBuilder,
     out: &mut Program,
     temps: &mut dyn Temps,
-    units: &FxHashMap<VertexId, Unit<'_>>,
+    units: &FxHashMap<VertexId, Unit>,
 ) {
     let original = c.original;
     let entry = g.entry.map(|e| {
@@ -1277,7 +1425,7 @@ fn enumerated_adjoint(
     routine: RoutineId,
     temps: &mut dyn Temps,
     numbers: &[(VertexId, i64)],
-    units: &FxHashMap<VertexId, Unit<'_>>,
+    units: &FxHashMap<VertexId, Unit>,
 ) -> CfgId {
     let original = c.original;
     let mut ab = CfgBuilder::new(out, routine, "_adj_v_");
@@ -1310,15 +1458,9 @@ fn enumerated_adjoint(
             if let Some(u) = units.get(v) {
                 let mut pending = vec![(branch.clone(), Some(*n))];
                 let cu = c.fresh_copy();
-                crate::checkpoint::adjoint_sweep(
-                    &cu,
-                    &mut ab,
-                    out,
-                    temps,
-                    &u.region,
-                    u.cl,
-                    &mut pending,
-                );
+                if let Some(marked) = c.marked {
+                    marked.adjoint(&cu, &mut ab, out, temps, &u.region, &mut pending);
+                }
                 connect(&mut ab, out, &mut pending, &end_branch);
                 continue;
             }

@@ -18,6 +18,8 @@
 //! - [`tbr`]: `Req`/`Kill`, `InReq`/`OutReq`, what to record and what to
 //!   tape, per statement, block, routine and call site;
 //! - [`snapshot`]: what the snapshot of a checkpointed loop holds;
+//! - [`loops`]: the loop-carried state of a fixed-point loop and the
+//!   independence of a loop's iterations;
 //! - [`report`]: the printable report of `xaifb analyze`.
 //!
 //! Results live in side tables keyed by model handles; the IR is never
@@ -35,6 +37,7 @@ pub mod facts;
 pub mod flow;
 pub mod framework;
 pub mod loc;
+pub mod loops;
 pub mod report;
 pub mod snapshot;
 pub mod tbr;
@@ -228,7 +231,22 @@ pub fn analyze_loop_states(
     loops: &[(xaif_model::RoutineId, xaif_model::VertexId)],
     changes: bool,
 ) -> Result<Vec<Vec<xaif_model::SymbolId>>, DataflowError> {
+    Ok(analyze_marked_loops(p, solver, pessimistic, loops, changes, &[])?.0)
+}
+
+/// [`analyze_loop_states`] for `loops`, and the [`loops::LoopAnswer`] of
+/// each of `queries`, from facts built once.
+pub fn analyze_marked_loops(
+    p: &Program,
+    solver: Solver,
+    pessimistic: bool,
+    loops: &[(xaif_model::RoutineId, xaif_model::VertexId)],
+    changes: bool,
+    queries: &[loops::LoopQuery],
+) -> Result<(Vec<Vec<xaif_model::SymbolId>>, Vec<loops::LoopAnswer>), DataflowError> {
     let facts = ProgramFacts::with_black_boxes(p, pessimistic);
     within_budget(p, &facts, DEFAULT_BUDGET)?;
-    Ok(snapshot::loop_states(&facts, solver, loops, changes))
+    let states = snapshot::loop_states(&facts, solver, loops, changes);
+    let answers = loops::loop_answers(&facts, solver, queries);
+    Ok((states, answers))
 }

@@ -123,7 +123,25 @@ pub fn loop_states(
     loops: &[(RoutineId, VertexId)],
     changes: bool,
 ) -> Vec<Vec<SymbolId>> {
-    let exposed = bottom_up(&facts.callgraph, |r, table| {
+    let exposed = exposed_reads(facts, solver);
+    let later = changes.then(|| written_later_records(facts, solver));
+    loops
+        .iter()
+        .map(|&(r, v)| {
+            let read = loop_reads(facts, &exposed, r, v);
+            let changed = later.as_ref().and_then(|l| changed_from(facts, l, r, v));
+            state_symbols(facts, r, &read, changed.as_ref())
+        })
+        .collect()
+}
+
+/// Every routine's upward-exposed reads and definite writes, with its
+/// loops' (callees' conditions counted as read first).
+pub(crate) fn exposed_reads(
+    facts: &ProgramFacts,
+    solver: Solver,
+) -> FxHashMap<RoutineId, RoutineSummary<ReqKill>> {
+    bottom_up(&facts.callgraph, |r, table| {
         let prob = Exposed {
             facts,
             routine: r,
@@ -138,20 +156,11 @@ pub fn loop_states(
                 .union_with(&condition_reads_of_nodes(facts, r, &nodes));
         }
         s
-    });
-    let later = changes.then(|| written_later_records(facts, solver));
-    loops
-        .iter()
-        .map(|&(r, v)| {
-            let read = loop_reads(facts, &exposed, r, v);
-            let changed = later.as_ref().and_then(|l| changed_from(facts, l, r, v));
-            state_symbols(facts, r, &read, changed.as_ref())
-        })
-        .collect()
+    })
 }
 
 /// What iterations of loop `v` of routine `r` may read before writing.
-fn loop_reads(
+pub(crate) fn loop_reads(
     facts: &ProgramFacts,
     exposed: &FxHashMap<RoutineId, RoutineSummary<ReqKill>>,
     r: RoutineId,

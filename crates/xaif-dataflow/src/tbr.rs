@@ -320,7 +320,7 @@ impl Propagation for ReqProblem<'_, '_> {
 
 /// Which per-statement set a [`UnionProblem`] collects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Collect {
+pub(crate) enum Collect {
     Writes,
     Reads,
 }
@@ -779,7 +779,7 @@ fn lhs_symbol_name(p: &xaif_model::Program, g: &xaif_model::RefGraph) -> String 
 
 /// May-write (`Collect::Writes`) or may-read summaries of every routine,
 /// bottom up.
-fn union(
+pub(crate) fn union(
     facts: &ProgramFacts,
     solver: Solver,
     collect: Collect,

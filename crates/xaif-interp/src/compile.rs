@@ -296,6 +296,24 @@ pub enum InlineOp {
     RevolveResume,
     /// `oad_revolve_next(action, count)`: the schedule's next action.
     RevolveNext,
+    /// `oad_revolve_begin_online(snapshots, line)`: the taping sweep of a
+    /// loop checkpointed online begins; the loop runs itself.
+    RevolveBeginOnline,
+    /// `oad_revolve_begin_fixed_point(tolerance, maxiter, line)`: the
+    /// taping sweep of a fixed-point loop begins; the loop runs itself.
+    RevolveBeginFixedPoint,
+    /// `oad_revolve_begin_independent(line)`: the taping sweep of a loop of
+    /// independent iterations begins; the loop runs itself.
+    RevolveBeginIndependent,
+    /// `oad_revolve_iteration(action)`: one more iteration of a loop that
+    /// runs itself; `action` 1 to store the state first, 0 to run it.
+    RevolveIteration,
+    /// `oad_revolve_end(how)`: a loop that runs itself ended (`how` 1 by an
+    /// exit, 0 through its header); its taping sweep pauses.
+    RevolveEnd,
+    /// `oad_revolve_measure(x)`: the adjoint of state variable `x` into the
+    /// measure of a fixed-point loop's convergence.
+    RevolveMeasure,
     /// `oad_revolve_store(x)`: `x` into the snapshot being stored, as the
     /// type `x` has (`None`, the generic call xaifb emits), or as the type
     /// the name gives (`oad_revolve_store_<type>_<shape>[_a]`, the calls of
@@ -1591,6 +1609,12 @@ fn revolve_op(name: &str) -> Option<InlineOp> {
         "begin" => InlineOp::RevolveBegin,
         "resume" => InlineOp::RevolveResume,
         "next" => InlineOp::RevolveNext,
+        "begin_online" => InlineOp::RevolveBeginOnline,
+        "begin_fixed_point" => InlineOp::RevolveBeginFixedPoint,
+        "begin_independent" => InlineOp::RevolveBeginIndependent,
+        "iteration" => InlineOp::RevolveIteration,
+        "end" => InlineOp::RevolveEnd,
+        "measure" => InlineOp::RevolveMeasure,
         "store" => InlineOp::RevolveStore(None),
         "restore" => InlineOp::RevolveRestore(None),
         _ => {

@@ -131,6 +131,9 @@ pub struct Stats {
     /// Reversed instances of checkpointed loops (all of them, also beyond
     /// the records kept).
     pub checkpointed_instances: u64,
+    /// Instances of fixed-point loops whose adjoint did not converge
+    /// within their limit of iterations (`xaifb run` warns of each).
+    pub unconverged_loops: u64,
     /// One record per reversed instance of a checkpointed loop, in the
     /// order they finished (reported by `xaifb run --stats-json` at the top
     /// level, beside these counters).
@@ -145,6 +148,8 @@ pub struct LoopRecord {
     pub routine: String,
     /// The loop's line (the `lineNumber` of its `ForLoop`).
     pub line: i64,
+    /// Its schedule: `binomial`, `online`, `fixed-point` or `independent`.
+    pub schedule: &'static str,
     /// Its iterations.
     pub iterations: u64,
     /// The snapshots it was allowed.
@@ -152,10 +157,23 @@ pub struct LoopRecord {
     /// Iterations run without taping, over both sweeps (each iteration is
     /// also taped once).
     pub forward_steps: u64,
+    /// The most times any one iteration ran without taping, the taping
+    /// sweep's run included (`None` beyond 2^28 iterations).
+    pub max_repetitions: Option<u64>,
     /// The most snapshots it held at once.
     pub peak_snapshots: u64,
     /// The most elements its snapshots held at once.
     pub peak_snapshot_elements: u64,
+    /// A fixed-point loop's adjoint iterations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adjoint_iterations: Option<u64>,
+    /// A fixed-point loop's last relative change of its state's adjoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_change: Option<f64>,
+    /// Whether a fixed-point loop's adjoint converged within its limit of
+    /// iterations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub converged: Option<bool>,
 }
 
 /// What the machine keeps about a running or paused checkpointed loop.
@@ -1839,7 +1857,7 @@ impl<'p> Machine<'p> {
                     | InlineOp::CpRestore { deriv: false, .. }
                     | InlineOp::Convert
                     | InlineOp::RevolveRestore(_) => k == 0,
-                    InlineOp::RevolveNext => true,
+                    InlineOp::RevolveNext | InlineOp::RevolveIteration => true,
                     _ => false,
                 };
                 if writes {
@@ -1912,7 +1930,13 @@ impl<'p> Machine<'p> {
                 Ok(())
             }
             InlineOp::Trace(record) => self.trace_record(record, args, op),
-            InlineOp::RevolveBegin => self.revolve_begin(args, op),
+            InlineOp::RevolveBegin
+            | InlineOp::RevolveBeginOnline
+            | InlineOp::RevolveBeginFixedPoint
+            | InlineOp::RevolveBeginIndependent => self.revolve_begin(args, op),
+            InlineOp::RevolveIteration => self.revolve_iteration(args, op),
+            InlineOp::RevolveEnd => self.revolve_end(args, op),
+            InlineOp::RevolveMeasure => self.revolve_measure(args, op),
             InlineOp::RevolveResume => self.revolve_resume(args, op),
             InlineOp::RevolveNext => self.revolve_next(args, op),
             InlineOp::RevolveStore(ty) => self.revolve_store(ty, args, op),
@@ -2327,13 +2351,56 @@ impl<'p> Machine<'p> {
             })
     }
 
-    /// `oad_revolve_begin(steps, snapshots, line)`: the taping sweep of a
+    /// Argument `k` of an inlinable call as a real.
+    fn real_arg(&mut self, args: &'p [CArg], k: usize, op: InlineOp) -> Result<f64> {
+        self.arg_value(args, k, op)?
+            .scalar()
+            .and_then(Scalar::as_real)
+            .ok_or_else(|| {
+                err(ErrorKind::Type(format!(
+                    "{op:?}: argument {} is not a number",
+                    k + 1
+                )))
+            })
+    }
+
+    /// `oad_revolve_begin(steps, snapshots, line)` and the other kinds'
+    /// begins (`_online(snapshots, line)`, `_fixed_point(tolerance,
+    /// maxiter, line)`, `_independent(line)`): the taping sweep of a
     /// checkpointed loop begins; the flags now are those its taped steps
     /// run under.
     fn revolve_begin(&mut self, args: &'p [CArg], op: InlineOp) -> Result<()> {
-        let steps = self.int_arg(args, 0, op)?;
-        let snapshots = self.int_arg(args, 1, op)?;
-        let line = self.int_arg(args, 2, op)?;
+        let (kind, snapshots, line) = match op {
+            InlineOp::RevolveBeginOnline => (
+                xaif_revolve::Kind::Online,
+                self.int_arg(args, 0, op)?,
+                self.int_arg(args, 1, op)?,
+            ),
+            InlineOp::RevolveBeginFixedPoint => {
+                let tolerance = self.real_arg(args, 0, op)?;
+                let max = self.int_arg(args, 1, op)?;
+                if tolerance.is_nan() || tolerance < 0.0 || max < 1 {
+                    return Err(err(ErrorKind::Checkpointing(format!(
+                        "a fixed-point loop with tolerance {tolerance} and {max} adjoint iterations at most (a tolerance of 0 or more and 1 iteration or more are needed)"
+                    ))));
+                }
+                let kind = xaif_revolve::Kind::FixedPoint {
+                    tolerance,
+                    max_iterations: max as u64,
+                };
+                (kind, 2, self.int_arg(args, 2, op)?)
+            }
+            InlineOp::RevolveBeginIndependent => (
+                xaif_revolve::Kind::Independent,
+                1,
+                self.int_arg(args, 0, op)?,
+            ),
+            _ => {
+                let steps = self.int_arg(args, 0, op)?;
+                let kind = xaif_revolve::Kind::Binomial { steps };
+                (kind, self.int_arg(args, 1, op)?, self.int_arg(args, 2, op)?)
+            }
+        };
         let tag = LoopTag {
             routine: self.frames.last().map(|f| f.routine).unwrap_or(0),
             line,
@@ -2343,7 +2410,7 @@ impl<'p> Machine<'p> {
             peak_elements: 0,
         };
         self.loops
-            .begin(steps, snapshots, tag)
+            .begin(kind, snapshots, tag)
             .map_err(|e| err(ErrorKind::Checkpointing(e.to_string())))
     }
 
@@ -2379,13 +2446,10 @@ impl<'p> Machine<'p> {
             .loops
             .next_action()
             .map_err(|e| err(ErrorKind::Checkpointing(e.to_string())))?;
-        for _ in 0..reply.dropped {
-            if let Some(frame) = self.snapshots.pop() {
-                self.snapshot_total -= frame.len();
-            }
-        }
+        self.drop_snapshots(&reply.drops);
         use xaif_revolve::Action;
         match reply.action {
+            Action::Measure => {}
             Action::Store { .. } => self.snapshots.push(Stacks::default()),
             Action::Restore { .. } => {
                 let top = self.snapshots.last().ok_or_else(|| {
@@ -2434,6 +2498,70 @@ impl<'p> Machine<'p> {
         Ok(())
     }
 
+    /// `oad_revolve_iteration(action)`: one more iteration of a loop that
+    /// runs itself is about to run: `action` 1 when its state is to be
+    /// stored first (a frame is opened), 0 otherwise; plain flags.
+    fn revolve_iteration(&mut self, args: &'p [CArg], op: InlineOp) -> Result<()> {
+        let place = self.arg_place(args, 0, op)?;
+        let reply = self
+            .loops
+            .iteration()
+            .map_err(|e| err(ErrorKind::Checkpointing(e.to_string())))?;
+        self.drop_snapshots(&reply.drops);
+        if reply.code == xaif_revolve::runtime::STORE {
+            self.snapshots.push(Stacks::default());
+        }
+        self.stats.checkpointed_forward_steps += 1;
+        self.flags = Flags::PLAIN;
+        self.mem
+            .set(place.buf, place.offset, &Scalar::Int(reply.code))
+            .ok_or_else(|| err(ErrorKind::Type("an action code into a non-integer".into())))
+    }
+
+    /// `oad_revolve_end(how)`: a loop that runs itself ended (`how` 1: by
+    /// an exit); its taping sweep pauses, and the flags are the taping
+    /// sweep's again.
+    fn revolve_end(&mut self, args: &'p [CArg], op: InlineOp) -> Result<()> {
+        let how = self.int_arg(args, 0, op)?;
+        let taping = self.loops.current().map(|t| t.taping);
+        let reply = self
+            .loops
+            .end(how != 0)
+            .map_err(|e| err(ErrorKind::Checkpointing(e.to_string())))?;
+        self.drop_snapshots(&reply.drops);
+        if let Some(flags) = taping {
+            self.flags = flags;
+        }
+        Ok(())
+    }
+
+    /// `oad_revolve_measure(x)`: the largest absolute adjoint of `x` into
+    /// the running fixed-point loop's measure.
+    fn revolve_measure(&mut self, args: &'p [CArg], op: InlineOp) -> Result<()> {
+        let p = self.arg_place(args, 0, op)?;
+        let norm = self.derivs(&p).iter().fold(0.0f64, |m, d| {
+            if d.is_nan() || m.is_nan() {
+                f64::NAN
+            } else {
+                m.max(d.abs())
+            }
+        });
+        self.loops
+            .measure(norm)
+            .map_err(|e| err(ErrorKind::Checkpointing(e.to_string())))
+    }
+
+    /// Removes the snapshot frames a schedule dropped (depths from the
+    /// newest, in order).
+    fn drop_snapshots(&mut self, drops: &[usize]) {
+        for &d in drops {
+            if let Some(at) = self.snapshots.len().checked_sub(1 + d) {
+                let frame = self.snapshots.remove(at);
+                self.snapshot_total -= frame.len();
+            }
+        }
+    }
+
     /// Keeps the record of a finished checkpointed loop (at most
     /// [`MAX_LOOP_RECORDS`]; the counters count every instance).
     fn record_loop(&mut self, f: xaif_revolve::Finished<LoopTag>) {
@@ -2441,14 +2569,22 @@ impl<'p> Machine<'p> {
         if self.stats.checkpointed_loops.len() >= MAX_LOOP_RECORDS {
             return;
         }
+        if f.converged == Some(false) {
+            self.stats.unconverged_loops += 1;
+        }
         self.stats.checkpointed_loops.push(LoopRecord {
             routine: self.prog.routines[f.tag.routine].name.clone(),
             line: f.tag.line,
+            schedule: f.schedule,
             iterations: f.steps,
             snapshots: f.snapshots,
             forward_steps: f.forward_steps,
+            max_repetitions: f.max_repetitions,
             peak_snapshots: f.peak_snapshots as u64,
             peak_snapshot_elements: f.tag.peak_elements,
+            adjoint_iterations: f.adjoint_iterations,
+            final_change: f.final_change,
+            converged: f.converged,
         });
     }
 

@@ -152,6 +152,19 @@ pub enum TransformError {
         /// Its element name.
         element: &'static str,
     },
+    /// What was asked cannot be done because of two elements of the input
+    /// (a loop marked independent whose iterations share a variable: the
+    /// statement that writes it and the one that reads it): located at
+    /// the first, the second's line given too.
+    #[error("{message}")]
+    Between {
+        /// Why.
+        message: String,
+        /// The first element's start and name.
+        first: (xaif_model::Span, &'static str),
+        /// The second element's start and name.
+        second: (xaif_model::Span, &'static str),
+    },
 }
 
 impl TransformError {
@@ -165,15 +178,31 @@ impl TransformError {
                 source: crate::adjoint::AdjointError::Flatten(source),
                 ..
             } => source,
-            TransformError::At { span, element, .. } => {
-                return span.is_known().then_some((*span, *element))
-            }
+            TransformError::At { span, element, .. }
+            | TransformError::Between {
+                first: (span, element),
+                ..
+            } => return span.is_known().then_some((*span, *element)),
             _ => return None,
         };
         flatten
             .span
             .is_known()
             .then_some((flatten.span, flatten.element))
+    }
+}
+
+impl TransformError {
+    /// The second element an error is about, when it names two
+    /// ([`TransformError::Between`]).
+    pub fn second_location(&self) -> Option<(xaif_model::Span, &'static str)> {
+        match self {
+            TransformError::Between {
+                second: (span, element),
+                ..
+            } => span.is_known().then_some((*span, *element)),
+            _ => None,
+        }
     }
 }
 

@@ -1,24 +1,22 @@
-//! The schedule of one loop instance, one action at a time.
+//! The one interface every loop schedule has: the actions a checkpointed
+//! loop's generated code dispatches on, what a schedule is asked, and what
+//! it reports when it is done.
 //!
-//! A loop of `l` steps (step `i` takes the loop from state `i` to state
-//! `i + 1`) is reversed with at most `s` snapshots held at once. The
-//! schedule starts at state 0 and reverses the steps `l − 1, l − 2, …, 0`:
+//! A schedule decides; it holds no values. Its snapshots are positions
+//! (the state before iteration `at`), kept as a list in the order they were
+//! stored; whoever runs it holds the values in one frame per snapshot, in
+//! the same order, and removes the frames the schedule drops
+//! ([`Drops`]: depths from the newest, applied in order).
 //!
-//! - while the part still to be reversed, steps `capo..fine`, has more than
-//!   one step, the current state (held in a snapshot) is advanced by the
-//!   binomial rule ([`crate::binomial::next_snapshot`]) and stored as a new
-//!   snapshot, or, when only the current state's snapshot is available,
-//!   advanced to step `fine − 1`;
-//! - step `fine − 1` is then taped and reversed; the snapshots at or after
-//!   `fine` are dropped and the latest one left is restored.
-//!
-//! This is the recursion `t(l, s) = min_m m + t(l − m, s − 1) + t(m, s)`
-//! unrolled with the snapshots as its stack, so the untaped steps come to
-//! exactly [`crate::min_forward_steps`]`(l, s)` (tested for every `l ≤ 300`,
-//! `s ≤ 10`). The actions are computed on demand, so a schedule costs
-//! memory for its snapshot positions only.
-
-use crate::binomial::next_snapshot;
+//! Two kinds of taping sweeps exist. A loop whose trip count is known when
+//! it starts (binomial checkpointing) is run by the schedule: its taping
+//! sweep asks [`LoopSchedule::next_action`] as the adjoint sweep does. A
+//! loop that runs itself (a while loop, a loop left by an exit, a
+//! fixed-point iteration, a loop of independent iterations) runs its own
+//! header in the taping sweep and tells the schedule of each iteration
+//! about to run ([`LoopSchedule::iteration`], which answers whether to
+//! store the state first) and of its end ([`LoopSchedule::ended`]); only
+//! its adjoint sweep asks for actions.
 
 /// One action of a schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,188 +49,115 @@ pub enum Action {
         /// The step.
         step: u64,
     },
-    /// Every step is reversed.
+    /// Measure the adjoint of the loop's state (a fixed-point loop: the
+    /// generated code reports it with `oad_revolve_measure`).
+    Measure,
+    /// This sweep is over.
     Done,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Nothing done yet.
-    Start,
-    /// The program holds state `capo`.
-    Ready,
-    /// Step `fine − 1` was just taped.
-    Taped,
-    /// Step `fine` was just reversed; the program's state is undefined.
-    Reversed,
-    /// Every step is reversed.
-    Finished,
+/// Snapshots a schedule dropped: for each, its depth counted from the
+/// newest snapshot held at that moment (0 the newest), in the order they
+/// are to be removed.
+pub type Drops = Vec<usize>;
+
+/// What a schedule did, reported when it finishes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// Iterations of the loop.
+    pub steps: u64,
+    /// Iterations run without taping, over both sweeps.
+    pub forward_steps: u64,
+    /// The most snapshots held at once.
+    pub peak_held: usize,
+    /// Adjoint iterations of a fixed-point loop.
+    pub adjoint_iterations: Option<u64>,
+    /// The last relative change of a fixed-point loop's state adjoint.
+    pub final_change: Option<f64>,
+    /// Whether a fixed-point loop's adjoint converged within its limit.
+    pub converged: Option<bool>,
 }
 
-/// The binomial schedule of one loop instance.
-#[derive(Clone, Debug)]
-pub struct Schedule {
-    steps: u64,
-    snapshots: u64,
-    /// Positions of the snapshots held, oldest first.
-    stored: Vec<u64>,
-    /// The position of the program's state.
-    capo: u64,
-    /// Steps `fine..steps` are reversed.
-    fine: u64,
-    phase: Phase,
-    forward: u64,
-    peak: usize,
-}
+/// The schedule of one loop instance.
+pub trait LoopSchedule: Send {
+    /// The name of the kind of schedule, as `--stats-json` reports it
+    /// (`binomial`, `online`, `fixed-point`, `independent`).
+    fn kind(&self) -> &'static str;
 
-impl Schedule {
-    /// The schedule of `steps` steps with at most `snapshots` snapshots
-    /// (at least 1 is used: the entry state's).
-    pub fn new(steps: u64, snapshots: u64) -> Self {
-        Schedule {
-            steps,
-            snapshots: snapshots.max(1),
-            stored: Vec::new(),
-            capo: 0,
-            fine: steps,
-            phase: Phase::Start,
-            forward: 0,
-            peak: 0,
-        }
-    }
+    /// Whether the loop runs its own header in the taping sweep
+    /// ([`LoopSchedule::iteration`] and [`LoopSchedule::ended`]) rather
+    /// than asking [`LoopSchedule::next_action`].
+    fn runs_itself(&self) -> bool;
 
-    /// The number of steps.
-    pub fn steps(&self) -> u64 {
-        self.steps
-    }
+    /// The loop runs itself: one more iteration is about to run, from the
+    /// current state. Whether to store that state first; snapshots dropped
+    /// go to `drops`.
+    fn iteration(&mut self, drops: &mut Drops) -> bool;
 
-    /// The snapshots allowed.
-    pub fn snapshots(&self) -> u64 {
-        self.snapshots
-    }
+    /// The loop ran itself to its end, through its header (`by_exit`
+    /// false) or by a jump out of its body in the middle of its last
+    /// iteration. Snapshots dropped go to `drops`.
+    fn ended(&mut self, by_exit: bool, drops: &mut Drops);
 
-    /// Steps run without taping so far (advances).
-    pub fn forward_steps(&self) -> u64 {
-        self.forward
-    }
+    /// The next action (after [`Action::Done`], `Done` again); snapshots
+    /// dropped before it go to `drops`.
+    fn next_action(&mut self, drops: &mut Drops) -> Action;
+
+    /// The measure of the state's adjoint asked by [`Action::Measure`].
+    fn measure(&mut self, _norm: f64) {}
 
     /// Snapshots held now.
-    pub fn held(&self) -> usize {
-        self.stored.len()
-    }
+    fn held(&self) -> usize;
 
-    /// The most snapshots held at once so far.
-    pub fn peak_held(&self) -> usize {
-        self.peak
-    }
-
-    /// The next action. After [`Action::Done`] it returns `Done` again.
-    pub fn next_action(&mut self) -> Action {
-        match self.phase {
-            Phase::Finished => Action::Done,
-            Phase::Start => {
-                if self.steps == 0 {
-                    self.phase = Phase::Finished;
-                    return Action::Done;
-                }
-                self.phase = Phase::Ready;
-                self.ready()
-            }
-            Phase::Ready => self.ready(),
-            Phase::Taped => {
-                self.fine -= 1;
-                self.phase = Phase::Reversed;
-                Action::Adjoint { step: self.fine }
-            }
-            Phase::Reversed => {
-                // Snapshots at or after the part reversed are not needed.
-                while self.stored.last().is_some_and(|&p| p >= self.fine) {
-                    self.stored.pop();
-                }
-                if self.fine == 0 {
-                    self.phase = Phase::Finished;
-                    return Action::Done;
-                }
-                // Position 0 is stored whenever there are two steps or more.
-                let at = self.stored.last().copied().unwrap_or(0);
-                self.capo = at;
-                self.phase = Phase::Ready;
-                Action::Restore { at }
-            }
-        }
-    }
-
-    /// The action from state `capo`.
-    fn ready(&mut self) -> Action {
-        if self.capo + 1 == self.fine {
-            self.phase = Phase::Taped;
-            return Action::Tape { step: self.capo };
-        }
-        if self.stored.last() != Some(&self.capo) {
-            self.stored.push(self.capo);
-            self.peak = self.peak.max(self.stored.len());
-            return Action::Store { at: self.capo };
-        }
-        // Snapshots available for steps capo..fine, the one at capo included.
-        let available = self.snapshots - (self.stored.len() as u64 - 1);
-        let from = self.capo;
-        let to = if available <= 1 {
-            self.fine - 1
-        } else {
-            from + next_snapshot(self.fine - from, available)
-        };
-        self.forward += to - from;
-        self.capo = to;
-        Action::Advance { from, to }
-    }
+    /// What the schedule did so far.
+    fn report(&self) -> Report;
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The kinds of schedules, with what each needs to start.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    /// A loop of known trip count (none when negative): binomial
+    /// checkpointing (Griewank and Walther).
+    Binomial {
+        /// The trip count.
+        steps: i64,
+    },
+    /// A loop whose trip count is known only at its end: online
+    /// checkpointing ([`crate::online`]).
+    Online,
+    /// A fixed-point iteration: its last iteration reversed repeatedly
+    /// until the state's adjoint converges ([`crate::fixed_point`]).
+    FixedPoint {
+        /// The relative change below which the state's adjoint counts as
+        /// converged.
+        tolerance: f64,
+        /// At most this many adjoint iterations.
+        max_iterations: u64,
+    },
+    /// A loop of independent iterations, each taped and reversed on its
+    /// own from the loop's entry state ([`crate::independent`]).
+    Independent,
+}
 
-    fn actions(l: u64, s: u64) -> Vec<Action> {
-        let mut sch = Schedule::new(l, s);
-        let mut out = Vec::new();
-        loop {
-            let a = sch.next_action();
-            out.push(a);
-            if a == Action::Done {
-                return out;
+impl Kind {
+    /// The schedule of one instance with at most `snapshots` snapshots
+    /// (at least 1; the fixed-point and independent schedules hold at most
+    /// 2 and 1 whatever is asked).
+    pub fn schedule(self, snapshots: u64) -> Box<dyn LoopSchedule> {
+        let s = snapshots.max(1);
+        match self {
+            Kind::Binomial { steps } => {
+                Box::new(crate::revolve::Binomial::new(steps.max(0) as u64, s))
             }
+            Kind::Online => Box::new(crate::online::Online::new(s)),
+            Kind::FixedPoint {
+                tolerance,
+                max_iterations,
+            } => Box::new(crate::fixed_point::FixedPoint::new(
+                tolerance,
+                max_iterations,
+            )),
+            Kind::Independent => Box::new(crate::independent::Independent::new()),
         }
-    }
-
-    #[test]
-    fn three_steps_with_two_snapshots() {
-        use Action::*;
-        assert_eq!(
-            actions(3, 2),
-            vec![
-                Store { at: 0 },
-                Advance { from: 0, to: 1 },
-                Store { at: 1 },
-                Advance { from: 1, to: 2 },
-                Tape { step: 2 },
-                Adjoint { step: 2 },
-                Restore { at: 1 },
-                Tape { step: 1 },
-                Adjoint { step: 1 },
-                Restore { at: 0 },
-                Tape { step: 0 },
-                Adjoint { step: 0 },
-                Done,
-            ]
-        );
-    }
-
-    #[test]
-    fn no_steps_and_one_step() {
-        use Action::*;
-        assert_eq!(actions(0, 3), vec![Done]);
-        assert_eq!(
-            actions(1, 3),
-            vec![Tape { step: 0 }, Adjoint { step: 0 }, Done]
-        );
     }
 }

@@ -1,12 +1,17 @@
 //! The Fortran run-time modules (`runtime/oad_revolve.f90` and
 //! `runtime/oad_revolve_snapshots.f90`, what an OpenAD build links)
 //! compile without a warning under `gfortran -Wall -Wextra -std=f2008
-//! -fcheck=all` and take the schedule of this crate: driven by
-//! `runtime/test/schedule_driver.f90` on (steps, snapshots) pairs from 0 to
-//! 1,000 steps and 1 to 50 snapshots, their action sequence, forward steps
-//! and a two-level nest equal those of [`Runtime`], line for line, and
-//! their snapshots restore exactly what was stored (the driver prints every
-//! inconsistency). `runtime/test/snapshot_driver.f90` round-trips every
+//! -fcheck=all` and take the schedules of this crate: driven by
+//! `runtime/test/schedule_driver.f90` on binomial (steps, snapshots) pairs
+//! from 0 to 1,000 steps and 1 to 50 snapshots, online loops of 0 to 1,000
+//! iterations and 1 to 50 snapshots, fixed-point loops (converging,
+//! not converging within MAXITER, left by an exit), independent loops, a
+//! two-level binomial nest and a fixed-point loop in a while loop, their
+//! action sequences, answers to `oad_revolve_iteration`, forward steps and
+//! adjoint iterations equal those of [`Runtime`], line for line, their
+//! snapshots restore exactly what was stored (the driver prints every
+//! inconsistency), and the unconverged fixed-point loops, and only they,
+//! are reported on the standard error. `runtime/test/snapshot_driver.f90` round-trips every
 //! type, kind and rank the store holds (strings of 1,000 characters, rank-7
 //! arrays, OpenAD's active type) bit for bit, queries what is held,
 //! abandons a schedule, and stops on a restore of another type. Skipped
@@ -15,8 +20,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use xaif_revolve::runtime::{DONE, RESTORE, STORE, TAPE};
-use xaif_revolve::Runtime;
+use xaif_revolve::runtime::{ADJOINT, DONE, MEASURE, RESTORE, STORE, TAPE};
+use xaif_revolve::{Kind, Runtime};
 
 const STEPS: [i64; 18] = [
     0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 13, 20, 21, 36, 55, 100, 257, 1000,
@@ -28,6 +33,11 @@ struct Expected {
     rt: Runtime<i64>,
     out: Vec<String>,
     forward: u64,
+    iterations: u64,
+    /// The simulated adjoint of a fixed-point loop's state and its factor
+    /// per reversed iteration.
+    adj: f64,
+    q: f64,
 }
 
 impl Expected {
@@ -37,8 +47,15 @@ impl Expected {
             let r = self.rt.next_action().expect("a running loop");
             self.out.push(format!("{prefix}{} {}", r.code, r.count));
             seen.push((r.code, r.count));
+            if r.code == ADJOINT {
+                self.adj *= self.q;
+            }
+            if r.code == MEASURE {
+                self.rt.measure(self.adj).unwrap();
+            }
             if let Some(f) = r.finished {
                 self.forward = f.forward_steps;
+                self.iterations = f.adjoint_iterations.unwrap_or(0);
             }
             if r.code == DONE {
                 return seen;
@@ -46,8 +63,93 @@ impl Expected {
         }
     }
 
+    /// The driver's `runs_itself`: a loop of `kind` (1 online, 2 fixed
+    /// point, 3 independent) running itself for `steps` iterations.
+    #[allow(clippy::too_many_arguments)]
+    fn runs_itself(
+        &mut self,
+        kind: u8,
+        steps: u64,
+        snaps: i64,
+        by_exit: u8,
+        tolerance: f64,
+        max_iterations: u64,
+        factor: f64,
+        seed: f64,
+    ) {
+        self.out
+            .push(format!("kind {kind} {steps} {snaps} {by_exit}"));
+        let k = match kind {
+            1 => Kind::Online,
+            2 => Kind::FixedPoint {
+                tolerance,
+                max_iterations,
+            },
+            _ => Kind::Independent,
+        };
+        let snaps_used = match kind {
+            1 => snaps,
+            2 => 2,
+            _ => 1,
+        };
+        self.rt.begin(k, snaps_used, 12).unwrap();
+        for _ in 0..steps {
+            let r = self.rt.iteration().unwrap();
+            self.out.push(format!("i {}", r.code));
+        }
+        self.rt.end(by_exit == 1).unwrap();
+        self.out.push("pause".into());
+        self.rt.resume().unwrap();
+        self.adj = seed;
+        self.q = factor;
+        self.iterations = 0;
+        self.sweep("");
+        self.out
+            .push(format!("forward {} {} 0", self.forward, self.iterations));
+    }
+
+    /// The driver's `mixed`: a while loop of 6 iterations (2 snapshots),
+    /// a fixed-point loop of 4 in each.
+    fn mixed(&mut self) {
+        self.rt.begin(Kind::Online, 2, 1).unwrap();
+        for _ in 0..6 {
+            let r = self.rt.iteration().unwrap();
+            self.out.push(format!("outer i {}", r.code));
+        }
+        self.rt.end(false).unwrap();
+        self.rt.resume().unwrap();
+        let inner = Kind::FixedPoint {
+            tolerance: 1e-8,
+            max_iterations: 100,
+        };
+        loop {
+            let r = self.rt.next_action().unwrap();
+            self.out.push(format!("outer {} {}", r.code, r.count));
+            match r.code {
+                DONE => break,
+                TAPE => {
+                    self.rt.begin(inner, 2, 2).unwrap();
+                    for _ in 0..4 {
+                        self.rt.iteration().unwrap();
+                    }
+                    self.rt.end(false).unwrap();
+                }
+                ADJOINT => {
+                    self.rt.resume().unwrap();
+                    self.adj = 1.0;
+                    self.q = 0.25;
+                    self.sweep("");
+                }
+                _ => {}
+            }
+        }
+        self.out.push("held 0".into());
+    }
+
     fn reverse(&mut self, steps: i64, snaps: i64, line: i64) {
-        self.rt.begin(steps, snaps, line).unwrap();
+        self.rt
+            .begin(Kind::Binomial { steps }, snaps, line)
+            .unwrap();
         self.sweep("");
         self.out.push("pause".into());
         self.rt.resume().unwrap();
@@ -57,7 +159,7 @@ impl Expected {
     /// The driver's two-level nest: an outer loop of 4 (2 snapshots), an
     /// inner one of 5 (3) in each taped outer iteration.
     fn nested(&mut self) {
-        self.rt.begin(4, 2, 1).unwrap();
+        self.rt.begin(Kind::Binomial { steps: 4 }, 2, 1).unwrap();
         loop {
             let r = self.rt.next_action().unwrap();
             self.out.push(format!("outer {} {}", r.code, r.count));
@@ -65,7 +167,7 @@ impl Expected {
                 break;
             }
             if r.code == TAPE {
-                self.rt.begin(5, 3, 2).unwrap();
+                self.rt.begin(Kind::Binomial { steps: 5 }, 3, 2).unwrap();
                 self.sweep("");
             }
         }
@@ -76,10 +178,10 @@ impl Expected {
             match r.code {
                 DONE => break,
                 TAPE => {
-                    self.rt.begin(5, 3, 2).unwrap();
+                    self.rt.begin(Kind::Binomial { steps: 5 }, 3, 2).unwrap();
                     self.sweep("");
                 }
-                c if c == xaif_revolve::runtime::ADJOINT => {
+                ADJOINT => {
                     self.rt.resume().unwrap();
                     self.sweep("");
                 }
@@ -95,6 +197,9 @@ fn expected() -> String {
         rt: Runtime::new(),
         out: Vec::new(),
         forward: 0,
+        iterations: 0,
+        adj: 1.0,
+        q: 1.0,
     };
     for &l in &STEPS {
         for &s in &SNAPSHOTS {
@@ -106,6 +211,25 @@ fn expected() -> String {
     }
     e.out.push("nested".into());
     e.nested();
+    for l in [0, 1, 2, 3, 5, 10, 37, 100, 257, 1000] {
+        for s in [1, 2, 3, 5, 10, 50] {
+            e.out.push(format!("online {l} {s}"));
+            e.runs_itself(1, l, s, 0, 1e-12, 10, 1.0, 1.0);
+        }
+    }
+    e.runs_itself(2, 30, 2, 0, 1e-12, 1000, 0.5, 1.0);
+    e.runs_itself(2, 5, 2, 1, 1e-6, 100, 0.1, 1.0);
+    e.runs_itself(2, 1, 2, 1, 1e-6, 100, 0.1, 1.0);
+    e.runs_itself(2, 0, 2, 0, 1e-6, 100, 0.1, 1.0);
+    e.runs_itself(2, 2, 2, 1, 1e-10, 50, 0.9, 2.0);
+    e.runs_itself(2, 3, 2, 0, 1e-12, 7, 1.0, 1.0);
+    e.runs_itself(2, 3, 2, 0, 1e-12, 5, 0.5, 0.0);
+    for l in 0..=5 {
+        e.runs_itself(3, l, 1, 0, 0.0, 1, 1.0, 1.0);
+    }
+    e.runs_itself(3, 37, 1, 0, 0.0, 1, 1.0, 1.0);
+    e.out.push("mixed".into());
+    e.mixed();
     e.out.push("end".into());
     assert!(e.rt.is_empty());
     let mut text = e.out.join("\n");
@@ -150,6 +274,15 @@ fn the_fortran_module_takes_the_rust_schedule() {
         String::from_utf8_lossy(&out.stdout)
     );
     let got = String::from_utf8(out.stdout).expect("text");
+    // The fixed-point loops that do not converge within MAXITER (and only
+    // they) are reported.
+    let warned = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = warned.lines().collect();
+    assert_eq!(warnings.len(), 2, "{warned}");
+    assert!(warnings[0].contains(
+        "warning: the adjoint of the fixed-point loop at line 12 did not converge in 50 iterations"
+    ));
+    assert!(warnings[1].contains("did not converge in 7 iterations"));
     assert!(
         !got.contains("ERROR"),
         "inconsistencies:\n{}",

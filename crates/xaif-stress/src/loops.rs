@@ -1,9 +1,12 @@
 //! The checkpointing variant (`cargo xtask stress --checkpoint-loops`):
-//! every `ForLoop` of a generated program marked `--checkpoint-loop`, the
+//! every loop of a generated program (`ForLoop`, and the while and
+//! post-test loops, checkpointed online) marked `--checkpoint-loop`, the
 //! checkpointed adjoint run in split and joint mode against the adjoint
 //! without checkpointing, its tapes, checkpoints and snapshots empty at the
-//! end, and every reversed loop instance taking exactly `t(l, s)` forward
-//! steps.
+//! end, every binomial instance taking exactly `t(l, s)` forward steps and
+//! every online one repeating no iteration more than `r(l + 1, s)` times;
+//! then every `ForLoop` marked `--independent-loop` (refusals expected,
+//! accepted marks checked by the Jacobian and one forward run).
 //!
 //! A loop the transformation refuses is unmarked and the transformation
 //! repeated; refusals are counted, and are findings unless they are the
@@ -11,6 +14,7 @@
 //! a jump makes unstructured).
 
 use xaif_cfrev::checkpoint::LoopMark;
+use xaif_cfrev::marks::IndependentMark;
 use xaif_cfrev::AdjointOptions;
 use xaif_interp::{Harness, Jacobian, Mode};
 use xaif_model::{Program, RoutineBody, VertexKind};
@@ -25,7 +29,7 @@ const EXPECTED_REFUSALS: &[&str] = &[
     "its body is not structured, or a jump enters it",
 ];
 
-/// Every `ForLoop` with a line number, with 1 to 3 snapshots.
+/// Every loop with a line number, with 1 to 3 snapshots.
 fn marks(p: &Program) -> Vec<LoopMark> {
     let mut out = Vec::new();
     for (_, r) in p.routines.iter() {
@@ -33,7 +37,9 @@ fn marks(p: &Program) -> Vec<LoopMark> {
             continue;
         };
         for v in p.cfgs[*cfg].vertex_ids() {
-            if let VertexKind::ForLoop { .. } = p.vertices[v].kind {
+            if let VertexKind::ForLoop { .. } | VertexKind::PreLoop(_) | VertexKind::PostLoop(_) =
+                p.vertices[v].kind
+            {
                 if let Some(line) = p.vertices[v].attrs.int("lineNumber") {
                     out.push(LoopMark {
                         routine: r.symbol_name().to_string(),
@@ -49,13 +55,44 @@ fn marks(p: &Program) -> Vec<LoopMark> {
 
 /// The checkpointed adjoint with as many loops marked as can be: refused
 /// marks are dropped (counted; a finding when unexpected).
-fn transform(checker: &Checker, runs: &mut Runs<'_>, p: &Program) -> Option<String> {
+///
+/// With `independent`, the `ForLoop`s are marked `--independent-loop`
+/// instead: a refusal naming the mark is expected (random loops often
+/// carry a dependence); an accepted mark is checked by its Jacobian.
+fn transform(
+    checker: &Checker,
+    runs: &mut Runs<'_>,
+    p: &Program,
+    independent: bool,
+) -> Option<String> {
     let mut options = AdjointOptions {
         checkpoint_loops: marks(p),
         ..AdjointOptions::default()
     };
+    if independent {
+        options.independent_loops = options
+            .checkpoint_loops
+            .drain(..)
+            .filter(|m| {
+                p.routines.iter().any(|(_, r)| {
+                    let RoutineBody::Graph(cfg) = &r.body else {
+                        return false;
+                    };
+                    r.symbol_name() == m.routine
+                        && p.cfgs[*cfg].vertex_ids().any(|v| {
+                            matches!(p.vertices[v].kind, VertexKind::ForLoop { .. })
+                                && p.vertices[v].attrs.int("lineNumber") == Some(m.line)
+                        })
+                })
+            })
+            .map(|m| IndependentMark {
+                routine: m.routine,
+                line: m.line,
+            })
+            .collect();
+    }
     loop {
-        if options.checkpoint_loops.is_empty() {
+        if options.checkpoint_loops.is_empty() && options.independent_loops.is_empty() {
             return None;
         }
         runs.outcome.counts.transformations += 1;
@@ -66,11 +103,32 @@ fn transform(checker: &Checker, runs: &mut Runs<'_>, p: &Program) -> Option<Stri
         });
         let e = match result {
             Ok(text) => {
-                runs.outcome.counts.checkpointed_loops += options.checkpoint_loops.len();
+                runs.outcome.counts.checkpointed_loops +=
+                    options.checkpoint_loops.len() + options.independent_loops.len();
                 return Some(text);
             }
             Err(e) => e,
         };
+        if independent {
+            let named = options
+                .independent_loops
+                .iter()
+                .position(|m| e.contains(&format!("--independent-loop {}:{}", m.routine, m.line)));
+            let Some(k) = named else {
+                runs.outcome.findings.push(finding(
+                    format!(
+                        "independent-loop adjoint: {}",
+                        crate::check::error_class(&e)
+                    ),
+                    CHECKPOINTED,
+                    e,
+                ));
+                return None;
+            };
+            runs.outcome.counts.refused_loops += 1;
+            options.independent_loops.remove(k);
+            continue;
+        }
         let named = options
             .checkpoint_loops
             .iter()
@@ -107,7 +165,29 @@ pub(crate) fn check_checkpointed(
     adjoints: &[(Mode, Jacobian)],
     full: bool,
 ) {
-    let Some(text) = transform(checker, runs, p) else {
+    for independent in [false, true] {
+        check_marked(
+            checker,
+            runs,
+            p,
+            adjoints,
+            full && !independent,
+            independent,
+        );
+    }
+}
+
+/// [`check_checkpointed`] with the loops marked `--checkpoint-loop`, or
+/// `--independent-loop` when `independent`.
+fn check_marked(
+    checker: &Checker,
+    runs: &mut Runs<'_>,
+    p: &Program,
+    adjoints: &[(Mode, Jacobian)],
+    full: bool,
+    independent: bool,
+) {
+    let Some(text) = transform(checker, runs, p, independent) else {
         return;
     };
     let prog = guarded(|| {
@@ -172,6 +252,35 @@ pub(crate) fn check_checkpointed(
         }
         for r in &o.stats.checkpointed_loops {
             runs.outcome.counts.loop_instances += 1;
+            if r.schedule == "independent" {
+                if r.forward_steps != r.iterations || r.max_repetitions.is_some_and(|m| m > 1) {
+                    runs.outcome.findings.push(finding(
+                        "independent loop rerun",
+                        &what,
+                        format!(
+                            "loop at line {} of {}: {} iterations, {} forward steps",
+                            r.line, r.routine, r.iterations, r.forward_steps
+                        ),
+                    ));
+                }
+                continue;
+            }
+            if r.schedule == "online" {
+                let bound = xaif_revolve::repetitions(r.iterations + 1, r.snapshots)
+                    .max(u64::from(r.iterations > 0));
+                let reps = r.max_repetitions.unwrap_or(0);
+                if reps > bound || r.peak_snapshots > r.snapshots {
+                    runs.outcome.findings.push(finding(
+                        "online checkpointed loop beyond its repetition bound",
+                        &what,
+                        format!(
+                            "loop at line {} of {}: {} iterations, {} snapshots: {reps} repetitions (bound {bound}), {} snapshots held",
+                            r.line, r.routine, r.iterations, r.snapshots, r.peak_snapshots
+                        ),
+                    ));
+                }
+                continue;
+            }
             let t = xaif_revolve::min_forward_steps(r.iterations, r.snapshots);
             if r.forward_steps != t || r.peak_snapshots > r.snapshots {
                 runs.outcome.findings.push(finding(

@@ -10,6 +10,7 @@
 pub mod deep;
 pub mod fortran;
 pub mod gen;
+pub mod loop_programs;
 pub mod model;
 pub mod reference;
 pub mod scale;

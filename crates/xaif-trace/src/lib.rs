@@ -542,8 +542,10 @@ impl Tracer<'_, '_> {
         match arm.last() {
             None => Some(maps.edges[&first]),
             Some(Region::Block(v)) | Some(Region::Pass(v)) => single(v),
-            Some(Region::Branch { end, .. }) => single(end),
+            Some(Region::Branch { end: Some(end), .. }) => single(end),
             Some(Region::Loop { exit_edge, .. }) => Some(maps.edges[exit_edge]),
+            // Exits are parsed only for marked loops, never here.
+            Some(Region::Branch { end: None, .. }) | Some(Region::Exit) => None,
         }
     }
 
@@ -569,8 +571,14 @@ impl Tracer<'_, '_> {
         let mut work: Vec<&Region> = regions.iter().rev().collect();
         while let Some(r) = work.pop() {
             match r {
-                Region::Block(_) | Region::Pass(_) => {}
-                Region::Branch { vertex, arms, end } => {
+                Region::Block(_) | Region::Pass(_) | Region::Exit => {}
+                Region::Branch { end: None, .. } => {}
+                Region::Branch {
+                    vertex,
+                    arms,
+                    end: Some(end),
+                    ..
+                } => {
                     let condition = self.ctx.p.vertices[*vertex].kind.condition();
                     let refs = condition
                         .map(|c| self.active_args(c, None))

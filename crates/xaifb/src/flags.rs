@@ -259,16 +259,45 @@ pub struct TransformArgs {
     /// The reference drivers' other flags.
     #[command(flatten)]
     pub reference: ReferenceFlags,
-    /// Reverse the loop at LINE of ROUTINE by binomial checkpointing,
-    /// holding at most SNAPSHOTS loop states (default 10); repeatable; an
-    /// outer and an inner loop give two-level checkpointing. Adjoint mode
-    /// only (docs/checkpointing.md).
+    /// Reverse the loop at LINE of ROUTINE by checkpointing, holding at
+    /// most SNAPSHOTS loop states (default 10): binomial for a counted
+    /// loop, online for a while loop or a loop left by an exit;
+    /// repeatable; an outer and an inner loop give two-level
+    /// checkpointing. Adjoint mode only (docs/checkpointing.md).
     #[arg(
         long = "checkpoint-loop",
         value_name = "ROUTINE:LINE[:SNAPSHOTS]",
         value_parser = xaif_cfrev::checkpoint::LoopMark::parse
     )]
     pub checkpoint_loop: Vec<xaif_cfrev::checkpoint::LoopMark>,
+    /// Reverse the fixed-point iteration at LINE of ROUTINE by the
+    /// two-phase adjoint: its converged iteration reversed until its
+    /// state's adjoint changes by less than TOLERANCE (relative, default
+    /// 1e-12) or MAXITER times (default 1000, then a warning at run time);
+    /// repeatable. Adjoint mode only (docs/checkpointing.md).
+    #[arg(
+        long = "fixed-point-loop",
+        value_name = "ROUTINE:LINE[:TOLERANCE[:MAXITER]]",
+        value_parser = xaif_cfrev::marks::FixedPointMark::parse
+    )]
+    pub fixed_point_loop: Vec<xaif_cfrev::marks::FixedPointMark>,
+    /// Reverse the counted loop at LINE of ROUTINE one iteration at a
+    /// time, its iterations proven independent (sum reductions aside);
+    /// repeatable. Adjoint mode only (docs/checkpointing.md).
+    #[arg(
+        long = "independent-loop",
+        value_name = "ROUTINE:LINE",
+        value_parser = xaif_cfrev::marks::IndependentMark::parse
+    )]
+    pub independent_loop: Vec<xaif_cfrev::marks::IndependentMark>,
+    /// Mark loops from FILE, one mark per line: `checkpoint
+    /// ROUTINE:LINE[:S]`, `fixed-point ROUTINE:LINE[:TOL[:MAX]]`,
+    /// `independent ROUTINE:LINE`; `#` or `!` starts a comment. Without
+    /// the flag, the file named by the environment variable
+    /// XAIFB_LOOP_PLAN (so that an unmodified OpenAD build, through the
+    /// shims, can mark loops). Adjoint mode only (docs/checkpointing.md).
+    #[arg(long = "loop-plan", value_name = "FILE")]
+    pub loop_plan: Option<PathBuf>,
 }
 
 /// `--effort`.
@@ -615,6 +644,17 @@ impl TransformArgs {
                 "--checkpoint-loop",
                 reversal,
             );
+            add(
+                !self.fixed_point_loop.is_empty(),
+                "--fixed-point-loop",
+                reversal,
+            );
+            add(
+                !self.independent_loop.is_empty(),
+                "--independent-loop",
+                reversal,
+            );
+            add(self.loop_plan.is_some(), "--loop-plan", reversal);
         }
         let graphs = self.debug_mask & 8 != 0 && differentiates;
         add(

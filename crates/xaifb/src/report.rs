@@ -137,12 +137,15 @@ pub fn note(quiet: bool, text: &str) {
 pub struct Failure {
     message: String,
     at: Option<(xaif_model::Span, &'static str)>,
+    /// A second element the message names (its line and column are added).
+    also: Option<(xaif_model::Span, &'static str)>,
 }
 
 impl From<xaif_linearize::TransformError> for Failure {
     fn from(e: xaif_linearize::TransformError) -> Self {
         Failure {
             at: e.location(),
+            also: e.second_location(),
             message: e.to_string(),
         }
     }
@@ -150,7 +153,11 @@ impl From<xaif_linearize::TransformError> for Failure {
 
 impl From<String> for Failure {
     fn from(message: String) -> Self {
-        Failure { message, at: None }
+        Failure {
+            message,
+            at: None,
+            also: None,
+        }
     }
 }
 
@@ -160,17 +167,22 @@ impl Failure {
     /// (only on this error path; standard input cannot be, and gets no
     /// line).
     pub fn render(&self, input: &Path) -> String {
-        let located = self.at.and_then(|(span, element)| {
-            if input.as_os_str() == "-" {
-                return None;
-            }
-            let bytes = std::fs::read(input).ok()?;
-            let name = input.display().to_string();
-            let (line, column) = xaif_model::source_map(&bytes, Some(&name)).locate(span);
-            (line > 0).then(|| format!("{name}:{line}:{column}: element {element}: "))
-        });
-        match located {
-            Some(prefix) => format!("{prefix}{}", self.message),
+        let bytes = (self.at.is_some() && input.as_os_str() != "-")
+            .then(|| std::fs::read(input).ok())
+            .flatten();
+        let name = input.display().to_string();
+        let locate = |(span, element): (xaif_model::Span, &'static str)| {
+            let bytes = bytes.as_ref()?;
+            let (line, column) = xaif_model::source_map(bytes, Some(&name)).locate(span);
+            (line > 0).then(|| format!("{name}:{line}:{column}: element {element}"))
+        };
+        let also = self
+            .also
+            .and_then(locate)
+            .map(|l| format!(" (the other statement: {l})"))
+            .unwrap_or_default();
+        match self.at.and_then(locate) {
+            Some(prefix) => format!("{prefix}: {}{also}", self.message),
             None => format!("{}: {}", crate::input::display_name(input), self.message),
         }
     }

@@ -494,6 +494,35 @@ fn report_tape(outcome: &xaif_interp::Outcome) {
         s.flops_original,
         s.flops_derivative
     );
+    warn_unconverged(s);
+}
+
+/// A warning for each fixed-point loop whose adjoint did not converge
+/// within its limit: its derivatives are those of the last iteration, not
+/// of the fixed point (never a silent result).
+fn warn_unconverged(s: &xaif_interp::Stats) {
+    let mut listed = 0u64;
+    for r in &s.checkpointed_loops {
+        if r.converged != Some(false) {
+            continue;
+        }
+        listed += 1;
+        let change = r
+            .final_change
+            .map_or_else(|| "infinite".to_string(), |c| format!("{c:.3e}"));
+        eprintln!(
+            "xaifb run: warning: the fixed-point loop at line {} of `{}` did not converge: {} adjoint iterations, last relative change {change}; its derivatives are not those of the fixed point (raise MAXITER of --fixed-point-loop, or check that the iteration is a contraction)",
+            r.line,
+            r.routine,
+            r.adjoint_iterations.unwrap_or(0),
+        );
+    }
+    if s.unconverged_loops > listed {
+        eprintln!(
+            "xaifb run: warning: {} more instances of fixed-point loops did not converge",
+            s.unconverged_loops - listed
+        );
+    }
 }
 
 /// Arguments of `xaifb compare`.

@@ -148,6 +148,7 @@ fn adjoint_options(args: &AdjointArgs) -> Result<xaif_cfrev::AdjointOptions> {
     let common = &args.common;
     let r = &common.reference;
     let t = common.tangent_options()?;
+    let plan = loop_plan(common.loop_plan.as_deref(), r.quiet)?;
     Ok(xaif_cfrev::AdjointOptions {
         flatten: t.flatten,
         passive: t.passive,
@@ -167,9 +168,77 @@ fn adjoint_options(args: &AdjointArgs) -> Result<xaif_cfrev::AdjointOptions> {
         ask_simple_loop_violations: r.ask_simple_loops.then_some(ask_user as fn(&str) -> bool),
         top: r.top.clone(),
         dot: common.wants_graphs(),
-        checkpoint_loops: common.checkpoint_loop.clone(),
+        checkpoint_loops: [common.checkpoint_loop.clone(), plan.checkpoint].concat(),
+        fixed_point_loops: [common.fixed_point_loop.clone(), plan.fixed_point].concat(),
+        independent_loops: [common.independent_loop.clone(), plan.independent].concat(),
         ahead: t.ahead,
     })
+}
+
+/// The environment variable naming a loop plan file when `--loop-plan` is
+/// not given.
+pub const LOOP_PLAN_ENV: &str = "XAIFB_LOOP_PLAN";
+
+/// The marks of the loop plan of `--loop-plan FILE` or, without it, of
+/// the file `XAIFB_LOOP_PLAN` names (none when it is unset or empty),
+/// reported on standard error unless `quiet`. A plan that cannot be read,
+/// is too large, or has a bad line is a command-line error naming the
+/// file, line and column.
+fn loop_plan(flag: Option<&Path>, quiet: bool) -> Result<xaif_cfrev::marks::Plan> {
+    use crate::report::Usage;
+    use std::io::Read as _;
+    use xaif_cfrev::marks::{parse_plan, Plan, MAX_PLAN_BYTES};
+    let from_env = std::env::var_os(LOOP_PLAN_ENV).filter(|v| !v.is_empty());
+    let (path, source) = match (flag, &from_env) {
+        (Some(p), _) => (p.to_path_buf(), "--loop-plan".to_string()),
+        (None, Some(v)) => (std::path::PathBuf::from(v), LOOP_PLAN_ENV.to_string()),
+        (None, None) => return Ok(Plan::default()),
+    };
+    let name = path.display().to_string();
+    let unreadable = |e: std::io::Error| {
+        anyhow::Error::new(Usage(format!(
+            "{name} (the loop plan of {source}): cannot be read: {}",
+            crate::console::plain_io_message(&e)
+        )))
+    };
+    let file = std::fs::File::open(&path).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PLAN_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > MAX_PLAN_BYTES {
+        return Err(Usage(format!(
+            "{name} (the loop plan of {source}): more than {MAX_PLAN_BYTES} bytes, the \
+             limit of a loop plan"
+        ))
+        .into());
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let upto = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
+        anyhow::Error::new(Usage(format!(
+            "{name}:{line}: (the loop plan of {source}): not UTF-8 text"
+        )))
+    })?;
+    let plan = parse_plan(&text).map_err(|e| {
+        anyhow::Error::new(Usage(format!(
+            "{name}:{}:{}: (the loop plan of {source}): {}",
+            e.line, e.column, e.message
+        )))
+    })?;
+    let marks = plan.describe();
+    crate::report::note(
+        quiet,
+        &format!(
+            "loop plan {name} (from {source}): {}",
+            if marks.is_empty() {
+                "no marks".to_string()
+            } else {
+                marks.join(", ")
+            }
+        ),
+    );
+    Ok(plan)
 }
 
 /// `-t TOP` for `p`: when no routine TOP has code, the transformation goes

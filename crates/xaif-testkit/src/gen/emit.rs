@@ -523,8 +523,8 @@ enum VKind {
         explicit: bool,
         line: Option<usize>,
     },
-    Pre(String),
-    Post(String),
+    Pre(String, Option<usize>),
+    Post(String, Option<usize>),
     EndLoop,
     Branch(String),
     If(String),
@@ -690,10 +690,11 @@ impl Cfg<'_, '_> {
             }
             Stmt::While { cond, body, post } => {
                 let cond = condition(self.c, r, cond);
+                let line = self.c.do_lines.get_mut(r).and_then(|l| l.pop_front());
                 let kind = if *post {
-                    VKind::Post(cond)
+                    VKind::Post(cond, line)
                 } else {
-                    VKind::Pre(cond)
+                    VKind::Pre(cond, line)
                 };
                 let l = self.vertex(kind, preds);
                 self.loop_with(l, body)
@@ -1187,13 +1188,21 @@ fn routine(c: &mut Ctx<'_>, r: usize) -> String {
                 out.push_str(&update);
                 out.push_str("    </xaif:ForLoop>\n");
             }
-            VKind::Pre(ref cond)
-            | VKind::Post(ref cond)
-            | VKind::Branch(ref cond)
-            | VKind::If(ref cond) => {
+            VKind::Pre(ref cond, line) | VKind::Post(ref cond, line) => {
+                let tag = if matches!(kind, VKind::Pre(..)) {
+                    "PreLoop"
+                } else {
+                    "PostLoop"
+                };
+                let line = line
+                    .map(|l| format!(" lineNumber=\"{l}\""))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "    <xaif:{tag} vertex_id=\"{id}\"{line}>");
+                out.push_str(cond);
+                let _ = writeln!(out, "    </xaif:{tag}>");
+            }
+            VKind::Branch(ref cond) | VKind::If(ref cond) => {
                 let tag = match kind {
-                    VKind::Pre(_) => "PreLoop",
-                    VKind::Post(_) => "PostLoop",
                     VKind::Branch(_) => "Branch",
                     _ => "If",
                 };

@@ -131,6 +131,10 @@ impl L<'_> {
                     self.line(d, "end do");
                 }
                 Stmt::While { cond, body, post } => {
+                    let at = self.out.matches('\n').count() + 1;
+                    if let Some(dos) = self.dos.get_mut(self.r) {
+                        dos.push(at);
+                    }
                     if *post {
                         self.line(d, "do  ! PostLoop");
                         self.stmts(body, d + 1);
@@ -228,9 +232,10 @@ pub fn listing(p: &Program) -> String {
     written(p).out
 }
 
-/// Per routine, the line of the listing at which each `do` loop starts, in
-/// the order the statements are written: the `lineNumber` of its
-/// `ForLoop`, by which `--checkpoint-loop` names it.
+/// Per routine, the line of the listing at which each loop (`do`, `do
+/// while`, post-test `do`) starts, in the order the statements are
+/// written: the `lineNumber` of its `ForLoop`, `PreLoop` or `PostLoop`, by
+/// which `--checkpoint-loop` names it.
 pub fn do_lines(p: &Program) -> Vec<Vec<usize>> {
     written(p).dos
 }

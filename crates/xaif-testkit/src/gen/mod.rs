@@ -84,6 +84,13 @@ pub fn listing(p: &Program) -> String {
     listing::listing(p)
 }
 
+/// Per routine, the lines of its loops in the listing (the `lineNumber`s
+/// of its `ForLoop`s, `PreLoop`s and `PostLoop`s), in the order they are
+/// written.
+pub fn loop_lines(p: &Program) -> Vec<Vec<usize>> {
+    listing::do_lines(p)
+}
+
 /// Programs as a proptest strategy (shrinking simplifies the program).
 pub fn strategy(size: usize) -> impl Strategy<Value = Program> {
     recipe::recipe(size).prop_map(|r| build(&r))

@@ -1,0 +1,341 @@
+//! The schedule of a fixed-point loop: Christianson's two-phase adjoint
+//! (Optimization Methods and Software 3, 1994).
+//!
+//! A loop iterating `x ← F(x, p)` to convergence runs itself, untaped, in
+//! the taping sweep; the schedule keeps the states at the start of its
+//! last two iterations (two snapshots, the older dropped at each store).
+//! Its adjoint sweep:
+//!
+//! - when the loop was left by an exit in the middle of its last
+//!   iteration, that partial iteration is reversed once, from its own start
+//!   state (what it computed before the exit, a residual for instance, may
+//!   be read after the loop);
+//! - the last complete iteration, from its start state (the converged
+//!   state to the precision the loop reached), is then taped and reversed
+//!   again and again. Each reversal maps the state's adjoint `x̄` to `F_xᵀ
+//!   x̄` and adds `F_pᵀ x̄` to the adjoints of the parameters, so after `k`
+//!   reversals the parameters hold `F_pᵀ (x̄₀ + F_xᵀ x̄₀ + … + (F_xᵀ)^{k−1}
+//!   x̄₀)`: Christianson's iteration `ζ ← x̄₀ + F_xᵀ ζ`, whose second phase
+//!   `p̄ += F_pᵀ ζ` is distributed over the first by linearity. The limit is
+//!   the implicit-function-theorem adjoint `F_pᵀ (I − F_xᵀ)^{−1} x̄₀` when
+//!   `F` is a contraction.
+//!
+//! After each reversal the generated code measures the state's adjoint
+//! ([`Action::Measure`]): `d_k`, the largest absolute value of the
+//! adjoints of the loop-carried active state, is the change of `ζ` in
+//! iteration `k` (`d_0` the adjoint the loop's state receives from the code
+//! after it). The iteration stops after reversal `k` when `d_k ≤ τ ·
+//! max(d_0, …, d_{k−1})`: the change relative to the largest seen, which
+//! bounds the relative error of the parameters' adjoints by about `τ / (1 −
+//! q)` for a contraction of rate `q`; or after `max_iterations` reversals,
+//! reported as not converged (the run prints a warning).
+
+use crate::schedule::{Action, Drops, LoopSchedule, Report};
+
+/// The default relative tolerance of `--fixed-point-loop`.
+pub const DEFAULT_TOLERANCE: f64 = 1e-12;
+/// The default limit of adjoint iterations of `--fixed-point-loop`.
+pub const DEFAULT_MAX_ITERATIONS: u64 = 1000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Forward,
+    PartialRestore,
+    PartialTape,
+    PartialAdjoint,
+    Seed,
+    Restore,
+    Tape,
+    Adjoint,
+    Measure,
+    Judge,
+    Finished,
+}
+
+/// The fixed-point schedule of one loop instance.
+#[derive(Clone, Debug)]
+pub struct FixedPoint {
+    tolerance: f64,
+    max_iterations: u64,
+    started: u64,
+    /// Positions held, oldest first (at most 2).
+    held: Vec<u64>,
+    by_exit: bool,
+    phase: Phase,
+    /// Reversals of the complete iteration so far.
+    iterations: u64,
+    /// The largest change seen before the current one.
+    largest: f64,
+    /// The measure of the current reversal.
+    pending: f64,
+    last_change: f64,
+    converged: Option<bool>,
+    peak: usize,
+}
+
+impl FixedPoint {
+    /// The schedule of a fixed-point loop that stops its adjoint iteration
+    /// at a relative change of `tolerance`, or after `max_iterations` (at
+    /// least 1) reversals.
+    pub fn new(tolerance: f64, max_iterations: u64) -> Self {
+        FixedPoint {
+            tolerance,
+            max_iterations: max_iterations.max(1),
+            started: 0,
+            held: Vec::new(),
+            by_exit: false,
+            phase: Phase::Forward,
+            iterations: 0,
+            largest: 0.0,
+            pending: 0.0,
+            last_change: 0.0,
+            converged: None,
+            peak: 0,
+        }
+    }
+
+    /// The complete iteration reversed repeatedly, if any.
+    fn complete(&self) -> Option<u64> {
+        let l = self.started;
+        match (self.by_exit, l) {
+            (_, 0) | (true, 1) => None,
+            (true, _) => Some(l - 2),
+            (false, _) => Some(l - 1),
+        }
+    }
+
+    /// After measuring reversal `iterations`: whether to stop.
+    fn judge(&mut self) -> bool {
+        let d = self.pending;
+        let reference = self.largest;
+        self.largest = self.largest.max(d);
+        self.last_change = if reference > 0.0 {
+            d / reference
+        } else if d == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY
+        };
+        let converged = d <= self.tolerance * reference;
+        if converged || self.iterations >= self.max_iterations {
+            self.converged = Some(converged);
+            return true;
+        }
+        false
+    }
+}
+
+impl LoopSchedule for FixedPoint {
+    fn kind(&self) -> &'static str {
+        "fixed-point"
+    }
+
+    fn runs_itself(&self) -> bool {
+        true
+    }
+
+    fn iteration(&mut self, drops: &mut Drops) -> bool {
+        if self.held.len() == 2 {
+            self.held.remove(0);
+            drops.push(1);
+        }
+        self.held.push(self.started);
+        self.started += 1;
+        self.peak = self.peak.max(self.held.len());
+        true
+    }
+
+    fn ended(&mut self, by_exit: bool, drops: &mut Drops) {
+        self.by_exit = by_exit;
+        if !by_exit && self.held.len() == 2 {
+            self.held.remove(0);
+            drops.push(1);
+        }
+    }
+
+    fn next_action(&mut self, drops: &mut Drops) -> Action {
+        loop {
+            match self.phase {
+                Phase::Finished => return Action::Done,
+                Phase::Forward => {
+                    self.phase = if self.by_exit && self.started > 0 {
+                        Phase::PartialRestore
+                    } else {
+                        Phase::Seed
+                    };
+                }
+                Phase::PartialRestore => {
+                    self.phase = Phase::PartialTape;
+                    return Action::Restore {
+                        at: self.started - 1,
+                    };
+                }
+                Phase::PartialTape => {
+                    self.phase = Phase::PartialAdjoint;
+                    return Action::Tape {
+                        step: self.started - 1,
+                    };
+                }
+                Phase::PartialAdjoint => {
+                    self.phase = Phase::Seed;
+                    return Action::Adjoint {
+                        step: self.started - 1,
+                    };
+                }
+                Phase::Seed => {
+                    if self.by_exit && self.started > 0 {
+                        // The partial iteration's snapshot is done with.
+                        self.held.pop();
+                        drops.push(0);
+                    }
+                    if self.complete().is_none() {
+                        self.phase = Phase::Finished;
+                        return Action::Done;
+                    }
+                    self.pending = 0.0;
+                    self.phase = Phase::Restore;
+                    return Action::Measure;
+                }
+                Phase::Restore => {
+                    if self.iterations == 0 {
+                        // The seed's measure.
+                        self.largest = self.pending;
+                    }
+                    self.pending = 0.0;
+                    self.phase = Phase::Tape;
+                    return Action::Restore {
+                        at: self.complete().unwrap_or(0),
+                    };
+                }
+                Phase::Tape => {
+                    self.phase = Phase::Adjoint;
+                    return Action::Tape {
+                        step: self.complete().unwrap_or(0),
+                    };
+                }
+                Phase::Adjoint => {
+                    self.phase = Phase::Measure;
+                    self.iterations += 1;
+                    return Action::Adjoint {
+                        step: self.complete().unwrap_or(0),
+                    };
+                }
+                Phase::Measure => {
+                    self.pending = 0.0;
+                    self.phase = Phase::Judge;
+                    return Action::Measure;
+                }
+                Phase::Judge => {
+                    if self.judge() {
+                        self.held.pop();
+                        drops.push(0);
+                        self.phase = Phase::Finished;
+                        return Action::Done;
+                    }
+                    self.phase = Phase::Restore;
+                }
+            }
+        }
+    }
+
+    fn measure(&mut self, norm: f64) {
+        // NaN propagates: the iteration then never counts as converged.
+        self.pending = if norm.is_nan() || self.pending.is_nan() {
+            f64::NAN
+        } else {
+            self.pending.max(norm.abs())
+        };
+    }
+
+    fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    fn report(&self) -> Report {
+        Report {
+            steps: self.started,
+            forward_steps: self.started,
+            peak_held: self.peak,
+            adjoint_iterations: Some(self.iterations),
+            final_change: Some(self.last_change),
+            converged: self.converged,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the adjoint sweep with the state's adjoint shrinking by `q`
+    /// per reversal from `seed`; the actions and the report.
+    fn run(l: u64, by_exit: bool, q: f64, seed: f64, tol: f64, max: u64) -> (Vec<Action>, Report) {
+        let mut f = FixedPoint::new(tol, max);
+        let mut drops = Drops::new();
+        for _ in 0..l {
+            assert!(f.iteration(&mut drops));
+            assert!(f.held() <= 2);
+        }
+        f.ended(by_exit, &mut drops);
+        let mut d = seed;
+        let mut out = Vec::new();
+        loop {
+            let a = f.next_action(&mut drops);
+            out.push(a);
+            match a {
+                Action::Done => break,
+                Action::Measure => f.measure(d),
+                Action::Adjoint { .. } => d *= q,
+                _ => {}
+            }
+        }
+        assert_eq!(f.held(), 0);
+        (out, f.report())
+    }
+
+    #[test]
+    fn a_contraction_converges_to_the_tolerance() {
+        let (actions, r) = run(30, false, 0.5, 1.0, 1e-12, 1000);
+        // 0.5^k <= 1e-12 first at k = 40.
+        assert_eq!(r.adjoint_iterations, Some(40));
+        assert_eq!(r.converged, Some(true));
+        assert!(r.final_change.unwrap() <= 1e-12);
+        assert_eq!(actions[0], Action::Measure);
+        assert_eq!(actions[1], Action::Restore { at: 29 });
+        assert_eq!(actions[2], Action::Tape { step: 29 });
+    }
+
+    #[test]
+    fn a_loop_left_by_an_exit_reverses_its_partial_iteration_first() {
+        let (actions, r) = run(5, true, 0.1, 1.0, 1e-6, 100);
+        assert_eq!(
+            &actions[..5],
+            &[
+                Action::Restore { at: 4 },
+                Action::Tape { step: 4 },
+                Action::Adjoint { step: 4 },
+                Action::Measure,
+                Action::Restore { at: 3 },
+            ]
+        );
+        assert_eq!(r.converged, Some(true));
+        // One partial iteration alone: nothing to iterate.
+        let (actions, r) = run(1, true, 0.1, 1.0, 1e-6, 100);
+        assert_eq!(actions.len(), 4);
+        assert_eq!(r.adjoint_iterations, Some(0));
+        let (actions, _) = run(0, false, 0.1, 1.0, 1e-6, 100);
+        assert_eq!(actions, vec![Action::Done]);
+    }
+
+    #[test]
+    fn no_convergence_within_the_limit_is_reported() {
+        let (_, r) = run(3, false, 1.0, 1.0, 1e-12, 7);
+        assert_eq!(r.adjoint_iterations, Some(7));
+        assert_eq!(r.converged, Some(false));
+        let (_, r) = run(3, false, f64::NAN, 1.0, 1e-12, 5);
+        assert_eq!(r.converged, Some(false));
+        // A zero seed converges at once.
+        let (_, r) = run(3, false, 0.5, 0.0, 1e-12, 5);
+        assert_eq!((r.adjoint_iterations, r.converged), (Some(1), Some(true)));
+    }
+}
