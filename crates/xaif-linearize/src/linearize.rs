@@ -128,6 +128,15 @@ pub fn linearize(
                         continue;
                     };
                     let partial = match (p.kind, &p.template) {
+                        // The catalogue gives `sum` of an array no partial
+                        // although its value depends on every element:
+                        // following it would drop the derivative, silently.
+                        (PartialKind::Passive, _) if name == "sum_arr" => {
+                            return Err(LinearizeError::Unsupported(
+                                "`sum_arr` of an active array (the intrinsics catalogue declares its partial passive, so its derivative would be dropped; write the sum as additions)"
+                                    .into(),
+                            ));
+                        }
                         (PartialKind::Passive, _) => continue,
                         (PartialKind::LinearOne, _) => EdgePartial::Unit,
                         (PartialKind::LinearMinusOne, _) => EdgePartial::MinusOne,

@@ -388,3 +388,65 @@ fn a_maxloc_subscript_is_taped_whole() {
     let text = std::fs::read_to_string(&adjoint_file).unwrap();
     assert!(text.contains("\"push_i_s1\""), "no rank-1 index taping");
 }
+
+/// head(x(3), y(3)) with `y(1) = sum(ta) * x(3)`, `ta` computed from `x`:
+/// the catalogue declares `sum_arr`'s partial passive, so following it
+/// would drop the derivative through `ta` with exit 0 (the old tangent
+/// did: d y(1) / d x(1) came out 0 where it is x(3)). Both refuse it,
+/// located, and write nothing.
+#[test]
+fn the_sum_of_an_active_array_is_refused_located() {
+    let (x, y) = (VarId::Formal(0), VarId::Formal(1));
+    let ta = VarId::Global(0);
+    let mut body: Vec<Stmt> = (1..=3)
+        .map(|k| Stmt::Assign(at(y, vec![Expr::Int(k)]), Expr::Real(0.0)))
+        .collect();
+    for k in 1..=3 {
+        body.push(Stmt::Assign(
+            at(ta, vec![Expr::Int(k)]),
+            rd(at(x, vec![Expr::Int(k)])),
+        ));
+    }
+    let prologue = body.len();
+    body.push(Stmt::Assign(
+        at(y, vec![Expr::Int(1)]),
+        op(
+            "mul_scal_scal",
+            vec![
+                op("sum_arr", vec![Expr::var(ta)]),
+                rd(at(x, vec![Expr::Int(3)])),
+            ],
+        ),
+    ));
+    let p = Program {
+        n: 3,
+        m: 3,
+        globals: vec![var("TA", Role::Active, Dims::Fixed(vec![3]), vec![3])],
+        routines: vec![routine("head", head_formals(), vec![], body, prologue)],
+        own_global_symbol: vec![vec![false]],
+    };
+    let dir = scratch("sum");
+    let input = write(
+        &dir,
+        "sum.xaif",
+        &xaif_testkit::gen::to_xaif(&p, "the sum of an active array"),
+    );
+    for sub in ["tangent", "adjoint"] {
+        let out = dir.join(format!("sum.{sub}.xaif"));
+        let r = run(&[sub, path(&input), "-o", path(&out)]);
+        assert_eq!(r.code, Some(1), "{sub}: {}", r.stderr);
+        assert!(!out.exists(), "{sub}: output written");
+        let e = &r.stderr;
+        assert!(
+            e.contains(&format!("{}:", path(&input)))
+                && e.contains("sum_arr")
+                && e.contains("passive"),
+            "{sub}: {e}"
+        );
+        let located = e
+            .split_once(&format!("{}:", path(&input)))
+            .map(|(_, rest)| rest.split(':').take(2).all(|n| n.parse::<u32>().is_ok()))
+            .unwrap_or(false);
+        assert!(located, "{sub}: {e}");
+    }
+}
