@@ -92,20 +92,7 @@ fn routine(
     body: Vec<Stmt>,
     prologue: usize,
 ) -> Routine {
-    let n = formals.len();
-    Routine {
-        name: name.into(),
-        formals,
-        written: vec![true; n],
-        out: vec![false; n],
-        optional: vec![false; n],
-        locals,
-        body,
-        mark_unstructured: false,
-        side_effect_lists: true,
-        kernel: false,
-        prologue,
-    }
+    Routine::plain(name, formals, locals, body, prologue)
 }
 
 fn head_formals() -> Vec<Var> {

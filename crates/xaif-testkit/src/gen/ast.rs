@@ -355,6 +355,35 @@ pub struct Routine {
     pub prologue: usize,
 }
 
+impl Routine {
+    /// A structured routine with its side-effect lists that may write every
+    /// formal, none `intent(out)` or optional, its first `prologue`
+    /// statements passive set-up: the routine hand-written test programs
+    /// need, built in one place.
+    pub fn plain(
+        name: &str,
+        formals: Vec<Var>,
+        locals: Vec<Var>,
+        body: Vec<Stmt>,
+        prologue: usize,
+    ) -> Routine {
+        let n = formals.len();
+        Routine {
+            name: name.into(),
+            formals,
+            written: vec![true; n],
+            out: vec![false; n],
+            optional: vec![false; n],
+            locals,
+            body,
+            mark_unstructured: false,
+            side_effect_lists: true,
+            kernel: false,
+            prologue,
+        }
+    }
+}
+
 /// A generated program: `head(x(n), y(m))` and the routines it calls.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
