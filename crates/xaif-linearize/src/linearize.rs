@@ -133,14 +133,15 @@ pub fn linearize(
                         continue;
                     };
                     let partial = match (p.kind, &p.template) {
-                        // The catalogue gives `sum` of an array no partial
-                        // although its value depends on every element:
+                        // The catalogue gives these no partial although
+                        // their real value moves with their real argument:
                         // following it would drop the derivative, silently.
-                        (PartialKind::Passive, _) if name == "sum_arr" => {
-                            return Err(LinearizeError::Unsupported(
-                                "`sum_arr` of an active array (the intrinsics catalogue declares its partial passive, so its derivative would be dropped; write the sum as additions)"
-                                    .into(),
-                            ));
+                        (PartialKind::Passive, _) if drops_derivative(name).is_some() => {
+                            return Err(LinearizeError::Unsupported(format!(
+                                "`{name}` of {} (the intrinsics catalogue declares its partial passive, so its derivative would be dropped; {})",
+                                if name == "sum_arr" { "an active array" } else { "an active value" },
+                                drops_derivative(name).unwrap_or_default()
+                            )));
                         }
                         (PartialKind::Passive, _) => continue,
                         (PartialKind::LinearOne, _) => EdgePartial::Unit,
@@ -206,6 +207,22 @@ pub fn linearize(
         edges,
         aux,
     })
+}
+
+/// For an intrinsic whose catalogue partial is passive although its value
+/// follows an active real argument, what to write instead: the sum of an
+/// array, the front end's non-canonical `min` and `max` (meant for
+/// integers; OpenAD's canonical forms are calls its run-time
+/// differentiates) and `transfer` (the identity on a real of the same kind).
+pub fn drops_derivative(name: &str) -> Option<&'static str> {
+    match name {
+        "sum_arr" => Some("write the sum as additions"),
+        "nc_max_scal_scal" | "nc_min_scal_scal" | "nc_maxval" | "nc_minval" => {
+            Some("the `nc_` forms are for integers; the canonical `max` and `min` of reals are calls to the run-time's `oad_s_max`/`oad_s_min`, which differentiate them")
+        }
+        "transfer" => Some("a reinterpretation of bits has no derivative to give"),
+        _ => None,
+    }
 }
 
 /// Whether the operation `name` yields a complex value, given which of its

@@ -443,6 +443,15 @@ fn the_sum_of_an_active_array_is_refused_located() {
 /// head(x(3), y(3)) whose `y(1)` is computed by `first` (reading `ZC`, a
 /// scalar local declared complex) and `y(2) = x(2) * x(3)`.
 fn complex_program(first: Vec<Stmt>, y1: Expr) -> String {
+    let text = y1_program(first, y1);
+    let declared = r#"symbol_id="ZC" kind="variable" type="real""#;
+    assert!(text.contains(declared), "{text}");
+    text.replace(declared, r#"symbol_id="ZC" kind="variable" type="complex""#)
+}
+
+/// head(x(3), y(3)) whose `y(1)` is computed by `first` (with a scalar
+/// local `ZC`) and `y(2) = x(2) * x(3)`.
+fn y1_program(first: Vec<Stmt>, y1: Expr) -> String {
     let (x, y) = (VarId::Formal(0), VarId::Formal(1));
     let mut body = first;
     body.push(Stmt::Assign(at(y, vec![Expr::Int(1)]), y1));
@@ -462,10 +471,7 @@ fn complex_program(first: Vec<Stmt>, y1: Expr) -> String {
         routines: vec![routine("head", head_formals(), locals, body, 0)],
         own_global_symbol: vec![vec![]],
     };
-    let text = xaif_testkit::gen::to_xaif(&p, "complex values");
-    let declared = r#"symbol_id="ZC" kind="variable" type="real""#;
-    assert!(text.contains(declared), "{text}");
-    text.replace(declared, r#"symbol_id="ZC" kind="variable" type="complex""#)
+    xaif_testkit::gen::to_xaif(&p, "one computed output")
 }
 
 /// Derivatives are real: a complex value built from, or combined with, an
@@ -552,6 +558,83 @@ fn active_values_in_complex_arithmetic_are_refused_located() {
     let input = write(&dir, "passive.xaif", &text);
     let fd = jacobian(&input, &["--fd"]);
     assert!((fd[0] - 0.5).abs() < 1e-6, "{fd:?}");
+    for (sub, mode) in [
+        ("tangent", "tangent"),
+        ("adjoint", "split"),
+        ("adjoint", "joint"),
+    ] {
+        let out = dir.join(format!("passive.{sub}.xaif"));
+        let r = run(&[sub, path(&input), "-o", path(&out)]);
+        assert_eq!(r.code, Some(0), "{sub}: {}", r.stderr);
+        let j = jacobian(&out, &["--mode", mode]);
+        assert_eq!(j.len(), fd.len(), "{mode}: {j:?}");
+        for (a, b) in j.iter().zip(&fd) {
+            assert!(
+                (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                "{mode}: {j:?} vs {fd:?}"
+            );
+        }
+    }
+}
+
+/// `max`, `min`, `maxval` and `minval` in the front end's non-canonical
+/// forms (meant for integers) and `transfer` have passive partials in the
+/// catalogue although their real value follows an active real argument:
+/// following the catalogue dropped the derivative with exit 0 (the old
+/// tangent of `y(1) = nc_max(x(1), x(2)) * x(3)` gave 0 for `x(2)`, the
+/// larger, where divided differences give `x(3)` = 1.5). Both transformations refuse them,
+/// located; on passive values they stay as they are.
+#[test]
+fn intrinsics_whose_catalogue_partial_drops_a_derivative_are_refused_located() {
+    let x = VarId::Formal(0);
+    let x_ = |k| rd(at(x, vec![Expr::Int(k)]));
+    let times_x3 = |e: Expr| op("mul_scal_scal", vec![e, x_(3)]);
+    let refused = [
+        (
+            "nc_max_scal_scal",
+            times_x3(op("nc_max_scal_scal", vec![x_(1), x_(2)])),
+        ),
+        (
+            "nc_min_scal_scal",
+            times_x3(op("nc_min_scal_scal", vec![x_(1), x_(2)])),
+        ),
+        ("nc_maxval", times_x3(op("nc_maxval", vec![Expr::var(x)]))),
+        ("nc_minval", times_x3(op("nc_minval", vec![Expr::var(x)]))),
+        (
+            "transfer",
+            times_x3(op("transfer", vec![x_(1), Expr::Real(0.0)])),
+        ),
+    ];
+    let dir = scratch("passive-partials");
+    for (name, y1) in refused {
+        let input = write(&dir, &format!("{name}.xaif"), &y1_program(vec![], y1));
+        for sub in ["tangent", "adjoint"] {
+            let out = dir.join(format!("{name}.{sub}.xaif"));
+            let r = run(&[sub, path(&input), "-o", path(&out)]);
+            assert_eq!(r.code, Some(1), "{name} {sub}: {}", r.stderr);
+            assert!(!out.exists(), "{name} {sub}: output written");
+            let e = &r.stderr;
+            assert!(
+                e.contains(&format!("{}:", path(&input)))
+                    && e.contains(&format!("`{name}`"))
+                    && e.contains("passive"),
+                "{name} {sub}: {e}"
+            );
+            let located = e
+                .split_once(&format!("{}:", path(&input)))
+                .map(|(_, rest)| rest.split(':').take(2).all(|n| n.parse::<u32>().is_ok()))
+                .unwrap_or(false);
+            assert!(located, "{name} {sub}: {e}");
+        }
+    }
+    // On passive values: y(1) = max(0.25, 0.5) * x(3).
+    let y1 = times_x3(op(
+        "nc_max_scal_scal",
+        vec![Expr::Real(0.25), Expr::Real(0.5)],
+    ));
+    let input = write(&dir, "passive.xaif", &y1_program(vec![], y1));
+    let fd = jacobian(&input, &["--fd"]);
+    assert!((fd[6] - 0.5).abs() < 1e-6, "{fd:?}");
     for (sub, mode) in [
         ("tangent", "tangent"),
         ("adjoint", "split"),
