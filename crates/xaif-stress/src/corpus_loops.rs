@@ -1,6 +1,6 @@
 //! Every loop of the regression corpus marked with every kind
-//! (`cargo xtask loop-sweep`, and the suite's `corpus_loops.rs` with one
-//! setting per kind): each `ForLoop`, `PreLoop` and `PostLoop` with a line
+//! (`cargo xtask loop-sweep`, and the suite's `corpus_loops.rs`, both with
+//! every setting of [`Sweep::exhaustive`]; 3 s): each `ForLoop`, `PreLoop` and `PostLoop` with a line
 //! number, of every example that runs under the generic harness, is marked
 //! alone `--checkpoint-loop`, `--fixed-point-loop` and `--independent-loop`,
 //! and each adjoint the transformation accepts is run in split and joint
