@@ -488,7 +488,7 @@ fn run_form(
             continue;
         }
         let finding = if !form.runs_in.contains(&mode) {
-            (!same_as_tangent_output(sh, k, kinds, input, form, mode, &cdir, sizes, &base))
+            (!same_as_tangent_output(sh, k, kinds, input, form, mode, &cdir, sizes, base))
                 .then(|| format!("{kind} ran in {mode} mode with exit 0"))
         } else {
             let text = std::fs::read_to_string(cdir.join("out.txt")).unwrap_or_default();
