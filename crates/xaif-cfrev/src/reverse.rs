@@ -879,6 +879,9 @@ impl AdjointWalk<'_, '_> {
             return;
         };
         let c = self.c;
+        // An explicit loop counted again (its variable stepped back at the
+        // top of each iteration of the adjoint).
+        let mut counting: Option<&ExplicitLoop> = None;
         let (header, reversal) = match c.explicit(*vertex) {
             Some(h) => {
                 // Restore the invariants, then run the variable backwards.
@@ -905,7 +908,12 @@ impl AdjointWalk<'_, '_> {
                     );
                     self.top().push((pop_block, None));
                 }
-                (backwards(self.out, self.temps, h), "explicit")
+                if crate::explicit::closed_form_fits(h) {
+                    (backwards(self.out, self.temps, h), "explicit")
+                } else {
+                    counting = Some(h);
+                    (self.counted_backwards(r), "explicit")
+                }
             }
             None => (self.counted_header(), "anonymous"),
         };
@@ -930,6 +938,81 @@ impl AdjointWalk<'_, '_> {
         );
         self.pendings.push(vec![(for_loop.clone(), Some(1))]);
         self.loops.push(for_loop);
+        if let Some(h) = counting {
+            let back = step_back(self.out, self.temps, h);
+            let back = self.b.block(self.out, &c.scope_id, vec![back]);
+            connect(
+                self.b,
+                self.out,
+                self.pendings.last_mut().expect("open"),
+                &back,
+            );
+            self.top().push((back, None));
+        }
+    }
+
+    /// The header of an explicit loop reversed by counting its trips
+    /// again: before it, `trips = 0` and the original loop's own header
+    /// (a copy, statements of its own) around `trips = trips + 1`, which
+    /// leaves the variable at the value the original loop left it; the
+    /// header runs `k` from 1 to `trips`, and each iteration steps the
+    /// variable back first ([`step_back`]). Every value computed is one
+    /// the original loop computed, or a count of its trips: nothing
+    /// overflows where the original does not, whatever its bounds.
+    fn counted_backwards(&mut self, r: &Region) -> (StmtId, xaif_model::Expr, StmtId) {
+        let Region::Loop {
+            vertex,
+            body_edge,
+            exit_edge,
+            ..
+        } = r
+        else {
+            unreachable!("a loop region")
+        };
+        let c = self.c;
+        let trips = self.temps.integer(self.out);
+        let zero = set_int(self.out, self.temps, &trips, 0);
+        let zero = self.b.block(self.out, &c.scope_id, vec![zero]);
+        connect(
+            self.b,
+            self.out,
+            self.pendings.last_mut().expect("open"),
+            &zero,
+        );
+        let kind = match &c.original.vertices[*vertex].kind {
+            VertexKind::ForLoop {
+                init,
+                condition,
+                update,
+            } => VertexKind::ForLoop {
+                init: init.map(|s| restated(self.out, self.temps, s, "cfr_init")),
+                condition: condition.clone(),
+                update: update.map(|s| restated(self.out, self.temps, s, "cfr_update")),
+            },
+            k => k.clone(),
+        };
+        let attrs = Attrs::new()
+            .with("annotation", "_cfr_")
+            .with("reversal", "anonymous");
+        let count = self.b.vertex(self.out, attrs, kind);
+        self.b.edge(self.out, &zero, &count, None);
+        let inc = increment(self.out, self.temps, &trips);
+        let inc = self.b.block(self.out, &c.scope_id, vec![inc]);
+        let body_value = c.original.edges[*body_edge].condition_value();
+        self.b.edge(self.out, &count, &inc, body_value);
+        let end = self.b.vertex(
+            self.out,
+            Attrs::new().with("annotation", "_cfr_"),
+            VertexKind::EndLoop,
+        );
+        self.b.edge(self.out, &inc, &end, None);
+        self.b.edge(self.out, &end, &count, None);
+        let exit_value = c.original.edges[*exit_edge].condition_value();
+        self.top().push((count, exit_value));
+        let k = self.temps.integer(self.out);
+        let init = set_int(self.out, self.temps, &k, 1);
+        let update = increment(self.out, self.temps, &k);
+        (init, at_most(&k, &trips), update)
     }
 
     /// Pops the count of a counted loop before it; its header runs `k`
@@ -1018,16 +1101,6 @@ fn backwards(
     lhs.attrs.discard("vertex_id");
     // Initialization.
     let mut b = ExprBuilder::new();
-    if let Some(last) = exact_last_value(h) {
-        int(&mut b, last);
-        let init = out.stmts.alloc(assignment(
-            &temps.statement("cfr_init"),
-            lhs.clone(),
-            b.finish(),
-        ));
-        let (condition, update) = backwards_test_and_update(out, temps, h);
-        return (init, condition, update);
-    }
     let e1 = embed(&mut b, &h.bound);
     let e0 = embed(&mut b, &h.first);
     let span = b.intrinsic("sub_scal_scal", &[e1, e0]);
@@ -1108,23 +1181,45 @@ fn backwards_test_and_update(
     (condition, update)
 }
 
-/// The last value of an explicit loop with constant bounds whose usual
-/// arithmetic would overflow ([`crate::explicit::overflowing_constant_bounds`]),
-/// computed exactly: `e0 + c·(trips − 1)`, or, for a loop of no trips, a
-/// value beyond `e0` (its bound `e1`, or the end of the integers) so that
-/// the adjoint runs no trips either.
-fn exact_last_value(h: &ExplicitLoop) -> Option<i64> {
-    let (e0, e1, c, trips) = crate::explicit::overflowing_constant_bounds(h)?;
-    let last = if trips > 0 {
-        e0 + c * (trips - 1)
-    } else {
-        e1.clamp(i128::from(i64::MIN), i128::from(i64::MAX))
-    };
-    let beyond = if c > 0 { last < e0 } else { last > e0 };
-    if trips == 0 && !beyond {
-        return None;
+/// A copy of statement `s` with a statement id of its own (stem `stem`).
+fn restated(out: &mut Program, temps: &mut dyn Temps, s: StmtId, stem: &str) -> StmtId {
+    let mut stmt = out.stmts[s].clone();
+    stmt.attrs.set("statement_id", &temps.statement(stem));
+    out.stmts.alloc(stmt)
+}
+
+/// `i = i − c` (`i = i ∓ s` for a run-time stride `s`): the opposite of an
+/// explicit loop's update, stepping its variable back to the value it had
+/// in the iteration before.
+fn step_back(out: &mut Program, temps: &mut dyn Temps, h: &ExplicitLoop) -> StmtId {
+    let mut lhs = h.var.clone();
+    lhs.attrs.discard("vertex_id");
+    let mut b = ExprBuilder::new();
+    let i = b.reference(&h.var);
+    match &h.step {
+        // (`-c` of the step -2^63 is no 64-bit integer: `i - c` keeps it.)
+        Step::Constant(c) if *c < 0 && *c != i64::MIN => {
+            let k = int_const(&mut b, -*c);
+            b.intrinsic("add_scal_scal", &[i, k]);
+        }
+        Step::Constant(c) => {
+            let k = int_const(&mut b, *c);
+            b.intrinsic("sub_scal_scal", &[i, k]);
+        }
+        Step::Stride { expr, negated } => {
+            let s = embed(&mut b, expr);
+            b.intrinsic(
+                if *negated {
+                    "add_scal_scal"
+                } else {
+                    "sub_scal_scal"
+                },
+                &[i, s],
+            );
+        }
     }
-    i64::try_from(last).ok()
+    out.stmts
+        .alloc(assignment(&temps.statement("cfr_update"), lhs, b.finish()))
 }
 
 /// What [`reverse`] reverses and how.
