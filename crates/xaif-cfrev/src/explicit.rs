@@ -4,7 +4,12 @@
 //! A `ForLoop` the front end marks `reversal="explicit"` whose header has
 //! the form `i = e0; i <= e1 (or <, >=, >); i = i ± c` runs backwards in
 //! the adjoint: `i` from its last value `e0 + c·((e1 − e0 + c)/c − 1)` down
-//! to `e0`. No counter is taped, and subscripts built from `i` and from
+//! to `e0` when the bounds are constants whose arithmetic fits in 64-bit
+//! integers ([`closed_form_fits`]); otherwise the adjoint counts the trips
+//! again with the loop's own header (which leaves `i` one step beyond its
+//! last value, as the original left it) and steps `i` back at the top of
+//! each reversed iteration, computing no value the loop does not. No
+//! counter is taped, and subscripts built from `i` and from
 //! variables the loop does not change need no taping either: the adjoint
 //! reads them again. The values such loop-invariant variables had are
 //! pushed once after the outermost explicit loop and restored (popped into

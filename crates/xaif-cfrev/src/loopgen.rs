@@ -239,8 +239,11 @@ impl Gen<'_, '_> {
             ],
         );
         let next = self.next_call(&d);
-        let head = if crate::explicit::closed_form_fits(header) {
-            let trip = trip_count(header);
+        let head = if let (Step::Constant(c), true) = (
+            header.step.clone(),
+            crate::explicit::closed_form_fits(header),
+        ) {
+            let trip = trip_count(header, c);
             let mut lhs = steps.clone();
             lhs.attrs.discard("vertex_id");
             let count =
@@ -721,28 +724,14 @@ fn update_block(
 /// whose arithmetic stays within the 64-bit integers
 /// ([`crate::explicit::closed_form_fits`]; other loops count their trips,
 /// `Gen::count_trips`).
-fn trip_count(h: &ExplicitLoop) -> xaif_model::Expr {
-    let stride = |b: &mut ExprBuilder| -> usize {
-        match &h.step {
-            Step::Constant(c) => int_const(b, *c),
-            Step::Stride { expr, negated } => {
-                let s = embed(b, expr);
-                if *negated {
-                    let zero = int_const(b, 0);
-                    b.intrinsic("sub_scal_scal", &[zero, s])
-                } else {
-                    s
-                }
-            }
-        }
-    };
+fn trip_count(h: &ExplicitLoop, c: i64) -> xaif_model::Expr {
     let mut b = ExprBuilder::new();
     let e1 = embed(&mut b, &h.bound);
     let i = b.reference(&value_ref(&h.var));
     let span = b.intrinsic("sub_scal_scal", &[e1, i]);
-    let s = stride(&mut b);
+    let s = int_const(&mut b, c);
     let widened = b.intrinsic("add_scal_scal", &[span, s]);
-    let s = stride(&mut b);
+    let s = int_const(&mut b, c);
     b.intrinsic("div_scal_scal", &[widened, s]);
     b.finish()
 }

@@ -908,11 +908,14 @@ impl AdjointWalk<'_, '_> {
                     );
                     self.top().push((pop_block, None));
                 }
-                if crate::explicit::closed_form_fits(h) {
-                    (backwards(self.out, self.temps, h), "explicit")
-                } else {
-                    counting = Some(h);
-                    (self.counted_backwards(r), "explicit")
+                match h.step {
+                    Step::Constant(step) if crate::explicit::closed_form_fits(h) => {
+                        (backwards(self.out, self.temps, h, step), "explicit")
+                    }
+                    _ => {
+                        counting = Some(h);
+                        (self.counted_backwards(r), "explicit")
+                    }
                 }
             }
             None => (self.counted_header(), "anonymous"),
@@ -1069,34 +1072,17 @@ pub(crate) fn at_most(k: &VarRef, bound: &VarRef) -> xaif_model::Expr {
     cond.finish()
 }
 
-/// The header of the adjoint of an explicit loop: `i` from its last value
-/// `e0 + c·((e1 − e0 + c)/c − 1)` back to `e0` in steps of `−c` (the
-/// quotient truncates, so a loop that ran zero times starts beyond `e0` and
-/// runs zero times again). A constant step gives a `>=` (`<=`) condition; a
-/// run-time stride `s` gives Fortran's `DO i = last, e0, −s`, written
-/// `i /= e0` with the trip count fixed on entry.
+/// The header of the adjoint of an explicit loop whose closed form fits
+/// ([`crate::explicit::closed_form_fits`]: constant bounds and step `c`):
+/// `i` from its last value `e0 + c·((e1 − e0 + c)/c − 1)` back to `e0` in
+/// steps of `−c`, a `>=` (`<=`) condition (the quotient truncates, so a
+/// loop that ran zero times starts beyond `e0` and runs zero times again).
 fn backwards(
     out: &mut Program,
     temps: &mut dyn Temps,
     h: &ExplicitLoop,
+    c: i64,
 ) -> (StmtId, xaif_model::Expr, StmtId) {
-    let int = |b: &mut ExprBuilder, v: i64| b.constant("integer", &v.to_string());
-    // The forward stride as an expression of `b` (a run-time `i = i - s`
-    // is the stride `0 - s`).
-    let stride = |b: &mut ExprBuilder| -> usize {
-        match &h.step {
-            Step::Constant(c) => int(b, *c),
-            Step::Stride { expr, negated } => {
-                let s = embed(b, expr);
-                if *negated {
-                    let zero = int(b, 0);
-                    b.intrinsic("sub_scal_scal", &[zero, s])
-                } else {
-                    s
-                }
-            }
-        }
-    };
     let mut lhs = h.var.clone();
     lhs.attrs.discard("vertex_id");
     // Initialization.
@@ -1104,42 +1090,27 @@ fn backwards(
     let e1 = embed(&mut b, &h.bound);
     let e0 = embed(&mut b, &h.first);
     let span = b.intrinsic("sub_scal_scal", &[e1, e0]);
-    let c = stride(&mut b);
-    let widened = b.intrinsic("add_scal_scal", &[span, c]);
-    let c = stride(&mut b);
-    let trips = b.intrinsic("div_scal_scal", &[widened, c]);
-    let one = int(&mut b, 1);
+    let step = int_const(&mut b, c);
+    let widened = b.intrinsic("add_scal_scal", &[span, step]);
+    let step = int_const(&mut b, c);
+    let trips = b.intrinsic("div_scal_scal", &[widened, step]);
+    let one = int_const(&mut b, 1);
     let last_index = b.intrinsic("sub_scal_scal", &[trips, one]);
-    let c = stride(&mut b);
-    let offset = b.intrinsic("mul_scal_scal", &[c, last_index]);
+    let step = int_const(&mut b, c);
+    let offset = b.intrinsic("mul_scal_scal", &[step, last_index]);
     let e0 = embed(&mut b, &h.first);
     b.intrinsic("add_scal_scal", &[e0, offset]);
-    let init = out.stmts.alloc(assignment(
-        &temps.statement("cfr_init"),
-        lhs.clone(),
-        b.finish(),
-    ));
-    let (condition, update) = backwards_test_and_update(out, temps, h);
-    (init, condition, update)
-}
-
-/// The condition and update of [`backwards`]' loop.
-fn backwards_test_and_update(
-    out: &mut Program,
-    temps: &mut dyn Temps,
-    h: &ExplicitLoop,
-) -> (xaif_model::Expr, StmtId) {
-    let int = |b: &mut ExprBuilder, v: i64| b.constant("integer", &v.to_string());
-    let mut lhs = h.var.clone();
-    lhs.attrs.discard("vertex_id");
+    let init = out
+        .stmts
+        .alloc(assignment(&temps.statement("cfr_init"), lhs, b.finish()));
     // Condition.
     let mut b = ExprBuilder::new();
     let i = b.reference(&h.var);
     let e0 = embed(&mut b, &h.first);
-    let op = match h.step {
-        Step::Constant(c) if c > 0 => "greater_or_equal",
-        Step::Constant(_) => "less_or_equal",
-        Step::Stride { .. } => "not_equal",
+    let op = if c > 0 {
+        "greater_or_equal"
+    } else {
+        "less_or_equal"
     };
     let v = b.vertex(
         Attrs::new().with("name", op),
@@ -1148,37 +1119,7 @@ fn backwards_test_and_update(
     b.edge(i, v, 1);
     b.edge(e0, v, 2);
     let condition = b.finish();
-    // Update: the opposite of the forward update.
-    let mut b = ExprBuilder::new();
-    let i = b.reference(&h.var);
-    match &h.step {
-        Step::Constant(c) => {
-            let k = int(&mut b, c.abs());
-            b.intrinsic(
-                if *c > 0 {
-                    "sub_scal_scal"
-                } else {
-                    "add_scal_scal"
-                },
-                &[i, k],
-            );
-        }
-        Step::Stride { expr, negated } => {
-            let s = embed(&mut b, expr);
-            b.intrinsic(
-                if *negated {
-                    "add_scal_scal"
-                } else {
-                    "sub_scal_scal"
-                },
-                &[i, s],
-            );
-        }
-    }
-    let update = out
-        .stmts
-        .alloc(assignment(&temps.statement("cfr_update"), lhs, b.finish()));
-    (condition, update)
+    (init, condition, step_back(out, temps, h))
 }
 
 /// A copy of statement `s` with a statement id of its own (stem `stem`).
