@@ -317,7 +317,7 @@ impl Gen<'_, '_> {
         let update = update.map(|u| {
             let mut stmt = self.out.stmts[u].clone();
             stmt.attrs
-                .set("statement_id", &self.temps.statement("ckp_steps"));
+                .set("statement_id", self.temps.statement("ckp_steps"));
             self.out.stmts.alloc(stmt)
         });
         let count = self.b.vertex(

@@ -1125,7 +1125,7 @@ fn backwards(
 /// A copy of statement `s` with a statement id of its own (stem `stem`).
 fn restated(out: &mut Program, temps: &mut dyn Temps, s: StmtId, stem: &str) -> StmtId {
     let mut stmt = out.stmts[s].clone();
-    stmt.attrs.set("statement_id", &temps.statement(stem));
+    stmt.attrs.set("statement_id", temps.statement(stem));
     out.stmts.alloc(stmt)
 }
 
