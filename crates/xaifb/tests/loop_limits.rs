@@ -7,6 +7,11 @@
 //!   bounds are at the ends of the integers: the adjoint, with and without
 //!   checkpointing, runs no trip and gives the derivative of a loop that
 //!   does nothing, where the trip-count arithmetic overflowed before;
+//! - loops whose bounds and step are known only at run time with spans
+//!   beyond the 64-bit integers, and loops whose first value is within one
+//!   step of the integers' end: the adjoint, with and without
+//!   checkpointing, gives the Jacobian of the loop Fortran runs, where its
+//!   trip count or its reversed loop variable overflowed before;
 //! - every mark flag naming a routine that does not exist is located at
 //!   the call graph's line and column.
 
