@@ -176,15 +176,17 @@ pub fn direct_action(a: &Assignment, direct: &dyn Fn(&str) -> bool) -> bool {
     matches!(&d.nodes[d.root], Node::Op { attrs, .. } if attrs.get("name").is_some_and(direct))
 }
 
-/// Refuses an assignment of an active value to a complex variable: a
+/// Refuses an assignment of an active value to a complex variable (whose
+/// left-hand side is not `lhs_active`): a
 /// complex variable carries no derivative, so the value would lose its
 /// derivative silently.
 fn refuse_active_into_complex(
     ctx: &Ctx<'_>,
     catalogue: &Catalogue,
     a: &Assignment,
+    lhs_active: bool,
 ) -> Result<(), LinearizeError> {
-    if !ctx.ref_complex(&a.lhs.graph) {
+    if lhs_active || !ctx.ref_complex(&a.lhs.graph) {
         return Ok(());
     }
     let lin = linearize(ctx, catalogue, &a.rhs)?;
@@ -229,9 +231,7 @@ pub fn flatten(
             }
             StmtKind::Assignment(a) => {
                 let lhs_active = !a.lhs.attrs.flag("deriv", false) && ctx.ref_active(&a.lhs.graph);
-                if !lhs_active {
-                    refuse_active_into_complex(ctx, catalogue, a).map_err(err)?;
-                }
+                refuse_active_into_complex(ctx, catalogue, a, lhs_active).map_err(err)?;
                 if !lhs_active {
                     // Passive: a new sequence when it writes a variable used
                     // in a subscript of the sequence.
