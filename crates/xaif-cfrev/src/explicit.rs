@@ -4,7 +4,12 @@
 //! A `ForLoop` the front end marks `reversal="explicit"` whose header has
 //! the form `i = e0; i <= e1 (or <, >=, >); i = i ± c` runs backwards in
 //! the adjoint: `i` from its last value `e0 + c·((e1 − e0 + c)/c − 1)` down
-//! to `e0`. No counter is taped, and subscripts built from `i` and from
+//! to `e0` when the bounds are constants whose arithmetic fits in 64-bit
+//! integers ([`closed_form_fits`]); otherwise the adjoint counts the trips
+//! again with the loop's own header (which leaves `i` one step beyond its
+//! last value, as the original left it) and steps `i` back at the top of
+//! each reversed iteration, computing no value the loop does not. No
+//! counter is taped, and subscripts built from `i` and from
 //! variables the loop does not change need no taping either: the adjoint
 //! reads them again. The values such loop-invariant variables had are
 //! pushed once after the outermost explicit loop and restored (popped into
@@ -761,22 +766,21 @@ pub(crate) fn constant_integer(e: &Expr) -> Option<i128> {
     }
 }
 
-/// Constant bounds `e0`, `e1` and step `c` of `DO i = e0, e1, c`, when the
-/// adjoint's usual trip-count arithmetic (`(e1 − e0 + c)/c`, then the last
-/// value `e0 + c·(trips − 1)`) would overflow a 64-bit integer somewhere
-/// although the loop itself does not: the exact trip count (0 or more)
-/// and, when there is at least one trip, the last value. `None` when the
-/// bounds are not constants or nothing overflows (the usual code is kept,
-/// byte for byte).
-pub(crate) fn overflowing_constant_bounds(h: &ExplicitLoop) -> Option<(i128, i128, i128, i128)> {
+/// Whether the closed form of the trip count and the last value of `DO i
+/// = e0, e1, c` (`(e1 − e0 + c)/c`, then `e0 + c·(trips − 1)`, and the
+/// reversed loop's step past its first value, `e0 − c`) stays within the
+/// 64-bit integers: only for constant bounds and step, decided exactly
+/// (`i128`). Bounds known only at run time may be anything, so their
+/// loops are counted instead (`crate::reverse`, `crate::loopgen`): their
+/// code computes no value the original loop does not.
+pub(crate) fn closed_form_fits(h: &ExplicitLoop) -> bool {
     let Step::Constant(c) = h.step else {
-        return None;
+        return false;
     };
-    let (e0, e1, c) = (
-        constant_integer(&h.first)?,
-        constant_integer(&h.bound)?,
-        i128::from(c),
-    );
+    let (Some(e0), Some(e1)) = (constant_integer(&h.first), constant_integer(&h.bound)) else {
+        return false;
+    };
+    let c = i128::from(c);
     let fits = |x: i128| i64::try_from(x).is_ok();
     let span = e1 - e0;
     let widened = span + c;
@@ -784,11 +788,18 @@ pub(crate) fn overflowing_constant_bounds(h: &ExplicitLoop) -> Option<(i128, i12
     let last_index = trips - 1;
     let offset = c * last_index;
     let last = e0 + offset;
-    if [span, widened, trips, last_index, offset, last]
-        .into_iter()
-        .all(fits)
-    {
-        return None;
-    }
-    Some((e0, e1, c, trips.max(0)))
+    [
+        e0,
+        e1,
+        -c,
+        span,
+        widened,
+        trips,
+        last_index,
+        offset,
+        last,
+        e0 - c,
+    ]
+    .into_iter()
+    .all(fits)
 }

@@ -230,28 +230,35 @@ impl Gen<'_, '_> {
         };
         let d = self.dispatch_vars();
         let steps = self.temps.integer(self.out);
-        let trip = trip_count(header);
-        let mut lhs = steps.clone();
-        lhs.attrs.discard("vertex_id");
-        let count = self
-            .out
-            .stmts
-            .alloc(assignment(&self.temps.statement("ckp_steps"), lhs, trip));
         let begin = self.call(
             "oad_revolve_begin",
             vec![
-                ArgValue::Variable(steps),
+                ArgValue::Variable(steps.clone()),
                 integer_constant(i64::try_from(*snapshots).unwrap_or(i64::MAX)),
                 integer_constant(self.cl.line),
             ],
         );
         let next = self.next_call(&d);
-        let head = self
-            .cl
-            .init
-            .into_iter()
-            .chain([count, begin, next])
-            .collect();
+        let head = if let (Step::Constant(c), true) = (
+            header.step.clone(),
+            crate::explicit::closed_form_fits(header),
+        ) {
+            let trip = trip_count(header, c);
+            let mut lhs = steps.clone();
+            lhs.attrs.discard("vertex_id");
+            let count =
+                self.out
+                    .stmts
+                    .alloc(assignment(&self.temps.statement("ckp_steps"), lhs, trip));
+            self.cl
+                .init
+                .into_iter()
+                .chain([count, begin, next])
+                .collect()
+        } else {
+            let restart = self.count_trips(region, header, &steps, pending);
+            vec![restart, begin, next]
+        };
         self.dispatch(
             body,
             head,
@@ -259,6 +266,80 @@ impl Gen<'_, '_> {
             &d,
             pending,
         );
+    }
+
+    /// The trip count of a loop whose bounds the closed form of
+    /// [`trip_count`] cannot take ([`crate::explicit::closed_form_fits`]),
+    /// counted into `steps` by the loop's own header: the initialization,
+    /// `start = i`, `steps = 0`, then the header (from `i = start`) around
+    /// `steps = steps + 1`; `pending` ends holding its exit. Returns
+    /// `i = start`, which sets the variable back to its first value. Every
+    /// value computed is one the loop itself computes, or a count of its
+    /// trips, so nothing overflows where the loop does not.
+    fn count_trips(
+        &mut self,
+        region: &Region,
+        header: &ExplicitLoop,
+        steps: &VarRef,
+        pending: &mut Pending,
+    ) -> StmtId {
+        let Region::Loop {
+            vertex,
+            body_edge,
+            exit_edge,
+            ..
+        } = region
+        else {
+            unreachable!("a loop region")
+        };
+        let c = self.c;
+        let start = self.temps.integer(self.out);
+        let assign = |this: &mut Self, to: &VarRef, from: &VarRef| -> StmtId {
+            let mut lhs = to.clone();
+            lhs.attrs.discard("vertex_id");
+            let mut e = ExprBuilder::new();
+            e.reference(&value_ref(from));
+            let id = this.temps.statement("ckp_steps");
+            this.out.stmts.alloc(assignment(&id, lhs, e.finish()))
+        };
+        let save = assign(self, &start, &header.var);
+        let zero = set_int(self.out, self.temps, steps, 0);
+        let first: Vec<StmtId> = self.cl.init.into_iter().chain([save, zero]).collect();
+        let first = self.block(first);
+        connect(self.b, self.out, pending, &first);
+        let VertexKind::ForLoop {
+            condition, update, ..
+        } = &c.original.vertices[*vertex].kind
+        else {
+            unreachable!("a binomial loop is a ForLoop")
+        };
+        let init = assign(self, &header.var, &start);
+        let update = update.map(|u| {
+            let mut stmt = self.out.stmts[u].clone();
+            stmt.attrs
+                .set("statement_id", self.temps.statement("ckp_steps"));
+            self.out.stmts.alloc(stmt)
+        });
+        let count = self.b.vertex(
+            self.out,
+            Attrs::new().with("reversal", "anonymous"),
+            VertexKind::ForLoop {
+                init: Some(init),
+                condition: condition.clone(),
+                update,
+            },
+        );
+        self.b.edge(self.out, &first, &count, None);
+        let inc = increment(self.out, self.temps, steps);
+        let inc = self.block(vec![inc]);
+        let body_value = c.original.edges[*body_edge].condition_value();
+        self.b.edge(self.out, &count, &inc, body_value);
+        let end = self.b.vertex(self.out, Attrs::new(), VertexKind::EndLoop);
+        self.b.edge(self.out, &inc, &end, None);
+        self.b.edge(self.out, &end, &count, None);
+        let exit_value = c.original.edges[*exit_edge].condition_value();
+        pending.push((count, exit_value));
+        assign(self, &header.var, &start)
     }
 
     /// The taping sweep of a loop that runs itself: its kind's begin, then
@@ -639,39 +720,18 @@ fn update_block(
 
 /// `(e1 − i + s) / s` after the initialization `i = e0`: the trip count of
 /// `DO i = e0, e1, s` as the interpreter and Fortran fix it on entry
-/// (negative for none; the run-time takes it as 0).
-///
-/// With constant bounds whose arithmetic would overflow a 64-bit integer
-/// (`DO i = 1, -9223372036854775808`), the exact count, computed here
-/// (`crate::explicit::overflowing_constant_bounds`; beyond 2^63 − 1 trips,
-/// 2^63 − 1: such a loop never ends).
-fn trip_count(h: &ExplicitLoop) -> xaif_model::Expr {
-    if let Some((_, _, _, trips)) = crate::explicit::overflowing_constant_bounds(h) {
-        let mut b = ExprBuilder::new();
-        int_const(&mut b, i64::try_from(trips).unwrap_or(i64::MAX));
-        return b.finish();
-    }
-    let stride = |b: &mut ExprBuilder| -> usize {
-        match &h.step {
-            Step::Constant(c) => int_const(b, *c),
-            Step::Stride { expr, negated } => {
-                let s = embed(b, expr);
-                if *negated {
-                    let zero = int_const(b, 0);
-                    b.intrinsic("sub_scal_scal", &[zero, s])
-                } else {
-                    s
-                }
-            }
-        }
-    };
+/// (negative for none; the run-time takes it as 0), for constant bounds
+/// whose arithmetic stays within the 64-bit integers
+/// ([`crate::explicit::closed_form_fits`]; other loops count their trips,
+/// `Gen::count_trips`).
+fn trip_count(h: &ExplicitLoop, c: i64) -> xaif_model::Expr {
     let mut b = ExprBuilder::new();
     let e1 = embed(&mut b, &h.bound);
     let i = b.reference(&value_ref(&h.var));
     let span = b.intrinsic("sub_scal_scal", &[e1, i]);
-    let s = stride(&mut b);
+    let s = int_const(&mut b, c);
     let widened = b.intrinsic("add_scal_scal", &[span, s]);
-    let s = stride(&mut b);
+    let s = int_const(&mut b, c);
     b.intrinsic("div_scal_scal", &[widened, s]);
     b.finish()
 }

@@ -879,6 +879,9 @@ impl AdjointWalk<'_, '_> {
             return;
         };
         let c = self.c;
+        // An explicit loop counted again (its variable stepped back at the
+        // top of each iteration of the adjoint).
+        let mut counting: Option<&ExplicitLoop> = None;
         let (header, reversal) = match c.explicit(*vertex) {
             Some(h) => {
                 // Restore the invariants, then run the variable backwards.
@@ -905,7 +908,15 @@ impl AdjointWalk<'_, '_> {
                     );
                     self.top().push((pop_block, None));
                 }
-                (backwards(self.out, self.temps, h), "explicit")
+                match h.step {
+                    Step::Constant(step) if crate::explicit::closed_form_fits(h) => {
+                        (backwards(self.out, self.temps, h, step), "explicit")
+                    }
+                    _ => {
+                        counting = Some(h);
+                        (self.counted_backwards(r), "explicit")
+                    }
+                }
             }
             None => (self.counted_header(), "anonymous"),
         };
@@ -930,6 +941,81 @@ impl AdjointWalk<'_, '_> {
         );
         self.pendings.push(vec![(for_loop.clone(), Some(1))]);
         self.loops.push(for_loop);
+        if let Some(h) = counting {
+            let back = step_back(self.out, self.temps, h);
+            let back = self.b.block(self.out, &c.scope_id, vec![back]);
+            connect(
+                self.b,
+                self.out,
+                self.pendings.last_mut().expect("open"),
+                &back,
+            );
+            self.top().push((back, None));
+        }
+    }
+
+    /// The header of an explicit loop reversed by counting its trips
+    /// again: before it, `trips = 0` and the original loop's own header
+    /// (a copy, statements of its own) around `trips = trips + 1`, which
+    /// leaves the variable at the value the original loop left it; the
+    /// header runs `k` from 1 to `trips`, and each iteration steps the
+    /// variable back first ([`step_back`]). Every value computed is one
+    /// the original loop computed, or a count of its trips: nothing
+    /// overflows where the original does not, whatever its bounds.
+    fn counted_backwards(&mut self, r: &Region) -> (StmtId, xaif_model::Expr, StmtId) {
+        let Region::Loop {
+            vertex,
+            body_edge,
+            exit_edge,
+            ..
+        } = r
+        else {
+            unreachable!("a loop region")
+        };
+        let c = self.c;
+        let trips = self.temps.integer(self.out);
+        let zero = set_int(self.out, self.temps, &trips, 0);
+        let zero = self.b.block(self.out, &c.scope_id, vec![zero]);
+        connect(
+            self.b,
+            self.out,
+            self.pendings.last_mut().expect("open"),
+            &zero,
+        );
+        let kind = match &c.original.vertices[*vertex].kind {
+            VertexKind::ForLoop {
+                init,
+                condition,
+                update,
+            } => VertexKind::ForLoop {
+                init: init.map(|s| restated(self.out, self.temps, s, "cfr_init")),
+                condition: condition.clone(),
+                update: update.map(|s| restated(self.out, self.temps, s, "cfr_update")),
+            },
+            k => k.clone(),
+        };
+        let attrs = Attrs::new()
+            .with("annotation", "_cfr_")
+            .with("reversal", "anonymous");
+        let count = self.b.vertex(self.out, attrs, kind);
+        self.b.edge(self.out, &zero, &count, None);
+        let inc = increment(self.out, self.temps, &trips);
+        let inc = self.b.block(self.out, &c.scope_id, vec![inc]);
+        let body_value = c.original.edges[*body_edge].condition_value();
+        self.b.edge(self.out, &count, &inc, body_value);
+        let end = self.b.vertex(
+            self.out,
+            Attrs::new().with("annotation", "_cfr_"),
+            VertexKind::EndLoop,
+        );
+        self.b.edge(self.out, &inc, &end, None);
+        self.b.edge(self.out, &end, &count, None);
+        let exit_value = c.original.edges[*exit_edge].condition_value();
+        self.top().push((count, exit_value));
+        let k = self.temps.integer(self.out);
+        let init = set_int(self.out, self.temps, &k, 1);
+        let update = increment(self.out, self.temps, &k);
+        (init, at_most(&k, &trips), update)
     }
 
     /// Pops the count of a counted loop before it; its header runs `k`
@@ -986,87 +1072,45 @@ pub(crate) fn at_most(k: &VarRef, bound: &VarRef) -> xaif_model::Expr {
     cond.finish()
 }
 
-/// The header of the adjoint of an explicit loop: `i` from its last value
-/// `e0 + c·((e1 − e0 + c)/c − 1)` back to `e0` in steps of `−c` (the
-/// quotient truncates, so a loop that ran zero times starts beyond `e0` and
-/// runs zero times again). A constant step gives a `>=` (`<=`) condition; a
-/// run-time stride `s` gives Fortran's `DO i = last, e0, −s`, written
-/// `i /= e0` with the trip count fixed on entry.
+/// The header of the adjoint of an explicit loop whose closed form fits
+/// ([`crate::explicit::closed_form_fits`]: constant bounds and step `c`):
+/// `i` from its last value `e0 + c·((e1 − e0 + c)/c − 1)` back to `e0` in
+/// steps of `−c`, a `>=` (`<=`) condition (the quotient truncates, so a
+/// loop that ran zero times starts beyond `e0` and runs zero times again).
 fn backwards(
     out: &mut Program,
     temps: &mut dyn Temps,
     h: &ExplicitLoop,
+    c: i64,
 ) -> (StmtId, xaif_model::Expr, StmtId) {
-    let int = |b: &mut ExprBuilder, v: i64| b.constant("integer", &v.to_string());
-    // The forward stride as an expression of `b` (a run-time `i = i - s`
-    // is the stride `0 - s`).
-    let stride = |b: &mut ExprBuilder| -> usize {
-        match &h.step {
-            Step::Constant(c) => int(b, *c),
-            Step::Stride { expr, negated } => {
-                let s = embed(b, expr);
-                if *negated {
-                    let zero = int(b, 0);
-                    b.intrinsic("sub_scal_scal", &[zero, s])
-                } else {
-                    s
-                }
-            }
-        }
-    };
     let mut lhs = h.var.clone();
     lhs.attrs.discard("vertex_id");
     // Initialization.
     let mut b = ExprBuilder::new();
-    if let Some(last) = exact_last_value(h) {
-        int(&mut b, last);
-        let init = out.stmts.alloc(assignment(
-            &temps.statement("cfr_init"),
-            lhs.clone(),
-            b.finish(),
-        ));
-        let (condition, update) = backwards_test_and_update(out, temps, h);
-        return (init, condition, update);
-    }
     let e1 = embed(&mut b, &h.bound);
     let e0 = embed(&mut b, &h.first);
     let span = b.intrinsic("sub_scal_scal", &[e1, e0]);
-    let c = stride(&mut b);
-    let widened = b.intrinsic("add_scal_scal", &[span, c]);
-    let c = stride(&mut b);
-    let trips = b.intrinsic("div_scal_scal", &[widened, c]);
-    let one = int(&mut b, 1);
+    let step = int_const(&mut b, c);
+    let widened = b.intrinsic("add_scal_scal", &[span, step]);
+    let step = int_const(&mut b, c);
+    let trips = b.intrinsic("div_scal_scal", &[widened, step]);
+    let one = int_const(&mut b, 1);
     let last_index = b.intrinsic("sub_scal_scal", &[trips, one]);
-    let c = stride(&mut b);
-    let offset = b.intrinsic("mul_scal_scal", &[c, last_index]);
+    let step = int_const(&mut b, c);
+    let offset = b.intrinsic("mul_scal_scal", &[step, last_index]);
     let e0 = embed(&mut b, &h.first);
     b.intrinsic("add_scal_scal", &[e0, offset]);
-    let init = out.stmts.alloc(assignment(
-        &temps.statement("cfr_init"),
-        lhs.clone(),
-        b.finish(),
-    ));
-    let (condition, update) = backwards_test_and_update(out, temps, h);
-    (init, condition, update)
-}
-
-/// The condition and update of [`backwards`]' loop.
-fn backwards_test_and_update(
-    out: &mut Program,
-    temps: &mut dyn Temps,
-    h: &ExplicitLoop,
-) -> (xaif_model::Expr, StmtId) {
-    let int = |b: &mut ExprBuilder, v: i64| b.constant("integer", &v.to_string());
-    let mut lhs = h.var.clone();
-    lhs.attrs.discard("vertex_id");
+    let init = out
+        .stmts
+        .alloc(assignment(&temps.statement("cfr_init"), lhs, b.finish()));
     // Condition.
     let mut b = ExprBuilder::new();
     let i = b.reference(&h.var);
     let e0 = embed(&mut b, &h.first);
-    let op = match h.step {
-        Step::Constant(c) if c > 0 => "greater_or_equal",
-        Step::Constant(_) => "less_or_equal",
-        Step::Stride { .. } => "not_equal",
+    let op = if c > 0 {
+        "greater_or_equal"
+    } else {
+        "less_or_equal"
     };
     let v = b.vertex(
         Attrs::new().with("name", op),
@@ -1075,20 +1119,33 @@ fn backwards_test_and_update(
     b.edge(i, v, 1);
     b.edge(e0, v, 2);
     let condition = b.finish();
-    // Update: the opposite of the forward update.
+    (init, condition, step_back(out, temps, h))
+}
+
+/// A copy of statement `s` with a statement id of its own (stem `stem`).
+fn restated(out: &mut Program, temps: &mut dyn Temps, s: StmtId, stem: &str) -> StmtId {
+    let mut stmt = out.stmts[s].clone();
+    stmt.attrs.set("statement_id", temps.statement(stem));
+    out.stmts.alloc(stmt)
+}
+
+/// `i = i − c` (`i = i ∓ s` for a run-time stride `s`): the opposite of an
+/// explicit loop's update, stepping its variable back to the value it had
+/// in the iteration before.
+fn step_back(out: &mut Program, temps: &mut dyn Temps, h: &ExplicitLoop) -> StmtId {
+    let mut lhs = h.var.clone();
+    lhs.attrs.discard("vertex_id");
     let mut b = ExprBuilder::new();
     let i = b.reference(&h.var);
     match &h.step {
+        // (`-c` of the step -2^63 is no 64-bit integer: `i - c` keeps it.)
+        Step::Constant(c) if *c < 0 && *c != i64::MIN => {
+            let k = int_const(&mut b, -*c);
+            b.intrinsic("add_scal_scal", &[i, k]);
+        }
         Step::Constant(c) => {
-            let k = int(&mut b, c.abs());
-            b.intrinsic(
-                if *c > 0 {
-                    "sub_scal_scal"
-                } else {
-                    "add_scal_scal"
-                },
-                &[i, k],
-            );
+            let k = int_const(&mut b, *c);
+            b.intrinsic("sub_scal_scal", &[i, k]);
         }
         Step::Stride { expr, negated } => {
             let s = embed(&mut b, expr);
@@ -1102,29 +1159,8 @@ fn backwards_test_and_update(
             );
         }
     }
-    let update = out
-        .stmts
-        .alloc(assignment(&temps.statement("cfr_update"), lhs, b.finish()));
-    (condition, update)
-}
-
-/// The last value of an explicit loop with constant bounds whose usual
-/// arithmetic would overflow ([`crate::explicit::overflowing_constant_bounds`]),
-/// computed exactly: `e0 + c·(trips − 1)`, or, for a loop of no trips, a
-/// value beyond `e0` (its bound `e1`, or the end of the integers) so that
-/// the adjoint runs no trips either.
-fn exact_last_value(h: &ExplicitLoop) -> Option<i64> {
-    let (e0, e1, c, trips) = crate::explicit::overflowing_constant_bounds(h)?;
-    let last = if trips > 0 {
-        e0 + c * (trips - 1)
-    } else {
-        e1.clamp(i128::from(i64::MIN), i128::from(i64::MAX))
-    };
-    let beyond = if c > 0 { last < e0 } else { last > e0 };
-    if trips == 0 && !beyond {
-        return None;
-    }
-    i64::try_from(last).ok()
+    out.stmts
+        .alloc(assignment(&temps.statement("cfr_update"), lhs, b.finish()))
 }
 
 /// What [`reverse`] reverses and how.

@@ -197,6 +197,28 @@ pub fn direct_action(a: &Assignment, direct: &dyn Fn(&str) -> bool) -> bool {
     matches!(&d.nodes[d.root], Node::Op { attrs, .. } if attrs.get("name").is_some_and(direct))
 }
 
+/// Refuses an assignment of an active value to a complex variable (whose
+/// left-hand side is not `lhs_active`): a
+/// complex variable carries no derivative, so the value would lose its
+/// derivative silently.
+fn refuse_active_into_complex(
+    ctx: &Ctx<'_>,
+    catalogue: &Catalogue,
+    a: &Assignment,
+    lhs_active: bool,
+) -> Result<(), LinearizeError> {
+    if lhs_active || !ctx.ref_complex(&a.lhs.graph) {
+        return Ok(());
+    }
+    let lin = linearize(ctx, catalogue, &a.rhs)?;
+    if lin.active[lin.dag.root] {
+        return Err(LinearizeError::Unsupported(
+            "an active value assigned to a complex variable (derivatives are carried for real values only: the derivative would be dropped)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Flattens a basic block.
 pub fn flatten(
     ctx: &Ctx<'_>,
@@ -230,16 +252,7 @@ pub fn flatten(
             }
             StmtKind::Assignment(a) => {
                 let lhs_active = !a.lhs.attrs.flag("deriv", false) && ctx.ref_active(&a.lhs.graph);
-                if !lhs_active && ctx.ref_complex(&a.lhs.graph) {
-                    // A complex variable carries no derivative: an active
-                    // value stored in it would lose its derivative silently.
-                    let lin = linearize(ctx, catalogue, &a.rhs).map_err(err)?;
-                    if lin.active[lin.dag.root] {
-                        return Err(err(LinearizeError::Unsupported(
-                            "an active value assigned to a complex variable (derivatives are carried for real values only: the derivative would be dropped)".into(),
-                        )));
-                    }
-                }
+                refuse_active_into_complex(ctx, catalogue, a, lhs_active).map_err(err)?;
                 if !lhs_active {
                     // Passive: a new sequence when it writes a variable used
                     // in a subscript of the sequence.

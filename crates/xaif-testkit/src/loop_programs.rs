@@ -508,6 +508,53 @@ pub fn bounded_loop(lo: i64, hi: i64, down: bool) -> Program {
     program(2, 2, vec![head(2, 2, locals, body, false)])
 }
 
+/// `do t = lo, hi, step` with the bounds and the step in variables set
+/// just before the loop (known only at run time; `step` ±1 is written as
+/// Fortran's default step, the condition `t <= hi` or `t >= hi`, any
+/// other as a run-time stride) around `y(k) = y(k) x(k)`, `k = 1 +
+/// abs(mod(t, 2))`, in `head(x(2), y(2))`: the trip count and every value
+/// of `t` show in the Jacobian. The loops of `docs/limits.md` whose
+/// bounds are near the ends of the integers.
+pub fn runtime_bounded_loop(lo: i64, hi: i64, step: i64) -> Program {
+    let locals = vec![
+        scalar("T", Role::Loop),
+        scalar("LO", Role::Count),
+        scalar("HI", Role::Count),
+        scalar("ST", Role::Count),
+    ];
+    let k = || {
+        add(
+            Expr::Int(1),
+            op(
+                "abs_scal",
+                vec![op("mod_scal_scal", vec![e(l(0)), Expr::Int(2)])],
+            ),
+        )
+    };
+    let yk = || elem(VarId::Formal(1), k());
+    let xk = Expr::r(elem(VarId::Formal(0), k()));
+    let body = vec![
+        Stmt::Assign(y(1), x(1)),
+        Stmt::Assign(y(2), x(2)),
+        Stmt::Assign(Ref::whole(l(1)), Expr::Int(lo)),
+        Stmt::Assign(Ref::whole(l(2)), Expr::Int(hi)),
+        Stmt::Assign(Ref::whole(l(3)), Expr::Int(step)),
+        Stmt::Do {
+            var: l(0),
+            lo: e(l(1)),
+            hi: e(l(2)),
+            step: match step {
+                1 => crate::gen::ast::Step::Up,
+                -1 => crate::gen::ast::Step::Down,
+                _ => crate::gen::ast::Step::Var(l(3)),
+            },
+            body: vec![Stmt::Assign(yk(), mul(Expr::r(yk()), xk))],
+            explicit: false,
+        },
+    ];
+    program(2, 2, vec![head(2, 2, locals, body, false)])
+}
+
 /// The program as front-end XAIF.
 pub fn xaif(p: &Program, what: &str) -> String {
     crate::gen::to_xaif(p, what)
