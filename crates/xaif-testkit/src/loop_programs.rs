@@ -204,6 +204,18 @@ pub enum FixedPointForm {
 /// 1e-15 (200 iterations at most); then `y(1) = z1`, `y(2) = z2 x(3)`.
 /// `rates = (a, b, c)`.
 pub fn fixed_point(form: FixedPointForm, rates: (f64, f64, f64), unstructured: bool) -> Program {
+    fixed_point_limited(form, rates, unstructured, 200)
+}
+
+/// [`fixed_point`] with at most `limit` iterations instead of 200: with 0
+/// or 1, the unmarked adjoint tapes the code around the loop and no or one
+/// iteration (what a fixed-point loop's adjoint may hold at once).
+pub fn fixed_point_limited(
+    form: FixedPointForm,
+    rates: (f64, f64, f64),
+    unstructured: bool,
+    limit: i64,
+) -> Program {
     let (z1, z2, w1, w2, err, it) = (l(0), l(1), l(2), l(3), l(4), l(5));
     let locals = vec![
         scalar("Z1", Role::Active),
@@ -244,7 +256,7 @@ pub fn fixed_point(form: FixedPointForm, rates: (f64, f64, f64), unstructured: b
                     "and",
                     vec![
                         op("greater_than", vec![e(err), Expr::Real(1e-15)]),
-                        op("less_than", vec![e(it), Expr::Int(200)]),
+                        op("less_than", vec![e(it), Expr::Int(limit)]),
                     ],
                 ),
                 body,
@@ -259,7 +271,7 @@ pub fn fixed_point(form: FixedPointForm, rates: (f64, f64, f64), unstructured: b
             Stmt::Do {
                 var: it,
                 lo: Expr::Int(1),
-                hi: Expr::Int(200),
+                hi: Expr::Int(limit),
                 step: crate::gen::ast::Step::Up,
                 body,
                 explicit: false,
