@@ -128,7 +128,9 @@ fn slices_of_a_campaign_check_what_the_whole_checks() {
 /// A sample of the checkpointing campaign (`cargo xtask stress
 /// --checkpoint-loops`): every loop of every program marked, the
 /// checkpointed adjoints held against the adjoints without checkpointing,
-/// no disagreement; loops are marked and reversed on the binomial schedule.
+/// no disagreement; loops are marked and reversed on every schedule:
+/// binomial, online (counted loops left by an exit among them),
+/// fixed-point, independent.
 #[test]
 fn a_short_checkpointing_campaign_finds_nothing() {
     let Some(mut checker) = checker() else { return };
@@ -140,4 +142,14 @@ fn a_short_checkpointing_campaign_finds_nothing() {
     assert!(report.failures.is_empty(), "{text}");
     assert!(report.checkpointed_loops >= 40, "{text}");
     assert!(report.loop_instances >= 100, "{text}");
+    for (schedule, instances) in [
+        ("binomial", report.binomial_instances),
+        ("online", report.online_instances),
+        ("online, of an exit loop", report.exit_instances),
+        ("fixed-point", report.fixed_point_instances),
+        ("independent", report.independent_instances),
+    ] {
+        assert!(instances > 0, "no {schedule} instance: {text}");
+    }
+    assert!(report.fixed_point_loops > 0, "{text}");
 }
