@@ -267,6 +267,10 @@ pub const CHECKPOINTED: &str = "adjoint --checkpoint-loop";
 /// [`CHECKPOINTED`]: shrinking repeats the checkpointing variant).
 pub const FIXED_POINT: &str = "adjoint --checkpoint-loop --fixed-point-loop";
 
+/// The variant name of the checkpointing variant's adjoint with every
+/// `ForLoop` marked `--independent-loop` (see [`FIXED_POINT`]).
+pub const INDEPENDENT: &str = "adjoint --checkpoint-loop --independent-loop";
+
 /// What the checks need besides the program.
 pub struct Checker {
     pub(crate) catalogue: Catalogue,

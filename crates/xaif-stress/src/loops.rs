@@ -21,6 +21,7 @@ use xaif_model::{Program, RoutineBody, VertexKind};
 
 use crate::check::{
     finding, guarded, jacobian_difference, output_text, Checker, Runs, CHECKPOINTED, FIXED_POINT,
+    INDEPENDENT,
 };
 
 /// Why a loop may be refused without that being a finding.
@@ -99,7 +100,7 @@ fn transform(
     p: &Program,
     pass: Pass,
     fixed_points: &[(String, i64)],
-) -> Option<String> {
+) -> Option<(String, String)> {
     let mut options = AdjointOptions {
         checkpoint_loops: marks(p),
         ..AdjointOptions::default()
@@ -163,7 +164,24 @@ fn transform(
                 runs.outcome.counts.checkpointed_loops +=
                     options.checkpoint_loops.len() + options.independent_loops.len();
                 runs.outcome.counts.fixed_point_loops += options.fixed_point_loops.len();
-                return Some(text);
+                let flags: Vec<String> = options
+                    .checkpoint_loops
+                    .iter()
+                    .map(|m| format!("--checkpoint-loop {}:{}:{}", m.routine, m.line, m.snapshots))
+                    .chain(options.fixed_point_loops.iter().map(|m| {
+                        format!(
+                            "--fixed-point-loop {}:{}:{}:{}",
+                            m.routine, m.line, m.tolerance, m.max_iterations
+                        )
+                    }))
+                    .chain(
+                        options
+                            .independent_loops
+                            .iter()
+                            .map(|m| format!("--independent-loop {}:{}", m.routine, m.line)),
+                    )
+                    .collect();
+                return Some((text, flags.join(" ")));
             }
             Err(e) => e,
         };
@@ -178,7 +196,7 @@ fn transform(
                         "independent-loop adjoint: {}",
                         crate::check::error_class(&e)
                     ),
-                    CHECKPOINTED,
+                    INDEPENDENT,
                     e,
                 ));
                 return None;
@@ -277,13 +295,13 @@ fn check_marked(
     pass: Pass,
     fixed_points: &[(String, i64)],
 ) {
-    let Some(text) = transform(checker, runs, p, pass, fixed_points) else {
+    let Some((text, flags)) = transform(checker, runs, p, pass, fixed_points) else {
         return;
     };
-    let variant = if pass == Pass::FixedPoint {
-        FIXED_POINT
-    } else {
-        CHECKPOINTED
+    let variant = match pass {
+        Pass::Checkpoint => CHECKPOINTED,
+        Pass::FixedPoint => FIXED_POINT,
+        Pass::Independent => INDEPENDENT,
     };
     let tolerance = if pass == Pass::FixedPoint {
         checker.limits.fixed_point
@@ -362,14 +380,20 @@ fn check_marked(
         let d = jacobian_difference(plain, &o.jacobian);
         if d > tolerance || d.is_nan() {
             runs.outcome.findings.push(finding(
-                if pass == Pass::FixedPoint {
-                    "fixed-point adjoint differs from the adjoint without marks"
-                } else {
-                    "checkpointed adjoint differs from the adjoint without checkpointing"
+                match pass {
+                    Pass::Checkpoint => {
+                        "checkpointed adjoint differs from the adjoint without checkpointing"
+                    }
+                    Pass::FixedPoint => {
+                        "fixed-point adjoint differs from the adjoint without marks"
+                    }
+                    Pass::Independent => {
+                        "independent-loop adjoint differs from the adjoint without marks"
+                    }
                 },
                 &what,
                 format!(
-                    "worst relative difference {d:.3e}\nwithout:\n{}with:\n{}",
+                    "{flags}: worst relative difference {d:.3e}\nwithout:\n{}with:\n{}",
                     plain.to_out("AD"),
                     o.jacobian.to_out("AD")
                 ),

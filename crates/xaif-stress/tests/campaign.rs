@@ -153,3 +153,24 @@ fn a_short_checkpointing_campaign_finds_nothing() {
     }
     assert!(report.fixed_point_loops > 0, "{text}");
 }
+
+/// Programs of the checkpointing campaign (seed 1) whose while or counted
+/// loops hold loops left by an exit, all marked: the untaped copies of the
+/// outer loop's body sent the inner loops' exits out of the outer loop,
+/// which then ended after one iteration in the taping sweep (a wrong
+/// Jacobian, exit 0).
+#[test]
+fn exits_of_nested_loops_leave_only_their_loop() {
+    let Some(mut checker) = checker() else { return };
+    checker.checkpoint_loops = true;
+    for first in [663, 1078, 1495] {
+        let mut c = campaign(1, 1, 1, false);
+        c.first = first;
+        c.max_size = 8;
+        let report = c.run(&checker, false).unwrap();
+        let _ = std::fs::remove_dir_all(&c.out);
+        let text = summary(&c, &report);
+        assert!(report.failures.is_empty(), "program {first}: {text}");
+        assert!(report.online_instances > 0, "program {first}: {text}");
+    }
+}
