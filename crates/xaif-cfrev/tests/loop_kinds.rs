@@ -180,6 +180,47 @@ fn online_checkpointing_of_a_hundred_thousand_iterations_with_three_snapshots_jo
     check_time_loop_in(100_000, Ending::While, false, &[3], &[Mode::Joint]);
 }
 
+#[test]
+fn an_exit_of_a_nested_loop_leaves_only_that_loop() {
+    // The untaped copies of the outer loop's body once sent the inner
+    // loop's exit out of the outer loop, which then ended after one
+    // iteration in the taping sweep.
+    for (outer, inner) in [(1, 1), (3, 2), (7, 5)] {
+        let prog = lp::nested_time_loops(outer, inner);
+        let p = read(&lp::xaif(&prog, "nested time loops"));
+        let lines = lp::loop_lines(&prog);
+        let plain = transform(&p, &AdjointOptions::default()).unwrap();
+        for mode in [Mode::Split, Mode::Joint] {
+            let want = run(&plain, 2, 2, mode).jacobian;
+            for s in [1, 2, 3] {
+                let what = format!("outer {outer}, inner {inner}, s={s}, {mode:?}");
+                let options = AdjointOptions {
+                    checkpoint_loops: lines
+                        .iter()
+                        .map(|&line| LoopMark {
+                            routine: "head".into(),
+                            line: line as i64,
+                            snapshots: s,
+                        })
+                        .collect(),
+                    ..AdjointOptions::default()
+                };
+                let text = transform(&p, &options).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let o = run(&text, 2, 2, mode);
+                same(&o.jacobian, &want, 1e-12, &what);
+                for r in &o.stats.checkpointed_loops {
+                    let expected = if r.line as usize == lines[0] {
+                        outer as u64
+                    } else {
+                        inner as u64
+                    };
+                    assert_eq!(r.iterations, expected, "{what}: loop at line {}", r.line);
+                }
+            }
+        }
+    }
+}
+
 const RATES: (f64, f64, f64) = (0.3, 0.4, 0.5);
 
 fn fixed_point_options(line: usize, tolerance: f64, max: u64) -> AdjointOptions {
