@@ -37,9 +37,13 @@ pub struct StressArgs {
     /// Skip schema validation of programs and outputs.
     #[arg(long)]
     no_xsd: bool,
-    /// The checkpointing variant instead of the flag variants: every
-    /// `ForLoop` marked `--checkpoint-loop` (1 to 3 snapshots), the
-    /// checkpointed adjoint against the adjoint without checkpointing.
+    /// The checkpointing variant instead of the flag variants, on programs
+    /// that also hold counted loops left by an exit and fixed-point
+    /// iterations: every loop marked `--checkpoint-loop` (1 to 3
+    /// snapshots; online where the trip count is not known on entry), the
+    /// fixed-point iterations `--fixed-point-loop`, every `ForLoop`
+    /// `--independent-loop`; each marked adjoint against the adjoint
+    /// without marks.
     #[arg(long)]
     checkpoint_loops: bool,
     /// Candidates tried when shrinking a failing program.

@@ -752,7 +752,10 @@ fn plain_seq(
     let mut pendings: Vec<Pending> = vec![std::mem::take(pending)];
     // Open branches (the copy and its arms' ends) and loops (the copy).
     let mut branches: Vec<(String, Pending)> = Vec::new();
-    let mut loops: Vec<String> = Vec::new();
+    // Open loops: the copy, and the dangling edges of the exits that leave
+    // it (a loop nested in the body is left by its own exits, which go on
+    // after it, not out of the loop being copied).
+    let mut loops: Vec<(String, Pending)> = Vec::new();
     walk(regions, false, |event| {
         let top = pendings.len() - 1;
         match event {
@@ -765,7 +768,10 @@ fn plain_seq(
                 connect(b, out, &mut pendings[top], &id);
                 pendings[top].push((id, None));
             }
-            Event::Exit => exits.append(&mut pendings[top]),
+            Event::Exit => match loops.last_mut() {
+                Some((_, nested)) => nested.append(&mut pendings[top]),
+                None => exits.append(&mut pendings[top]),
+            },
             Event::BranchStart(Region::Branch { vertex, .. }) => {
                 let kind = c.original.vertices[*vertex].kind.clone();
                 let id = copy_vertex(c, b, out, *vertex, kind);
@@ -803,17 +809,18 @@ fn plain_seq(
                 connect(b, out, &mut pendings[top], &id);
                 let value = c.original.edges[*body_edge].condition_value();
                 pendings.push(vec![(id.clone(), value)]);
-                loops.push(id);
+                loops.push((id, Pending::new()));
             }
             Event::LoopEnd(Region::Loop { end, exit_edge, .. }) => {
                 let mut body = pendings.pop().unwrap_or_default();
                 let top = pendings.len() - 1;
-                let loop_id = loops.pop().unwrap_or_default();
+                let (loop_id, mut left) = loops.pop().unwrap_or_default();
                 let id = copy_vertex(c, b, out, *end, VertexKind::EndLoop);
                 connect(b, out, &mut body, &id);
                 b.edge(out, &id, &loop_id, None);
                 let value = c.original.edges[*exit_edge].condition_value();
                 pendings[top].push((loop_id, value));
+                pendings[top].append(&mut left);
             }
             Event::BranchStart(_)
             | Event::BranchEnd(_)

@@ -92,6 +92,21 @@ pub struct Report {
     pub refused_loops: usize,
     /// See `checkpointed_loops`.
     pub loop_instances: usize,
+    /// Reversed instances by schedule, fixed-point marks given and
+    /// refused ([`crate::check::Counts`]).
+    pub binomial_instances: usize,
+    /// See `binomial_instances`.
+    pub online_instances: usize,
+    /// See `binomial_instances`.
+    pub exit_instances: usize,
+    /// See `binomial_instances`.
+    pub fixed_point_instances: usize,
+    /// See `binomial_instances`.
+    pub independent_instances: usize,
+    /// See `binomial_instances`.
+    pub fixed_point_loops: usize,
+    /// See `binomial_instances`.
+    pub refused_fixed_point_loops: usize,
     /// Programs showing each construct of the generator.
     pub constructs: BTreeMap<String, usize>,
     /// Wall time.
@@ -128,7 +143,37 @@ pub fn program_size(k: usize, max: usize) -> usize {
 /// Checks one generated program (no schema validation).
 pub fn check_program(checker: &Checker, p: &gen::Program, seed: u64) -> crate::Outcome {
     let text = gen::to_xaif(p, "");
-    checker.check(&text, p.n, p.m, &p.dead_names(), seed)
+    checker.check_with_fixed_points(
+        &text,
+        p.n,
+        p.m,
+        &p.dead_names(),
+        seed,
+        None,
+        &fixed_points(p),
+    )
+}
+
+/// The fixed-point iterations of a generated program: (routine, line).
+pub fn fixed_points(p: &gen::Program) -> Vec<(String, i64)> {
+    gen::fixed_point_lines(p)
+        .into_iter()
+        .enumerate()
+        .flat_map(|(r, lines)| {
+            let name = p.routines[r].name.clone();
+            lines.into_iter().map(move |l| (name.clone(), l as i64))
+        })
+        .collect()
+}
+
+/// The programs a checker's campaign draws: those with the loops the
+/// loop marks are for when it checks them.
+pub fn sequence(checker: &Checker) -> gen::Sequence {
+    if checker.checkpoint_loops {
+        gen::Sequence::LoopKinds
+    } else {
+        gen::Sequence::Default
+    }
 }
 
 /// `xmllint --schema` over many files; the files that do not validate,
@@ -206,7 +251,7 @@ impl Campaign {
                     let k = self.first + i;
                     let seed = program_seed(self.seed, k);
                     let size = program_size(k, self.max_size);
-                    let p = gen::program(seed, size);
+                    let p = sequence(checker).program(seed, size);
                     let features = gen::features(&p);
                     let outcome = check_program(checker, &p, seed);
                     let mut files = Vec::new();
@@ -238,6 +283,14 @@ impl Campaign {
                     r.checkpointed_loops += outcome.counts.checkpointed_loops;
                     r.refused_loops += outcome.counts.refused_loops;
                     r.loop_instances += outcome.counts.loop_instances;
+                    let c = &outcome.counts;
+                    r.binomial_instances += c.binomial_instances;
+                    r.online_instances += c.online_instances;
+                    r.exit_instances += c.exit_instances;
+                    r.fixed_point_instances += c.fixed_point_instances;
+                    r.independent_instances += c.independent_instances;
+                    r.fixed_point_loops += c.fixed_point_loops;
+                    r.refused_fixed_point_loops += c.refused_fixed_point_loops;
                     for f in features {
                         *r.constructs.entry(f).or_default() += 1;
                     }
@@ -365,13 +418,14 @@ impl Campaign {
             }
             let text = gen::to_xaif(p, "");
             checker
-                .check_only(
+                .check_with_fixed_points(
                     &text,
                     p.n,
                     p.m,
                     &p.dead_names(),
                     f.seed,
                     Some(&f.finding.variant),
+                    &fixed_points(p),
                 )
                 .findings
                 .iter()
@@ -379,7 +433,7 @@ impl Campaign {
         };
         let quiet = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
-        let p = gen::shrink(f.seed, f.size, self.shrink_steps, fails);
+        let p = sequence(checker).shrink(f.seed, f.size, self.shrink_steps, fails);
         std::panic::set_hook(quiet);
         let outcome = check_program(checker, &p, f.seed);
         let detail = outcome
@@ -465,8 +519,17 @@ pub fn summary(c: &Campaign, r: &Report) -> String {
     if r.checkpointed_loops + r.refused_loops > 0 {
         let _ = writeln!(
             s,
-            "checkpointed loops: {} marked, {} refused (left by a jump, or their body unstructured by one), {} reversed instances on the binomial schedule checked",
-            r.checkpointed_loops, r.refused_loops, r.loop_instances
+            "checkpointed loops: {} marked, {} refused (left by a jump, or their body unstructured by one); fixed-point loops: {} marked, {} refused; {} reversed instances checked: {} binomial, {} online ({} of them counted loops left by an exit), {} fixed-point, {} independent",
+            r.checkpointed_loops,
+            r.refused_loops,
+            r.fixed_point_loops,
+            r.refused_fixed_point_loops,
+            r.loop_instances,
+            r.binomial_instances,
+            r.online_instances,
+            r.exit_instances,
+            r.fixed_point_instances,
+            r.independent_instances
         );
     }
     for f in &r.failures {

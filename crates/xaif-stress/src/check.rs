@@ -21,6 +21,14 @@ pub struct Limits {
     pub exact: f64,
     /// Relative tolerance between the tangent and central differences.
     pub dd: f64,
+    /// Relative tolerance between the adjoint with loop marks
+    /// (checkpointed, online, independent) and the one without: the same
+    /// operations in the same order, so rounding alone.
+    pub marked: f64,
+    /// Relative tolerance between the adjoint with fixed-point iterations
+    /// marked and the one without (`docs/checkpointing.md`: the two-phase
+    /// adjoint's promise for an iteration converged to machine precision).
+    pub fixed_point: f64,
 }
 
 impl Default for Limits {
@@ -30,6 +38,8 @@ impl Default for Limits {
             h: 1e-6,
             exact: 1e-9,
             dd: 1e-5,
+            marked: 1e-12,
+            fixed_point: 1e-8,
         }
     }
 }
@@ -78,6 +88,23 @@ pub struct Counts {
     /// Reversed instances of checkpointed loops whose forward steps were
     /// checked against `t(l, s)`.
     pub loop_instances: usize,
+    /// Among `loop_instances`, by schedule: binomial, online (of them on
+    /// a counted loop left by an exit), fixed-point, independent.
+    pub binomial_instances: usize,
+    /// See `binomial_instances`.
+    pub online_instances: usize,
+    /// See `binomial_instances`.
+    pub exit_instances: usize,
+    /// See `binomial_instances`.
+    pub fixed_point_instances: usize,
+    /// See `binomial_instances`.
+    pub independent_instances: usize,
+    /// Fixed-point iterations marked `--fixed-point-loop`, and those
+    /// refused (in a routine a jump makes unstructured, or with no active
+    /// state: parameters that depend on no independent).
+    pub fixed_point_loops: usize,
+    /// See `fixed_point_loops`.
+    pub refused_fixed_point_loops: usize,
 }
 
 /// The outcome of checking one program.
@@ -234,6 +261,15 @@ pub fn variants(dead: &[String]) -> Vec<Variant> {
 
 /// The name of the checkpointing variant's findings.
 pub const CHECKPOINTED: &str = "adjoint --checkpoint-loop";
+
+/// The variant name of the checkpointing variant's adjoint with the
+/// fixed-point iterations marked `--fixed-point-loop` (it starts with
+/// [`CHECKPOINTED`]: shrinking repeats the checkpointing variant).
+pub const FIXED_POINT: &str = "adjoint --checkpoint-loop --fixed-point-loop";
+
+/// The variant name of the checkpointing variant's adjoint with every
+/// `ForLoop` marked `--independent-loop` (see [`FIXED_POINT`]).
+pub const INDEPENDENT: &str = "adjoint --checkpoint-loop --independent-loop";
 
 /// What the checks need besides the program.
 pub struct Checker {
@@ -623,6 +659,25 @@ impl Checker {
         self.check_only(text, n, m, dead, seed, None)
     }
 
+    /// [`Checker::check_only`] of a program whose loops at `fixed_points`
+    /// (routine, `lineNumber`) are fixed-point iterations, which the
+    /// checkpointing variant also marks `--fixed-point-loop`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_with_fixed_points(
+        &self,
+        text: &str,
+        n: usize,
+        m: usize,
+        dead: &[String],
+        seed: u64,
+        only: Option<&str>,
+        fixed_points: &[(String, i64)],
+    ) -> Outcome {
+        let mut outcome = self.check_all(text, n, m, dead, seed, only, fixed_points);
+        outcome.findings = merge(std::mem::take(&mut outcome.findings));
+        outcome
+    }
+
     /// [`Checker::check`], but with `only` the default tangent (the
     /// reference) and the one variant a finding names
     /// ([`Finding::variant`]): what shrinking repeats.
@@ -635,11 +690,10 @@ impl Checker {
         seed: u64,
         only: Option<&str>,
     ) -> Outcome {
-        let mut outcome = self.check_all(text, n, m, dead, seed, only);
-        outcome.findings = merge(std::mem::take(&mut outcome.findings));
-        outcome
+        self.check_with_fixed_points(text, n, m, dead, seed, only, &[])
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn check_all(
         &self,
         text: &str,
@@ -648,6 +702,7 @@ impl Checker {
         dead: &[String],
         seed: u64,
         only: Option<&str>,
+        fixed_points: &[(String, i64)],
     ) -> Outcome {
         let full = only.is_none();
         let wanted = |name: &str| only.is_none_or(|o| o.starts_with(name));
@@ -768,7 +823,14 @@ impl Checker {
         let adjoints = self.default_adjoints(&mut runs, &program, &jt, seed, only);
         if self.checkpoint_loops {
             if wanted(CHECKPOINTED) {
-                crate::loops::check_checkpointed(self, &mut runs, &program, &adjoints, full);
+                crate::loops::check_checkpointed(
+                    self,
+                    &mut runs,
+                    &program,
+                    &adjoints,
+                    full,
+                    fixed_points,
+                );
             }
             return runs.outcome;
         }

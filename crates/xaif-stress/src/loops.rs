@@ -14,13 +14,14 @@
 //! a jump makes unstructured).
 
 use xaif_cfrev::checkpoint::LoopMark;
-use xaif_cfrev::marks::IndependentMark;
+use xaif_cfrev::marks::{FixedPointMark, IndependentMark};
 use xaif_cfrev::AdjointOptions;
 use xaif_interp::{Harness, Jacobian, LoopRecord, Mode};
 use xaif_model::{Program, RoutineBody, VertexKind};
 
 use crate::check::{
-    finding, guarded, jacobian_difference, output_text, Checker, Runs, CHECKPOINTED,
+    finding, guarded, jacobian_difference, output_text, Checker, Runs, CHECKPOINTED, FIXED_POINT,
+    INDEPENDENT,
 };
 
 /// Why a loop may be refused without that being a finding.
@@ -53,23 +54,77 @@ fn marks(p: &Program) -> Vec<LoopMark> {
     out
 }
 
+/// Which marks a checkpointing-variant transformation gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pass {
+    /// Every loop `--checkpoint-loop` (binomial when counted, online
+    /// otherwise: while and post-test loops, loops left by an exit).
+    Checkpoint,
+    /// The fixed-point iterations `--fixed-point-loop`, the other loops
+    /// `--checkpoint-loop`.
+    FixedPoint,
+    /// Every `ForLoop` `--independent-loop`.
+    Independent,
+}
+
+/// The adjoint tolerance and iteration limit the fixed-point marks give.
+const FIXED_POINT_TOLERANCE: f64 = 1e-12;
+/// See [`FIXED_POINT_TOLERANCE`].
+const FIXED_POINT_MAX_ITERATIONS: u64 = 1000;
+
+/// Whether error `e` names the mark `flag routine:line` (and not one of a
+/// longer line number).
+fn names(e: &str, flag: &str, routine: &str, line: i64) -> bool {
+    let needle = format!("{flag} {routine}:{line}");
+    e.match_indices(&needle).any(|(at, _)| {
+        !e[at + needle.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
 /// The checkpointed adjoint with as many loops marked as can be: refused
 /// marks are dropped (counted; a finding when unexpected).
 ///
-/// With `independent`, the `ForLoop`s are marked `--independent-loop`
-/// instead: a refusal naming the mark is expected (random loops often
-/// carry a dependence); an accepted mark is checked by its Jacobian.
+/// With [`Pass::Independent`], the `ForLoop`s are marked
+/// `--independent-loop` instead: a refusal naming the mark is expected
+/// (random loops often carry a dependence); an accepted mark is checked by
+/// its Jacobian. With [`Pass::FixedPoint`], the loops at `fixed_points`
+/// are marked `--fixed-point-loop`: a refusal is expected where a
+/// checkpoint mark's would be, or when the iteration carries no active
+/// state (its parameters depend on no independent).
 fn transform(
     checker: &Checker,
     runs: &mut Runs<'_>,
     p: &Program,
-    independent: bool,
-) -> Option<String> {
+    pass: Pass,
+    fixed_points: &[(String, i64)],
+) -> Option<(String, String)> {
     let mut options = AdjointOptions {
         checkpoint_loops: marks(p),
         ..AdjointOptions::default()
     };
-    if independent {
+    if pass == Pass::FixedPoint {
+        let (fixed, others): (Vec<LoopMark>, Vec<LoopMark>) = options
+            .checkpoint_loops
+            .drain(..)
+            .partition(|m| fixed_points.contains(&(m.routine.clone(), m.line)));
+        options.checkpoint_loops = others;
+        options.fixed_point_loops = fixed
+            .into_iter()
+            .map(|m| FixedPointMark {
+                routine: m.routine,
+                line: m.line,
+                tolerance: FIXED_POINT_TOLERANCE,
+                max_iterations: FIXED_POINT_MAX_ITERATIONS,
+            })
+            .collect();
+        if options.fixed_point_loops.is_empty() {
+            return None;
+        }
+    }
+    if pass == Pass::Independent {
         options.independent_loops = options
             .checkpoint_loops
             .drain(..)
@@ -92,7 +147,10 @@ fn transform(
             .collect();
     }
     loop {
-        if options.checkpoint_loops.is_empty() && options.independent_loops.is_empty() {
+        if options.checkpoint_loops.is_empty()
+            && options.independent_loops.is_empty()
+            && options.fixed_point_loops.is_empty()
+        {
             return None;
         }
         runs.outcome.counts.transformations += 1;
@@ -105,28 +163,67 @@ fn transform(
             Ok(text) => {
                 runs.outcome.counts.checkpointed_loops +=
                     options.checkpoint_loops.len() + options.independent_loops.len();
-                return Some(text);
+                runs.outcome.counts.fixed_point_loops += options.fixed_point_loops.len();
+                let flags: Vec<String> = options
+                    .checkpoint_loops
+                    .iter()
+                    .map(|m| format!("--checkpoint-loop {}:{}:{}", m.routine, m.line, m.snapshots))
+                    .chain(options.fixed_point_loops.iter().map(|m| {
+                        format!(
+                            "--fixed-point-loop {}:{}:{}:{}",
+                            m.routine, m.line, m.tolerance, m.max_iterations
+                        )
+                    }))
+                    .chain(
+                        options
+                            .independent_loops
+                            .iter()
+                            .map(|m| format!("--independent-loop {}:{}", m.routine, m.line)),
+                    )
+                    .collect();
+                return Some((text, flags.join(" ")));
             }
             Err(e) => e,
         };
-        if independent {
+        if pass == Pass::Independent {
             let named = options
                 .independent_loops
                 .iter()
-                .position(|m| e.contains(&format!("--independent-loop {}:{}", m.routine, m.line)));
+                .position(|m| names(&e, "--independent-loop", &m.routine, m.line));
             let Some(k) = named else {
                 runs.outcome.findings.push(finding(
                     format!(
                         "independent-loop adjoint: {}",
                         crate::check::error_class(&e)
                     ),
-                    CHECKPOINTED,
+                    INDEPENDENT,
                     e,
                 ));
                 return None;
             };
             runs.outcome.counts.refused_loops += 1;
             options.independent_loops.remove(k);
+            continue;
+        }
+        if let Some(k) = options
+            .fixed_point_loops
+            .iter()
+            .position(|m| names(&e, "--fixed-point-loop", &m.routine, m.line))
+        {
+            if !EXPECTED_REFUSALS.iter().any(|why| e.contains(why))
+                && !e.contains("not a fixed-point iteration: no active variable is carried")
+            {
+                runs.outcome.findings.push(finding(
+                    format!(
+                        "fixed-point loop refused: {}",
+                        crate::check::error_class(&e)
+                    ),
+                    FIXED_POINT,
+                    e,
+                ));
+            }
+            runs.outcome.counts.refused_fixed_point_loops += 1;
+            options.fixed_point_loops.remove(k);
             continue;
         }
         let named = options
@@ -136,7 +233,11 @@ fn transform(
         let Some(k) = named else {
             runs.outcome.findings.push(finding(
                 format!("checkpointed adjoint: {}", crate::check::error_class(&e)),
-                CHECKPOINTED,
+                if pass == Pass::FixedPoint {
+                    FIXED_POINT
+                } else {
+                    CHECKPOINTED
+                },
                 e,
             ));
             return None;
@@ -157,39 +258,77 @@ fn transform(
 }
 
 /// Checks the checkpointed adjoint of `p` against `adjoints`, the
-/// Jacobians of the adjoint without checkpointing by mode.
+/// Jacobians of the adjoint without checkpointing by mode; with the loops
+/// at `fixed_points` (routine, line) marked `--fixed-point-loop` too when
+/// there are any.
 pub(crate) fn check_checkpointed(
     checker: &Checker,
     runs: &mut Runs<'_>,
     p: &Program,
     adjoints: &[(Mode, Jacobian)],
     full: bool,
+    fixed_points: &[(String, i64)],
 ) {
-    for independent in [false, true] {
+    for pass in [Pass::Checkpoint, Pass::FixedPoint, Pass::Independent] {
+        if pass == Pass::FixedPoint && fixed_points.is_empty() {
+            continue;
+        }
         check_marked(
             checker,
             runs,
             p,
             adjoints,
-            full && !independent,
-            independent,
+            full && pass == Pass::Checkpoint,
+            pass,
+            fixed_points,
         );
     }
 }
 
-/// [`check_checkpointed`] with the loops marked `--checkpoint-loop`, or
-/// `--independent-loop` when `independent`.
+/// [`check_checkpointed`] with the marks of `pass`.
 fn check_marked(
     checker: &Checker,
     runs: &mut Runs<'_>,
     p: &Program,
     adjoints: &[(Mode, Jacobian)],
     full: bool,
-    independent: bool,
+    pass: Pass,
+    fixed_points: &[(String, i64)],
 ) {
-    let Some(text) = transform(checker, runs, p, independent) else {
+    let Some((text, flags)) = transform(checker, runs, p, pass, fixed_points) else {
         return;
     };
+    let variant = match pass {
+        Pass::Checkpoint => CHECKPOINTED,
+        Pass::FixedPoint => FIXED_POINT,
+        Pass::Independent => INDEPENDENT,
+    };
+    let tolerance = if pass == Pass::FixedPoint {
+        checker.limits.fixed_point
+    } else {
+        checker.limits.marked
+    };
+    // The counted loops left by an exit, whose online instances are
+    // counted apart.
+    let for_loops: Vec<(String, i64)> = p
+        .routines
+        .iter()
+        .filter_map(|(_, r)| match &r.body {
+            RoutineBody::Graph(cfg) => Some((r, *cfg)),
+            _ => None,
+        })
+        .flat_map(|(r, cfg)| {
+            p.cfgs[cfg]
+                .vertex_ids()
+                .filter_map(move |v| match p.vertices[v].kind {
+                    VertexKind::ForLoop { .. } => p.vertices[v]
+                        .attrs
+                        .int("lineNumber")
+                        .map(|l| (r.symbol_name().to_string(), l)),
+                    _ => None,
+                })
+        })
+        .collect();
     let prog = guarded(|| {
         let (out, source) = xaif_model::read_program_str(&text, None).map_err(|e| e.to_string())?;
         xaif_model::validate_program(&out, &source).map_err(|e| e.to_string())?;
@@ -207,7 +346,7 @@ fn check_marked(
         }
     };
     for (mode, plain) in adjoints {
-        let what = format!("{CHECKPOINTED} ({mode:?})");
+        let what = format!("{variant} ({mode:?})");
         runs.outcome.counts.runs += 1;
         let spec = runs.spec();
         let steps = checker.limits.step_budget;
@@ -239,12 +378,22 @@ fn check_marked(
             ));
         }
         let d = jacobian_difference(plain, &o.jacobian);
-        if d > checker.limits.exact || d.is_nan() {
+        if d > tolerance || d.is_nan() {
             runs.outcome.findings.push(finding(
-                "checkpointed adjoint differs from the adjoint without checkpointing",
+                match pass {
+                    Pass::Checkpoint => {
+                        "checkpointed adjoint differs from the adjoint without checkpointing"
+                    }
+                    Pass::FixedPoint => {
+                        "fixed-point adjoint differs from the adjoint without marks"
+                    }
+                    Pass::Independent => {
+                        "independent-loop adjoint differs from the adjoint without marks"
+                    }
+                },
                 &what,
                 format!(
-                    "worst relative difference {d:.3e}\nwithout:\n{}with:\n{}",
+                    "{flags}: worst relative difference {d:.3e}\nwithout:\n{}with:\n{}",
                     plain.to_out("AD"),
                     o.jacobian.to_out("AD")
                 ),
@@ -252,6 +401,27 @@ fn check_marked(
         }
         for r in &o.stats.checkpointed_loops {
             runs.outcome.counts.loop_instances += 1;
+            match r.schedule {
+                "fixed-point" => runs.outcome.counts.fixed_point_instances += 1,
+                "independent" => runs.outcome.counts.independent_instances += 1,
+                "online" => {
+                    runs.outcome.counts.online_instances += 1;
+                    if for_loops.contains(&(r.routine.clone(), r.line)) {
+                        runs.outcome.counts.exit_instances += 1;
+                    }
+                }
+                _ => runs.outcome.counts.binomial_instances += 1,
+            }
+            if r.schedule == "fixed-point" && r.converged != Some(true) {
+                runs.outcome.findings.push(finding(
+                    "fixed-point loop's adjoint not converged",
+                    &what,
+                    format!(
+                        "loop at line {} of {}: {} iterations, converged {:?} after {:?} adjoint iterations, final change {:?}",
+                        r.line, r.routine, r.iterations, r.converged, r.adjoint_iterations, r.final_change
+                    ),
+                ));
+            }
             if let Err((check, detail)) = check_record(r) {
                 runs.outcome.findings.push(finding(check, &what, detail));
             }

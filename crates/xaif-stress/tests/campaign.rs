@@ -128,7 +128,9 @@ fn slices_of_a_campaign_check_what_the_whole_checks() {
 /// A sample of the checkpointing campaign (`cargo xtask stress
 /// --checkpoint-loops`): every loop of every program marked, the
 /// checkpointed adjoints held against the adjoints without checkpointing,
-/// no disagreement; loops are marked and reversed on the binomial schedule.
+/// no disagreement; loops are marked and reversed on every schedule:
+/// binomial, online (counted loops left by an exit among them),
+/// fixed-point, independent.
 #[test]
 fn a_short_checkpointing_campaign_finds_nothing() {
     let Some(mut checker) = checker() else { return };
@@ -140,4 +142,35 @@ fn a_short_checkpointing_campaign_finds_nothing() {
     assert!(report.failures.is_empty(), "{text}");
     assert!(report.checkpointed_loops >= 40, "{text}");
     assert!(report.loop_instances >= 100, "{text}");
+    for (schedule, instances) in [
+        ("binomial", report.binomial_instances),
+        ("online", report.online_instances),
+        ("online, of an exit loop", report.exit_instances),
+        ("fixed-point", report.fixed_point_instances),
+        ("independent", report.independent_instances),
+    ] {
+        assert!(instances > 0, "no {schedule} instance: {text}");
+    }
+    assert!(report.fixed_point_loops > 0, "{text}");
+}
+
+/// Programs of the checkpointing campaign (seed 1) whose while or counted
+/// loops hold loops left by an exit, all marked: the untaped copies of the
+/// outer loop's body sent the inner loops' exits out of the outer loop,
+/// which then ended after one iteration in the taping sweep (a wrong
+/// Jacobian, exit 0).
+#[test]
+fn exits_of_nested_loops_leave_only_their_loop() {
+    let Some(mut checker) = checker() else { return };
+    checker.checkpoint_loops = true;
+    for first in [663, 1078, 1495] {
+        let mut c = campaign(1, 1, 1, false);
+        c.first = first;
+        c.max_size = 8;
+        let report = c.run(&checker, false).unwrap();
+        let _ = std::fs::remove_dir_all(&c.out);
+        let text = summary(&c, &report);
+        assert!(report.failures.is_empty(), "program {first}: {text}");
+        assert!(report.online_instances > 0, "program {first}: {text}");
+    }
 }

@@ -190,6 +190,59 @@ pub fn time_loop(n: i64, ending: Ending, unstructured: bool) -> Program {
     program(3, 2, vec![head(3, 2, locals, body, unstructured)])
 }
 
+/// Time loops nested in a time loop: `head(x(2), y(2))`, state `u` from
+/// `x(1)`, parameter `p = x(2)`; `do while (k < outer)` holds `do i = 1,
+/// 1000` left by an exit after `inner` iterations of `u = u + 0.01 sin(u)
+/// p`; then `y(1) = u`, `y(2) = p u`. Marked together, the inner loop's
+/// exit must leave only the inner loop.
+pub fn nested_time_loops(outer: i64, inner: i64) -> Program {
+    let (u, p, k, j, i) = (l(0), l(1), l(2), l(3), l(4));
+    let locals = vec![
+        scalar("U", Role::Active),
+        scalar("P", Role::Active),
+        scalar("K", Role::Count),
+        scalar("J", Role::Count),
+        scalar("I", Role::Loop),
+    ];
+    let step = Stmt::Assign(
+        Ref::whole(u),
+        add(
+            e(u),
+            mul(Expr::Real(0.01), mul(op("sin_scal", vec![e(u)]), e(p))),
+        ),
+    );
+    let inner_loop = Stmt::Do {
+        var: i,
+        lo: Expr::Int(1),
+        hi: Expr::Int(1000),
+        step: crate::gen::ast::Step::Up,
+        body: vec![
+            step,
+            Stmt::Assign(Ref::whole(j), add(e(j), Expr::Int(1))),
+            Stmt::Exit(op("greater_or_equal", vec![e(j), Expr::Int(inner)])),
+        ],
+        explicit: false,
+    };
+    let outer_loop = Stmt::While {
+        cond: op("less_than", vec![e(k), Expr::Int(outer)]),
+        body: vec![
+            Stmt::Assign(Ref::whole(j), Expr::Int(0)),
+            inner_loop,
+            Stmt::Assign(Ref::whole(k), add(e(k), Expr::Int(1))),
+        ],
+        post: false,
+    };
+    let body = vec![
+        Stmt::Assign(Ref::whole(u), x(1)),
+        Stmt::Assign(Ref::whole(p), x(2)),
+        Stmt::Assign(Ref::whole(k), Expr::Int(0)),
+        outer_loop,
+        Stmt::Assign(y(1), e(u)),
+        Stmt::Assign(y(2), mul(e(p), e(u))),
+    ];
+    program(2, 2, vec![head(2, 2, locals, body, true)])
+}
+
 /// How a fixed-point loop ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FixedPointForm {
@@ -204,6 +257,18 @@ pub enum FixedPointForm {
 /// 1e-15 (200 iterations at most); then `y(1) = z1`, `y(2) = z2 x(3)`.
 /// `rates = (a, b, c)`.
 pub fn fixed_point(form: FixedPointForm, rates: (f64, f64, f64), unstructured: bool) -> Program {
+    fixed_point_limited(form, rates, unstructured, 200)
+}
+
+/// [`fixed_point`] with at most `limit` iterations instead of 200: with 0
+/// or 1, the unmarked adjoint tapes the code around the loop and no or one
+/// iteration (what a fixed-point loop's adjoint may hold at once).
+pub fn fixed_point_limited(
+    form: FixedPointForm,
+    rates: (f64, f64, f64),
+    unstructured: bool,
+    limit: i64,
+) -> Program {
     let (z1, z2, w1, w2, err, it) = (l(0), l(1), l(2), l(3), l(4), l(5));
     let locals = vec![
         scalar("Z1", Role::Active),
@@ -244,7 +309,7 @@ pub fn fixed_point(form: FixedPointForm, rates: (f64, f64, f64), unstructured: b
                     "and",
                     vec![
                         op("greater_than", vec![e(err), Expr::Real(1e-15)]),
-                        op("less_than", vec![e(it), Expr::Int(200)]),
+                        op("less_than", vec![e(it), Expr::Int(limit)]),
                     ],
                 ),
                 body,
@@ -259,7 +324,7 @@ pub fn fixed_point(form: FixedPointForm, rates: (f64, f64, f64), unstructured: b
             Stmt::Do {
                 var: it,
                 lo: Expr::Int(1),
-                hi: Expr::Int(200),
+                hi: Expr::Int(limit),
                 step: crate::gen::ast::Step::Up,
                 body,
                 explicit: false,

@@ -304,6 +304,7 @@ pub fn build(recipe: &Recipe) -> Program {
             loops: Vec::new(),
             exits: 0,
             jumps: false,
+            loop_kinds: recipe.loop_kinds,
             sum: Summary {
                 written: vec![false; 0],
                 ..Summary::default()
@@ -533,6 +534,8 @@ struct Rb<'a> {
     /// Loops an `exit` may leave.
     exits: usize,
     jumps: bool,
+    /// Whether to make the loops of [`Recipe::loop_kinds`] too.
+    loop_kinds: bool,
     sum: Summary,
     /// Formals the routine must not write (so that callers may pass
     /// values of another activity or constants).
@@ -587,6 +590,10 @@ enum Kind {
     Marker,
     Flag,
     Reshape,
+    /// A counted loop left by an exit (loop-kinds programs only).
+    ExitLoop,
+    /// A fixed-point iteration (loop-kinds programs only).
+    FixedPoint,
 }
 
 const KINDS: [(u32, Kind); 18] = [
@@ -608,6 +615,30 @@ const KINDS: [(u32, Kind); 18] = [
     (2, Kind::Marker),
     (2, Kind::Flag),
     (1, Kind::Reshape),
+];
+
+/// [`KINDS`] and the loops of [`Recipe::loop_kinds`] programs.
+const LOOP_KINDS: [(u32, Kind); 20] = [
+    (30, Kind::Assign),
+    (9, Kind::Vector),
+    (5, Kind::Index),
+    (3, Kind::Count),
+    (14, Kind::Call),
+    (10, Kind::Do),
+    (3, Kind::While),
+    (1, Kind::Post),
+    (7, Kind::If),
+    (3, Kind::Select),
+    (3, Kind::Exit),
+    (2, Kind::Return),
+    (2, Kind::GotoLoop),
+    (2, Kind::GotoSkip),
+    (1, Kind::Direct),
+    (2, Kind::Marker),
+    (2, Kind::Flag),
+    (1, Kind::Reshape),
+    (6, Kind::ExitLoop),
+    (5, Kind::FixedPoint),
 ];
 
 impl Rb<'_> {
@@ -1532,7 +1563,11 @@ impl Rb<'_> {
 
     fn stmt(&mut self, s: &StmtRecipe, nesting: usize, out: &mut Vec<Stmt>) {
         let mut ch = Ch::new(&s.params);
-        let kind = Ch::new(&[s.kind]).weighted(&KINDS);
+        let kind = if self.loop_kinds {
+            Ch::new(&[s.kind]).weighted(&LOOP_KINDS)
+        } else {
+            Ch::new(&[s.kind]).weighted(&KINDS)
+        };
         match kind {
             Kind::Assign => self.assign(&mut ch, out),
             Kind::Vector => self.vector_assign(&mut ch, out),
@@ -1699,7 +1734,227 @@ impl Rb<'_> {
                 out.push(Stmt::Assign(Ref::whole(v), rhs));
             }
             Kind::Exit => self.assign(&mut ch, out),
+            Kind::ExitLoop => self.exit_loop(&mut ch, s, nesting, out),
+            Kind::FixedPoint => self.fixed_point(&mut ch, out),
         }
+    }
+
+    /// `k = 0; do i = 1, hi; …; k = k + 1; if (k >= limit [.or. c]) exit;
+    /// …; end do`: a counted loop left by an exit (the form a front end
+    /// gives Fortran `EXIT`), with the exit first, between the body's two
+    /// parts or last; its count (`hi`) sometimes ends it before the exit
+    /// does.
+    fn exit_loop(&mut self, ch: &mut Ch<'_>, s: &StmtRecipe, nesting: usize, out: &mut Vec<Stmt>) {
+        let k = self.fresh_local(Role::Loop, Dims::Scalar, Vec::new());
+        let i = self.fresh_local(Role::Loop, Dims::Scalar, Vec::new());
+        let limit = ch.pick(7) as i64;
+        let hi = if ch.flag(20) {
+            ch.pick(limit.max(1) as usize) as i64
+        } else {
+            limit + 1 + ch.pick(4) as i64
+        };
+        out.push(Stmt::Assign(Ref::whole(k), Expr::Int(0)));
+        let extra = if ch.flag(30) {
+            Some(self.cond(ch, 1))
+        } else {
+            None
+        };
+        self.loops.push(LoopInfo {
+            var: i,
+            range: (1, hi.max(1)),
+        });
+        self.exits += 1;
+        let first = self.sub_body(s, 0, nesting);
+        let second = self.sub_body(s, 1, nesting);
+        self.exits -= 1;
+        self.loops.pop();
+        let count = Stmt::Assign(
+            Ref::whole(k),
+            Expr::Op("add_scal_scal", vec![Expr::var(k), Expr::Int(1)]),
+        );
+        let done = Expr::Op("greater_or_equal", vec![Expr::var(k), Expr::Int(limit)]);
+        let exit = Stmt::Exit(match extra {
+            Some(c) => Expr::Op("or", vec![done, c]),
+            None => done,
+        });
+        let body = match ch.pick(3) {
+            0 => [vec![exit, count], first, second].concat(),
+            1 => [first, vec![count, exit], second].concat(),
+            _ => [first, second, vec![count, exit]].concat(),
+        };
+        self.jumps = true;
+        out.push(Stmt::Do {
+            var: i,
+            lo: Expr::Int(1),
+            hi: Expr::Int(hi),
+            step: Step::Up,
+            body,
+            explicit: false,
+        });
+    }
+
+    /// A fixed-point iteration: the contraction `z1 ← a cos(z2) + p1`,
+    /// `z2 ← b q sin(z1) + p2` (|a|, |b| ≤ 0.5 and |q| ≤ 1.5: a rate of
+    /// at most 0.75) whose parameters `p1, p2, q` are bounded expressions
+    /// of the routine's variables, from a constant or active first guess,
+    /// iterated until the change `|Δz1| + |Δz2|` is at most
+    /// [`super::FIXED_POINT_TOLERANCE`] (200 iterations at most), as a
+    /// `do while`, a post-test loop or a `DO` left by an exit (tested
+    /// before or after the state's update); then an active variable takes
+    /// `z1 z2` added to it.
+    fn fixed_point(&mut self, ch: &mut Ch<'_>, out: &mut Vec<Stmt>) {
+        let fl = Flavor::Active;
+        let p1 = self.bounded(ch, fl, None, 2);
+        let p2 = self.bounded(ch, fl, None, 2);
+        let q = self.bounded(ch, fl, None, 1);
+        let guess = if ch.flag(50) {
+            self.bounded(ch, fl, None, 1)
+        } else {
+            real_const(ch)
+        };
+        let a = [0.5, -0.4, 0.25, 0.1][ch.pick(4)];
+        let b = [0.3, -0.5, 0.2, 0.45][ch.pick(4)];
+        let z1 = self.fresh_local(Role::Active, Dims::Scalar, Vec::new());
+        let z2 = self.fresh_local(Role::Active, Dims::Scalar, Vec::new());
+        let w1 = self.fresh_local(Role::Active, Dims::Scalar, Vec::new());
+        let w2 = self.fresh_local(Role::Active, Dims::Scalar, Vec::new());
+        let err = self.fresh_local(Role::Active, Dims::Scalar, Vec::new());
+        let it = self.fresh_local(Role::Loop, Dims::Scalar, Vec::new());
+        if let VarId::Local(l) = err {
+            let name = format!("{}{}", super::FIXED_POINT_CHANGE, letters(l));
+            self.p.routines[self.r].locals[l].name = name;
+        }
+        let op = |name: &'static str, args: Vec<Expr>| Expr::Op(name, args);
+        let mut body = vec![
+            Stmt::Assign(
+                Ref::whole(w1),
+                op(
+                    "add_scal_scal",
+                    vec![
+                        op(
+                            "mul_scal_scal",
+                            vec![Expr::Real(a), op("cos_scal", vec![Expr::var(z2)])],
+                        ),
+                        p1,
+                    ],
+                ),
+            ),
+            Stmt::Assign(
+                Ref::whole(w2),
+                op(
+                    "add_scal_scal",
+                    vec![
+                        op(
+                            "mul_scal_scal",
+                            vec![
+                                op("mul_scal_scal", vec![Expr::Real(b), q]),
+                                op("sin_scal", vec![Expr::var(z1)]),
+                            ],
+                        ),
+                        p2,
+                    ],
+                ),
+            ),
+            Stmt::Assign(
+                Ref::whole(err),
+                op(
+                    "add_scal_scal",
+                    vec![
+                        op(
+                            "abs_scal",
+                            vec![op("sub_scal_scal", vec![Expr::var(w1), Expr::var(z1)])],
+                        ),
+                        op(
+                            "abs_scal",
+                            vec![op("sub_scal_scal", vec![Expr::var(w2), Expr::var(z2)])],
+                        ),
+                    ],
+                ),
+            ),
+        ];
+        let update = [
+            Stmt::Assign(Ref::whole(z1), Expr::var(w1)),
+            Stmt::Assign(Ref::whole(z2), Expr::var(w2)),
+        ];
+        let tolerance = Expr::Real(super::FIXED_POINT_TOLERANCE);
+        out.push(Stmt::Assign(Ref::whole(z1), guess));
+        out.push(Stmt::Assign(
+            Ref::whole(z2),
+            Expr::Real(REALS[ch.pick(REALS.len())]),
+        ));
+        let looped = match ch.pick(4) {
+            form @ (0 | 1) => {
+                body.extend(update);
+                body.push(Stmt::Assign(
+                    Ref::whole(it),
+                    op("add_scal_scal", vec![Expr::var(it), Expr::Int(1)]),
+                ));
+                out.push(Stmt::Assign(Ref::whole(err), Expr::Real(1.0)));
+                out.push(Stmt::Assign(Ref::whole(it), Expr::Int(0)));
+                Stmt::While {
+                    cond: op(
+                        "and",
+                        vec![
+                            op("greater_than", vec![Expr::var(err), tolerance]),
+                            op("less_than", vec![Expr::var(it), Expr::Int(200)]),
+                        ],
+                    ),
+                    body,
+                    post: form == 1,
+                }
+            }
+            form => {
+                let exit = Stmt::Exit(op("less_or_equal", vec![Expr::var(err), tolerance]));
+                if form == 2 {
+                    body.push(exit);
+                    body.extend(update);
+                } else {
+                    body.extend(update);
+                    body.push(exit);
+                }
+                self.jumps = true;
+                Stmt::Do {
+                    var: it,
+                    lo: Expr::Int(1),
+                    hi: Expr::Int(200),
+                    step: Step::Up,
+                    body,
+                    explicit: false,
+                }
+            }
+        };
+        out.push(looped);
+        self.note_write(z1);
+        self.note_write(z2);
+        self.note_write(w1);
+        self.note_write(w2);
+        self.note_write(err);
+        // The fixed point flows on.
+        let targets: Vec<VarId> = self
+            .real_targets()
+            .into_iter()
+            .filter(|&v| self.var(v).role == Role::Active)
+            .collect();
+        let Some(&v) = targets.get(ch.pick(targets.len().max(1))) else {
+            return;
+        };
+        let lhs = if self.var(v).rank() == 0 {
+            Ref::whole(v)
+        } else {
+            let r = self.element(ch, v);
+            self.note_ref_subs(&r);
+            r
+        };
+        let rhs = op(
+            "add_scal_scal",
+            vec![
+                Expr::r(lhs.clone()),
+                op("mul_scal_scal", vec![Expr::var(z1), Expr::var(z2)]),
+            ],
+        );
+        self.note_read(v);
+        self.note_write(v);
+        out.push(Stmt::Assign(lhs, rhs));
     }
 
     /// `lhs = rhs` for a real scalar or element.

@@ -20,9 +20,40 @@ struct L<'p> {
     out: String,
     /// Per routine, the line of each `do` (in the order written).
     dos: Vec<Vec<usize>>,
+    /// Per routine, the line of each fixed-point iteration.
+    fixed: Vec<Vec<usize>>,
 }
 
 impl L<'_> {
+    /// Records the loop at line `at` (condition `cond` for a while loop,
+    /// body `body`): a fixed-point iteration when its condition, or an
+    /// exit of its body, tests its change variable.
+    fn note_loop(&mut self, at: usize, cond: Option<&Expr>, body: &[Stmt]) {
+        if let Some(dos) = self.dos.get_mut(self.r) {
+            dos.push(at);
+        }
+        let tests_change = |e: &Expr| {
+            let mut found = false;
+            e.visit_refs(&mut |x| {
+                found |= self
+                    .p
+                    .var(self.r, x.var)
+                    .name
+                    .starts_with(super::FIXED_POINT_CHANGE);
+            });
+            found
+        };
+        let fixed = cond.is_some_and(tests_change)
+            || body
+                .iter()
+                .any(|s| matches!(s, Stmt::Exit(c) if tests_change(c)));
+        if fixed {
+            if let Some(f) = self.fixed.get_mut(self.r) {
+                f.push(at);
+            }
+        }
+    }
+
     fn name(&self, v: VarId) -> String {
         self.p.var(self.r, v).name.clone()
     }
@@ -123,18 +154,14 @@ impl L<'_> {
                         self.e(hi)
                     );
                     let at = self.out.matches('\n').count() + 1;
-                    if let Some(dos) = self.dos.get_mut(self.r) {
-                        dos.push(at);
-                    }
+                    self.note_loop(at, None, body);
                     self.line(d, &t);
                     self.stmts(body, d + 1);
                     self.line(d, "end do");
                 }
                 Stmt::While { cond, body, post } => {
                     let at = self.out.matches('\n').count() + 1;
-                    if let Some(dos) = self.dos.get_mut(self.r) {
-                        dos.push(at);
-                    }
+                    self.note_loop(at, Some(cond), body);
                     if *post {
                         self.line(d, "do  ! PostLoop");
                         self.stmts(body, d + 1);
@@ -240,12 +267,18 @@ pub fn do_lines(p: &Program) -> Vec<Vec<usize>> {
     written(p).dos
 }
 
+/// Per routine, the lines of its fixed-point iterations.
+pub fn fixed_point_lines(p: &Program) -> Vec<Vec<usize>> {
+    written(p).fixed
+}
+
 fn written(p: &Program) -> L<'_> {
     let mut l = L {
         p,
         r: 0,
         out: String::new(),
         dos: vec![Vec::new(); p.routines.len()],
+        fixed: vec![Vec::new(); p.routines.len()],
     };
     let _ = writeln!(
         l.out,

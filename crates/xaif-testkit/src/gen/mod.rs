@@ -45,6 +45,69 @@ fn runner(seed: u64) -> TestRunner {
     )
 }
 
+/// Which programs a sequence holds: the default ones, or those with the
+/// loops the loop marks are for besides ([`Recipe::loop_kinds`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sequence {
+    /// [`program`]'s programs.
+    #[default]
+    Default,
+    /// [`program_with_loop_kinds`]'s programs.
+    LoopKinds,
+}
+
+impl Sequence {
+    fn strategy(self, size: usize) -> proptest::strategy::BoxedStrategy<Recipe> {
+        match self {
+            Sequence::Default => recipe::recipe(size),
+            Sequence::LoopKinds => recipe::recipe_with_loop_kinds(size),
+        }
+    }
+
+    /// Program (`seed`, `size`) of this sequence.
+    pub fn program(self, seed: u64, size: usize) -> Program {
+        let mut r = runner(seed);
+        build(
+            &self
+                .strategy(size)
+                .new_tree(&mut r)
+                .expect("recipe strategies never reject")
+                .current(),
+        )
+    }
+
+    /// [`shrink`] within this sequence.
+    pub fn shrink(
+        self,
+        seed: u64,
+        size: usize,
+        max_steps: usize,
+        mut fails: impl FnMut(&Program) -> bool,
+    ) -> Program {
+        let mut r = runner(seed);
+        let mut tree = self
+            .strategy(size)
+            .new_tree(&mut r)
+            .expect("recipe strategies never reject");
+        let mut best = build(&tree.current());
+        if !tree.simplify() {
+            return best;
+        }
+        for _ in 0..max_steps {
+            let candidate = build(&tree.current());
+            if fails(&candidate) {
+                best = candidate;
+                if !tree.simplify() {
+                    break;
+                }
+            } else if !tree.complicate() {
+                break;
+            }
+        }
+        best
+    }
+}
+
 /// The recipe of program (`seed`, `size`).
 pub fn recipe_for(seed: u64, size: usize) -> Recipe {
     let mut r = runner(seed);
@@ -63,6 +126,14 @@ pub fn build(recipe: &Recipe) -> Program {
 /// (1 to about 20).
 pub fn program(seed: u64, size: usize) -> Program {
     build(&recipe_for(seed, size))
+}
+
+/// Program (`seed`, `size`) with, besides [`program`]'s constructs, counted
+/// loops left by an exit when a counter (or a condition) says so, and
+/// fixed-point iterations ([`fixed_point_lines`]): what the loop marks are
+/// checked on.
+pub fn program_with_loop_kinds(seed: u64, size: usize) -> Program {
+    Sequence::LoopKinds.program(seed, size)
 }
 
 /// The XAIF text of program (`seed`, `size`).
@@ -91,6 +162,21 @@ pub fn loop_lines(p: &Program) -> Vec<Vec<usize>> {
     listing::do_lines(p)
 }
 
+/// Per routine, the lines of its fixed-point iterations (a subset of
+/// [`loop_lines`]): the loops the builder wrote as a contraction iterated
+/// until its change is at most [`FIXED_POINT_TOLERANCE`], recognised by
+/// their change variable, whose name starts with [`FIXED_POINT_CHANGE`].
+pub fn fixed_point_lines(p: &Program) -> Vec<Vec<usize>> {
+    listing::fixed_point_lines(p)
+}
+
+/// The prefix of the name of a fixed-point iteration's change variable.
+pub const FIXED_POINT_CHANGE: &str = "FPERR";
+
+/// The change at which a generated fixed-point iteration stops: its state
+/// is then the fixed point to a few units in the last place.
+pub const FIXED_POINT_TOLERANCE: f64 = 1e-14;
+
 /// Programs as a proptest strategy (shrinking simplifies the program).
 pub fn strategy(size: usize) -> impl Strategy<Value = Program> {
     recipe::recipe(size).prop_map(|r| build(&r))
@@ -102,28 +188,9 @@ pub fn shrink(
     seed: u64,
     size: usize,
     max_steps: usize,
-    mut fails: impl FnMut(&Program) -> bool,
+    fails: impl FnMut(&Program) -> bool,
 ) -> Program {
-    let mut r = runner(seed);
-    let mut tree = recipe::recipe(size)
-        .new_tree(&mut r)
-        .expect("recipe strategies never reject");
-    let mut best = build(&tree.current());
-    if !tree.simplify() {
-        return best;
-    }
-    for _ in 0..max_steps {
-        let candidate = build(&tree.current());
-        if fails(&candidate) {
-            best = candidate;
-            if !tree.simplify() {
-                break;
-            }
-        } else if !tree.complicate() {
-            break;
-        }
-    }
-    best
+    Sequence::Default.shrink(seed, size, max_steps, fails)
 }
 
 /// The constructs a program exercises, by name (`intrinsic:NAME` for every
@@ -135,6 +202,9 @@ pub fn features(p: &Program) -> BTreeSet<String> {
     };
     if p.routines.len() >= 3 {
         add("routines>=3");
+    }
+    if fixed_point_lines(p).iter().any(|l| !l.is_empty()) {
+        add("fixed_point_loop");
     }
     if call_depth(p, 0) >= 3 {
         add("call_depth>=3");
@@ -547,6 +617,9 @@ fn stmt_features(p: &Program, r: usize, s: &Stmt, add: &mut dyn FnMut(&str)) {
             }
             if *explicit {
                 add("do_simple_loop_hint");
+            }
+            if body.iter().any(|s| matches!(s, Stmt::Exit(_))) {
+                add("do_left_by_exit");
             }
         }
         Stmt::While { cond, post, .. } => {

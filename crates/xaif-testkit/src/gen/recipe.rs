@@ -53,6 +53,10 @@ pub struct Recipe {
     pub globals: Vec<VarRecipe>,
     /// Routines; the first is `head`.
     pub routines: Vec<RoutineRecipe>,
+    /// Whether the builder also makes the loops the loop marks are for
+    /// (counted loops left by an exit, fixed-point iterations): the
+    /// programs of `cargo xtask stress --checkpoint-loops`.
+    pub loop_kinds: bool,
 }
 
 fn var_recipe() -> impl Strategy<Value = VarRecipe> {
@@ -118,6 +122,17 @@ pub fn recipe(size: usize) -> BoxedStrategy<Recipe> {
             knobs,
             globals,
             routines,
+            loop_kinds: false,
+        })
+        .boxed()
+}
+
+/// [`recipe`] with [`Recipe::loop_kinds`] set (kept while shrinking).
+pub fn recipe_with_loop_kinds(size: usize) -> BoxedStrategy<Recipe> {
+    recipe(size)
+        .prop_map(|r| Recipe {
+            loop_kinds: true,
+            ..r
         })
         .boxed()
 }
