@@ -304,17 +304,20 @@ fn cheapest_reachable(work: &mut Work, limit: usize) -> Option<i64> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
-    /// The lower bound (the potential and the circuit bound) is at most
-    /// the cheapest cost reachable, in every state a few random moves
-    /// reach, for every goal.
+    /// The lower bound (the potential and the circuit bound, and the cut
+    /// bound where it is on) is at most the cheapest cost reachable, in
+    /// every state a few random moves reach, for every goal.
     #[test]
     fn the_lower_bound_holds_in_every_state(
         lcg in graph(),
         picks in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
     ) {
         let base = ElimGraph::new(&lcg).unwrap();
-        for m in models() {
+        for (m, cut) in models().into_iter().flat_map(|m| [(m, false), (m, true)]) {
             let mut work = Work::new(&base, m, Triviality::Unit);
+            if cut {
+                work.enable_cut_floor();
+            }
             let mut moves = Vec::new();
             for pick in &picks {
                 moves.clear();
@@ -327,7 +330,7 @@ proptest! {
             }
             let bound = work.lower_bound();
             if let Some(best) = cheapest_reachable(&mut work, 20_000) {
-                prop_assert!(bound <= best, "{:?}: bound {} above {}", m, bound, best);
+                prop_assert!(bound <= best, "{:?} (cut {}): bound {} above {}", m, cut, bound, best);
             }
         }
     }
