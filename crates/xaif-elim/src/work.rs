@@ -500,8 +500,8 @@ pub(crate) struct Work {
     /// count only what run-time values make certain.
     constant_reconvergence: bool,
     /// See [`Work::enable_cut_floor`]: the cut sums of the state it was
-    /// computed in, `(run, all)`, when the cut bound is on.
-    cut_floor: Option<(i64, i64)>,
+    /// computed in, `(run, all, ids)`, when the cut bound is on.
+    cut_floor: Option<(i64, i64, i64)>,
 }
 
 /// Measures of the front and back elimination of one edge, valid while
@@ -816,7 +816,7 @@ impl Work {
         true
     }
 
-    /// The cut sums of the current state, `(run, all)`: `run` is the
+    /// The cut sums of the current state, `(run, all, ids)`: `run` is the
     /// larger of the sum over independents `x` of the fewest vertices
     /// (other than `x`) that meet every path from `x` through a run-time
     /// out-edge of `x` to a dependent, and the sum over dependents `y` of
@@ -825,8 +825,10 @@ impl Work {
     /// of `run` and the same sums over every path without an edge of the
     /// constant zero, or `run` where constants reconverge (a constant
     /// edge may then cancel to zero). A product with a run-time factor
-    /// stays run-time even when another factor is zero.
-    fn cut_sums(&self) -> (i64, i64) {
+    /// stays run-time even when another factor is zero. `ids` is the
+    /// larger of the two run-time cut sums, each less the run-time edges
+    /// out of independents (into dependents) beyond their distinct ids.
+    fn cut_sums(&self) -> (i64, i64, i64) {
         let n = self.kinds.len();
         let mut flow = VertexCut::new(n);
         let is_dependent = |v: u32| self.kinds[v as usize] == VertexKind::Dependent;
@@ -878,7 +880,29 @@ impl Work {
         } else {
             run.max(out_all).max(in_all)
         };
-        (run, all)
+        // Run-time edges out of independents (into dependents) beyond
+        // their distinct ids.
+        let excess = |edges: Vec<u32>| {
+            let count = edges.len() as i64;
+            let mut ids = edges;
+            ids.sort_unstable();
+            ids.dedup();
+            count - ids.len() as i64
+        };
+        let ids_of = |kind: VertexKind, out: bool| -> Vec<u32> {
+            (0..n)
+                .filter(|&v| self.present[v] && self.kinds[v] == kind)
+                .flat_map(|v| if out { &self.succ[v] } else { &self.pred[v] })
+                .filter_map(|e| match e.1 {
+                    W::Run(id, _) => Some(id),
+                    _ => None,
+                })
+                .collect()
+        };
+        let ids = (out_run - excess(ids_of(VertexKind::Independent, true)))
+            .max(in_run - excess(ids_of(VertexKind::Dependent, false)))
+            .max(0);
+        (run, all, ids)
     }
 
     /// The cut bound, where [`Work::enable_cut_floor`] turned it on (else
@@ -897,16 +921,26 @@ impl Work {
     ///   out-edges, run-time ones where the path starts with a run-time
     ///   edge (its first edge in `F` includes that edge); the same holds
     ///   for the in-edges of a dependent. The edges of `F` that are not
-    ///   run-time are not the constant zero unless constants reconverge.
+    ///   run-time are not the constant zero unless constants reconverge;
+    /// - an id on an out-edge of `x` in `F` whose paths start with a
+    ///   run-time edge was made by an operation on an out-edge `(x, m)` of
+    ///   `x` or is on such an edge now: it moves only by copies through
+    ///   units, which keep the tail `x` (an independent has no in-edge to
+    ///   copy through) and only narrow the paths it stands for, so all of
+    ///   them cross `m` (one of the edges that carry it now). Those `m`
+    ///   meet every path from `x` through a run-time out-edge, so `F` has
+    ///   at least `ids` distinct ids (an id on several such edges now
+    ///   counts once for all of them; an id made later stays on the edges
+    ///   of one independent); the same holds for dependents.
     ///
     /// Tangent: a run-time edge costs at least two operations and a unit
     /// edge at least the free copy it may give its target, so `F` costs at
     /// least `g + ops + 2·f_run - D_F ≥ g + D + run`. Adjoint (each
     /// distinct factor pushed and popped, no free copy): at least
-    /// `g + ops + 2·f_run + f_other + D_F ≥ g + D + run + all`, in units of
-    /// the cheaper of a multiplication and an addition.
+    /// `g + ops + 2·f_run + f_other + 2·D_F ≥ g + D + run + all + ids`, in
+    /// units of the cheaper of a multiplication and an addition.
     fn cut_bound(&self, scratch: &mut CircuitScratch, stamp: u32) -> i64 {
-        let Some((run, all)) = self.cut_floor else {
+        let Some((run, all, ids)) = self.cut_floor else {
             return i64::MIN;
         };
         let m = &self.model;
@@ -942,7 +976,7 @@ impl Work {
                 }
             }
         }
-        let edges = if adjoint_like { run + all } else { run };
+        let edges = if adjoint_like { run + all + ids } else { run };
         self.g() + op * (distinct + edges)
     }
 
