@@ -335,3 +335,36 @@ proptest! {
         }
     }
 }
+
+/// On a graph with nothing to eliminate (every independent feeds every
+/// dependent through a factor of its own), the cut bound is the cost of
+/// the graph as it is in both modes, which the other bounds are not: the
+/// cuts are the out-edges of the independents, each factor taped.
+#[test]
+fn the_cut_bound_is_exact_where_nothing_can_be_eliminated() {
+    let mut g = Lcg::new();
+    let x: Vec<VertexId> = (0..2)
+        .map(|_| g.add_vertex(VertexKind::Independent))
+        .collect();
+    let y: Vec<VertexId> = (0..2)
+        .map(|_| g.add_vertex(VertexKind::Dependent))
+        .collect();
+    for (k, (a, b)) in [(0, 0), (0, 1), (1, 0), (1, 1)].into_iter().enumerate() {
+        g.add_edge(x[a], y[b], Label::Variable(VarId(k as u32)))
+            .unwrap();
+    }
+    let base = ElimGraph::new(&g).unwrap();
+    for (mode, ops) in [
+        (PropagationMode::Tangent, 8),
+        (PropagationMode::Adjoint, 16),
+    ] {
+        let m = model(Goal::RunTime, mode, Metric::Scarcity, Triviality::Unit);
+        let mut work = Work::new(&base, m, Triviality::Unit);
+        let cost = work.cost().unwrap();
+        assert_eq!(cost >> 20, ops, "{mode:?}");
+        assert!(work.lower_bound() < cost, "{mode:?}");
+        assert!(work.enable_cut_floor());
+        assert_eq!(work.lower_bound() >> 20, ops, "{mode:?}");
+        assert!(work.lower_bound() <= cost, "{mode:?}");
+    }
+}
