@@ -502,6 +502,9 @@ pub(crate) struct Work {
     /// See [`Work::enable_cut_floor`]: the cut sums of the state it was
     /// computed in, `(run, all, ids)`, when the cut bound is on.
     cut_floor: Option<(i64, i64, i64)>,
+    /// Whether no edge carried the constant zero when the cut bound was
+    /// turned on (see [`Work::cut_bound`]).
+    cut_zero_free: bool,
 }
 
 /// Measures of the front and back elimination of one edge, valid while
@@ -627,6 +630,7 @@ impl Work {
             circuit_scratch: Default::default(),
             constant_reconvergence: false,
             cut_floor: None,
+            cut_zero_free: false,
         };
         for r in 0..n {
             if work.present[r] && work.kinds[r] == VertexKind::Intermediate {
@@ -812,6 +816,7 @@ impl Work {
         }
         if self.cut_floor.is_none() {
             self.cut_floor = Some(self.cut_sums());
+            self.cut_zero_free = self.succ.iter().flatten().all(|e| e.1.class() != 3);
         }
         true
     }
@@ -939,6 +944,21 @@ impl Work {
     /// distinct factor pushed and popped, no free copy): at least
     /// `g + ops + 2·f_run + f_other + 2·D_F ≥ g + D + run + all + ids`, in
     /// units of the cheaper of a multiplication and an addition.
+    ///
+    /// A second count, where no edge is the constant zero and constants do
+    /// not reconverge (then every absorption into an existing edge is an
+    /// addition that is spent, not folded): over the grounded part,
+    /// eliminating a vertex with `p` predecessors and `s` successors
+    /// changes edges minus vertices by `(p-1)(s-1)` less its absorptions,
+    /// an edge elimination (with the vertex it may leave cut off) by
+    /// minus its absorptions, so the additions spent are at least the
+    /// drop of `E - V`. Tangent code adds one operation per in-edge of a
+    /// target beyond its first and one more per run-time edge, so `F`
+    /// costs at least `g + (E - V) + X + run` (`X` independents, the
+    /// grounded vertices without in-edge); adjoint code one per edge, one
+    /// more per run-time edge and two per factor: at least
+    /// `g + (E - V) + X + Y + run + 2·ids` (`Y` grounded dependents, which
+    /// stay). The bound is the larger of the two counts.
     fn cut_bound(&self, scratch: &mut CircuitScratch, stamp: u32) -> i64 {
         let Some((run, all, ids)) = self.cut_floor else {
             return i64::MIN;
@@ -957,14 +977,27 @@ impl Work {
             return i64::MIN;
         }
         let adjoint_like =
-            m.first_unit == 0 && m.w_push >= op && m.w_edge[0] >= op && m.w_edge[1] >= op;
+            m.first_unit == 0 && m.w_push >= 2 * op && m.w_edge[0] >= op && m.w_edge[1] >= op;
+        let cyclomatic = self.cut_zero_free
+            && !self.constant_reconvergence
+            && m.w_edge[0] >= op
+            && m.w_edge[1] >= op
+            && m.first_unit <= op;
         let CircuitScratch {
             grounded, id_seen, ..
         } = scratch;
         let mut distinct = 0i64;
+        let (mut vertices, mut edges, mut independents, mut dependents) = (0i64, 0i64, 0i64, 0i64);
         for (u, succ) in self.succ.iter().enumerate() {
             if grounded[u] != stamp {
                 continue;
+            }
+            vertices += 1;
+            edges += succ.len() as i64;
+            match self.kinds[u] {
+                VertexKind::Independent => independents += 1,
+                VertexKind::Dependent => dependents += 1,
+                VertexKind::Intermediate => {}
             }
             for &(_, val) in succ {
                 if let W::Run(id, _) = val {
@@ -976,8 +1009,21 @@ impl Work {
                 }
             }
         }
-        let edges = if adjoint_like { run + all + ids } else { run };
-        self.g() + op * (distinct + edges)
+        let cycles = edges - vertices + independents;
+        let (by_values, by_cycles) = if adjoint_like {
+            (
+                distinct + run + all + ids,
+                cycles + dependents + run + 2 * ids,
+            )
+        } else {
+            (distinct + run, cycles + run)
+        };
+        let best = if cyclomatic {
+            by_values.max(by_cycles)
+        } else {
+            by_values
+        };
+        self.g() + op * best
     }
 
     /// The circuit bound: the derivative code of every state reachable

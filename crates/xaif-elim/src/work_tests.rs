@@ -368,3 +368,54 @@ fn the_cut_bound_is_exact_where_nothing_can_be_eliminated() {
         assert!(work.lower_bound() <= cost, "{mode:?}");
     }
 }
+
+/// [`graph`] with run-time labels only (some shared), where constants
+/// cannot reconverge and the cut bound's count of edges minus vertices
+/// applies.
+fn runtime_graph() -> impl proptest::strategy::Strategy<Value = Lcg> {
+    (graph(), prop::collection::vec(0u32..6, 32)).prop_map(|(g, ids)| {
+        let mut out = Lcg::new();
+        for v in g.vertices() {
+            out.add_vertex(g.kind(v).expect("a vertex of the graph"));
+        }
+        for (k, e) in g.edges().iter().enumerate() {
+            let id = ids[k % ids.len()] + k as u32 / 4;
+            out.add_edge(e.source, e.target, Label::Variable(VarId(id)))
+                .expect("valid edge");
+        }
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// With run-time labels only, the cut bound (both of its counts) is at
+    /// most the cheapest cost reachable, in every state a few random moves
+    /// reach.
+    #[test]
+    fn the_cut_bound_holds_on_runtime_graphs(
+        lcg in runtime_graph(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
+    ) {
+        let base = ElimGraph::new(&lcg).unwrap();
+        for m in models() {
+            let mut work = Work::new(&base, m, Triviality::Unit);
+            work.enable_cut_floor();
+            let mut moves = Vec::new();
+            for pick in &picks {
+                moves.clear();
+                moves.extend(work.inner_vertices().map(Move::Vertex));
+                work.edge_moves(&mut moves);
+                if moves.is_empty() {
+                    break;
+                }
+                work.apply(moves[pick.index(moves.len())]);
+            }
+            let bound = work.lower_bound();
+            if let Some(best) = cheapest_reachable(&mut work, 20_000) {
+                prop_assert!(bound <= best, "{:?}: bound {} above {}", m, bound, best);
+            }
+        }
+    }
+}
