@@ -158,6 +158,13 @@ impl<'a> Ctx<'a> {
         self.symbol_of(g).is_some_and(|s| self.symbol_active(s))
     }
 
+    /// Whether a reference denotes a complex variable (whose values carry
+    /// no derivative: see [`crate::linearize::complex_valued`]).
+    pub fn ref_complex(&self, g: &RefGraph) -> bool {
+        self.symbol_of(g)
+            .is_some_and(|s| self.p.symbols[s].ty() == SymbolType::Complex)
+    }
+
     /// The storage of a symbol.
     pub fn storage(&self, s: SymbolId) -> Storage {
         let sym = &self.p.symbols[s];

@@ -209,6 +209,16 @@ pub fn flatten(
             }
             StmtKind::Assignment(a) => {
                 let lhs_active = !a.lhs.attrs.flag("deriv", false) && ctx.ref_active(&a.lhs.graph);
+                if !lhs_active && ctx.ref_complex(&a.lhs.graph) {
+                    // A complex variable carries no derivative: an active
+                    // value stored in it would lose its derivative silently.
+                    let lin = linearize(ctx, catalogue, &a.rhs).map_err(err)?;
+                    if lin.active[lin.dag.root] {
+                        return Err(err(LinearizeError::Unsupported(
+                            "an active value assigned to a complex variable (derivatives are carried for real values only: the derivative would be dropped)".into(),
+                        )));
+                    }
+                }
                 if !lhs_active {
                     // Passive: a new sequence when it writes a variable used
                     // in a subscript of the sequence.

@@ -84,10 +84,14 @@ pub fn linearize(
     let mut active = vec![false; dag.nodes.len()];
     let mut edges = Vec::new();
     let mut needs_aux = vec![false; dag.nodes.len()];
+    let mut complex = vec![false; dag.nodes.len()];
     for &n in &order {
         match &dag.nodes[n] {
-            Node::Var(r) => active[n] = !r.attrs.flag("deriv", false) && ctx.ref_active(&r.graph),
-            Node::Const(_) => {}
+            Node::Var(r) => {
+                active[n] = !r.attrs.flag("deriv", false) && ctx.ref_active(&r.graph);
+                complex[n] = ctx.ref_complex(&r.graph);
+            }
+            Node::Const(attrs) => complex[n] = attrs.get("type") == Some("complex"),
             Node::Other(v) => {
                 if let ExprVertexKind::FunctionCall(args) = &v.kind {
                     if args.iter().any(|a| ctx.ref_active(&a.graph)) {
@@ -103,10 +107,11 @@ pub fn linearize(
                 boolean,
                 args,
             } => {
+                let name = attrs.get("name").unwrap_or("");
+                complex[n] = !*boolean && complex_valued(name, args.iter().map(|&a| complex[a]));
                 if *boolean || !args.iter().any(|&a| active[a]) {
                     continue;
                 }
-                let name = attrs.get("name").unwrap_or("");
                 let intrinsic = catalogue
                     .get(name)
                     .ok_or_else(|| LinearizeError::NotInCatalogue(name.to_string()))?;
@@ -128,14 +133,15 @@ pub fn linearize(
                         continue;
                     };
                     let partial = match (p.kind, &p.template) {
-                        // The catalogue gives `sum` of an array no partial
-                        // although its value depends on every element:
+                        // The catalogue gives these no partial although
+                        // their real value moves with their real argument:
                         // following it would drop the derivative, silently.
-                        (PartialKind::Passive, _) if name == "sum_arr" => {
-                            return Err(LinearizeError::Unsupported(
-                                "`sum_arr` of an active array (the intrinsics catalogue declares its partial passive, so its derivative would be dropped; write the sum as additions)"
-                                    .into(),
-                            ));
+                        (PartialKind::Passive, _) if drops_derivative(name).is_some() => {
+                            return Err(LinearizeError::Unsupported(format!(
+                                "`{name}` of {} (the intrinsics catalogue declares its partial passive, so its derivative would be dropped; {})",
+                                if name == "sum_arr" { "an active array" } else { "an active value" },
+                                drops_derivative(name).unwrap_or_default()
+                            )));
                         }
                         (PartialKind::Passive, _) => continue,
                         (PartialKind::LinearOne, _) => EdgePartial::Unit,
@@ -182,6 +188,15 @@ pub fn linearize(
                         partial,
                     });
                 }
+                // Derivatives are real: a complex value has two parts and
+                // the catalogue's partials of `complex_scal`, `imag_scal`
+                // and complex arithmetic are those of real arithmetic
+                // (imag(complex(a, b)) would get da + db instead of db).
+                if active[n] && complex[n] {
+                    return Err(LinearizeError::Unsupported(format!(
+                        "`{name}` of active values with a complex result (derivatives are carried for real values only; the catalogue's partials of complex arithmetic would give a wrong derivative)"
+                    )));
+                }
             }
         }
     }
@@ -192,6 +207,37 @@ pub fn linearize(
         edges,
         aux,
     })
+}
+
+/// For an intrinsic whose catalogue partial is passive although its value
+/// follows an active real argument, what to write instead: the sum of an
+/// array, the front end's non-canonical `min` and `max` (meant for
+/// integers; OpenAD's canonical forms are calls its run-time
+/// differentiates) and `transfer` (the identity on a real of the same kind).
+pub fn drops_derivative(name: &str) -> Option<&'static str> {
+    match name {
+        "sum_arr" => Some("write the sum as additions"),
+        "nc_max_scal_scal" | "nc_min_scal_scal" | "nc_maxval" | "nc_minval" => {
+            Some("the `nc_` forms are for integers; the canonical `max` and `min` of reals are calls to the run-time's `oad_s_max`/`oad_s_min`, which differentiate them")
+        }
+        "transfer" => Some("a reinterpretation of bits has no derivative to give"),
+        _ => None,
+    }
+}
+
+/// Whether the operation `name` yields a complex value, given which of its
+/// arguments are complex: `complex_scal` always; the parts, modulus and
+/// conversions (`real_scal`, `imag_scal`, `abs_scal`, `int_scal`, …) never;
+/// any other operation when one of its arguments is complex (Fortran's
+/// mixed arithmetic promotes to complex).
+pub fn complex_valued(name: &str, mut args: impl Iterator<Item = bool>) -> bool {
+    match name {
+        "complex_scal" => true,
+        "real_scal" | "imag_scal" | "abs_scal" | "int_scal" | "nint_scal" | "transfer"
+        | "lbound" | "ubound" | "size" | "len" | "trim" | "scan" | "ichar" | "maxloc_arr"
+        | "minloc_arr" | "shape_arr" => false,
+        _ => args.any(|c| c),
+    }
 }
 
 /// The value of a constant, as the compiled code sees it (`F4` constants are

@@ -4,7 +4,9 @@
 //! subscript selects one element; an index array of exactly one element
 //! (`maxloc` of a vector) is taped whole, in a temporary of its shape.
 //! Everything else is refused, located, by every transformation that would
-//! write derivative code for it.
+//! write derivative code for it. So are the other values whose derivative
+//! the intrinsics catalogue would get wrong: the sum of an active array and
+//! complex values meeting active ones.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -435,5 +437,219 @@ fn the_sum_of_an_active_array_is_refused_located() {
             .map(|(_, rest)| rest.split(':').take(2).all(|n| n.parse::<u32>().is_ok()))
             .unwrap_or(false);
         assert!(located, "{sub}: {e}");
+    }
+}
+
+/// head(x(3), y(3)) whose `y(1)` is computed by `first` (reading `ZC`, a
+/// scalar local declared complex) and `y(2) = x(2) * x(3)`.
+fn complex_program(first: Vec<Stmt>, y1: Expr) -> String {
+    let text = y1_program(first, y1);
+    let declared = r#"symbol_id="ZC" kind="variable" type="real""#;
+    assert!(text.contains(declared), "{text}");
+    text.replace(declared, r#"symbol_id="ZC" kind="variable" type="complex""#)
+}
+
+/// head(x(3), y(3)) whose `y(1)` is computed by `first` (with a scalar
+/// local `ZC`) and `y(2) = x(2) * x(3)`.
+fn y1_program(first: Vec<Stmt>, y1: Expr) -> String {
+    let (x, y) = (VarId::Formal(0), VarId::Formal(1));
+    let mut body = first;
+    body.push(Stmt::Assign(at(y, vec![Expr::Int(1)]), y1));
+    body.push(Stmt::Assign(
+        at(y, vec![Expr::Int(2)]),
+        op(
+            "mul_scal_scal",
+            vec![rd(at(x, vec![Expr::Int(2)])), rd(at(x, vec![Expr::Int(3)]))],
+        ),
+    ));
+    body.push(Stmt::Assign(at(y, vec![Expr::Int(3)]), Expr::Real(0.0)));
+    let locals = vec![var("ZC", Role::Clean, Dims::Scalar, vec![])];
+    let p = Program {
+        n: 3,
+        m: 3,
+        globals: vec![],
+        routines: vec![routine("head", head_formals(), locals, body, 0)],
+        own_global_symbol: vec![vec![]],
+    };
+    xaif_testkit::gen::to_xaif(&p, "one computed output")
+}
+
+/// Derivatives are real: a complex value built from, or combined with, an
+/// active value would be differentiated with the catalogue's partials of
+/// complex arithmetic, which are those of real arithmetic (before this
+/// check, `imag(complex(x1, x2))` got the tangent 1 with respect to `x1`
+/// where divided differences give 0, exit 0), and a complex variable
+/// assigned an active value dropped its derivative. Both transformations
+/// refuse them, located; complex values that never meet an active one are
+/// differentiated as before.
+#[test]
+fn active_values_in_complex_arithmetic_are_refused_located() {
+    let x = VarId::Formal(0);
+    let zc = VarId::Local(0);
+    let x_ = |k| rd(at(x, vec![Expr::Int(k)]));
+    let z = || Expr::var(zc);
+    let refused = [
+        (
+            "parts",
+            complex_program(
+                vec![],
+                op("imag_scal", vec![op("complex_scal", vec![x_(1), x_(2)])]),
+            ),
+            "complex_scal",
+        ),
+        (
+            "mixed",
+            complex_program(
+                vec![Stmt::Assign(
+                    Ref::whole(zc),
+                    op("complex_scal", vec![Expr::Real(0.5), Expr::Real(0.25)]),
+                )],
+                op("abs_scal", vec![op("mul_scal_scal", vec![z(), x_(1)])]),
+            ),
+            "mul_scal_scal",
+        ),
+        (
+            "stored",
+            complex_program(
+                vec![Stmt::Assign(Ref::whole(zc), x_(1))],
+                op("mul_scal_scal", vec![op("real_scal", vec![z()]), x_(3)]),
+            ),
+            "complex variable",
+        ),
+    ];
+    let dir = scratch("complex");
+    for (name, text, what) in refused {
+        let input = write(&dir, &format!("{name}.xaif"), &text);
+        for sub in ["tangent", "adjoint"] {
+            let out = dir.join(format!("{name}.{sub}.xaif"));
+            let r = run(&[sub, path(&input), "-o", path(&out)]);
+            assert_eq!(r.code, Some(1), "{name} {sub}: {}", r.stderr);
+            assert!(!out.exists(), "{name} {sub}: output written");
+            let e = &r.stderr;
+            assert!(
+                e.contains(&format!("{}:", path(&input)))
+                    && e.contains(what)
+                    && e.contains("complex"),
+                "{name} {sub}: {e}"
+            );
+            let located = e
+                .split_once(&format!("{}:", path(&input)))
+                .map(|(_, rest)| rest.split(':').take(2).all(|n| n.parse::<u32>().is_ok()))
+                .unwrap_or(false);
+            assert!(located, "{name} {sub}: {e}");
+        }
+    }
+    // A complex value that never meets an active one: y(1) = |0.3 + 0.4i| x1
+    // (the interpreter executes complex values in expressions, not
+    // complex variables).
+    let text = complex_program(
+        vec![],
+        op(
+            "mul_scal_scal",
+            vec![
+                op(
+                    "abs_scal",
+                    vec![op("complex_scal", vec![Expr::Real(0.3), Expr::Real(0.4)])],
+                ),
+                x_(1),
+            ],
+        ),
+    );
+    let input = write(&dir, "passive.xaif", &text);
+    let fd = jacobian(&input, &["--fd"]);
+    assert!((fd[0] - 0.5).abs() < 1e-6, "{fd:?}");
+    for (sub, mode) in [
+        ("tangent", "tangent"),
+        ("adjoint", "split"),
+        ("adjoint", "joint"),
+    ] {
+        let out = dir.join(format!("passive.{sub}.xaif"));
+        let r = run(&[sub, path(&input), "-o", path(&out)]);
+        assert_eq!(r.code, Some(0), "{sub}: {}", r.stderr);
+        let j = jacobian(&out, &["--mode", mode]);
+        assert_eq!(j.len(), fd.len(), "{mode}: {j:?}");
+        for (a, b) in j.iter().zip(&fd) {
+            assert!(
+                (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                "{mode}: {j:?} vs {fd:?}"
+            );
+        }
+    }
+}
+
+/// `max`, `min`, `maxval` and `minval` in the front end's non-canonical
+/// forms (meant for integers) and `transfer` have passive partials in the
+/// catalogue although their real value follows an active real argument:
+/// following the catalogue dropped the derivative with exit 0 (the old
+/// tangent of `y(1) = nc_max(x(1), x(2)) * x(3)` gave 0 for `x(2)`, the
+/// larger, where divided differences give `x(3)` = 1.5). Both transformations refuse them,
+/// located; on passive values they stay as they are.
+#[test]
+fn intrinsics_whose_catalogue_partial_drops_a_derivative_are_refused_located() {
+    let x = VarId::Formal(0);
+    let x_ = |k| rd(at(x, vec![Expr::Int(k)]));
+    let times_x3 = |e: Expr| op("mul_scal_scal", vec![e, x_(3)]);
+    let refused = [
+        (
+            "nc_max_scal_scal",
+            times_x3(op("nc_max_scal_scal", vec![x_(1), x_(2)])),
+        ),
+        (
+            "nc_min_scal_scal",
+            times_x3(op("nc_min_scal_scal", vec![x_(1), x_(2)])),
+        ),
+        ("nc_maxval", times_x3(op("nc_maxval", vec![Expr::var(x)]))),
+        ("nc_minval", times_x3(op("nc_minval", vec![Expr::var(x)]))),
+        (
+            "transfer",
+            times_x3(op("transfer", vec![x_(1), Expr::Real(0.0)])),
+        ),
+    ];
+    let dir = scratch("passive-partials");
+    for (name, y1) in refused {
+        let input = write(&dir, &format!("{name}.xaif"), &y1_program(vec![], y1));
+        for sub in ["tangent", "adjoint"] {
+            let out = dir.join(format!("{name}.{sub}.xaif"));
+            let r = run(&[sub, path(&input), "-o", path(&out)]);
+            assert_eq!(r.code, Some(1), "{name} {sub}: {}", r.stderr);
+            assert!(!out.exists(), "{name} {sub}: output written");
+            let e = &r.stderr;
+            assert!(
+                e.contains(&format!("{}:", path(&input)))
+                    && e.contains(&format!("`{name}`"))
+                    && e.contains("passive"),
+                "{name} {sub}: {e}"
+            );
+            let located = e
+                .split_once(&format!("{}:", path(&input)))
+                .map(|(_, rest)| rest.split(':').take(2).all(|n| n.parse::<u32>().is_ok()))
+                .unwrap_or(false);
+            assert!(located, "{name} {sub}: {e}");
+        }
+    }
+    // On passive values: y(1) = max(0.25, 0.5) * x(3).
+    let y1 = times_x3(op(
+        "nc_max_scal_scal",
+        vec![Expr::Real(0.25), Expr::Real(0.5)],
+    ));
+    let input = write(&dir, "passive.xaif", &y1_program(vec![], y1));
+    let fd = jacobian(&input, &["--fd"]);
+    assert!((fd[6] - 0.5).abs() < 1e-6, "{fd:?}");
+    for (sub, mode) in [
+        ("tangent", "tangent"),
+        ("adjoint", "split"),
+        ("adjoint", "joint"),
+    ] {
+        let out = dir.join(format!("passive.{sub}.xaif"));
+        let r = run(&[sub, path(&input), "-o", path(&out)]);
+        assert_eq!(r.code, Some(0), "{sub}: {}", r.stderr);
+        let j = jacobian(&out, &["--mode", mode]);
+        assert_eq!(j.len(), fd.len(), "{mode}: {j:?}");
+        for (a, b) in j.iter().zip(&fd) {
+            assert!(
+                (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                "{mode}: {j:?} vs {fd:?}"
+            );
+        }
     }
 }

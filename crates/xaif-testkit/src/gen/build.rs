@@ -1278,8 +1278,8 @@ impl Rb<'_> {
                 Expr::Op(["sum_arr", "nc_maxval", "nc_minval"][ch.pick(3)], vec![v])
             }
             16 => {
-                // Complex numbers carry no derivative the catalogue gets
-                // right: only of clean values.
+                // Complex values carry no derivative (xaifb refuses an
+                // active one, located): only of clean values.
                 let a = self.real_expr(ch, Flavor::Clean, len, d);
                 let b = self.real_expr(ch, Flavor::Clean, len, d);
                 if len.is_some() || ch.flag(50) {
