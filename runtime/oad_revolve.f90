@@ -44,7 +44,7 @@
 module oad_revolve
   use iso_fortran_env, only: int32, real32, real64, error_unit
   use, intrinsic :: ieee_arithmetic, only: ieee_value, ieee_positive_inf, ieee_quiet_nan, &
-       ieee_is_nan
+       ieee_is_nan, ieee_is_finite
   use OAD_rev, only: modeType, our_rev_mode
   use OAD_active, only: active
   use oad_revolve_snapshots
@@ -635,7 +635,9 @@ contains
     else
       it%last_change = ieee_value(d, ieee_positive_inf)
     end if
-    it%converged = d <= it%tolerance * reference
+    ! An adjoint that overflowed is not converged, though inf <= tol * inf.
+    it%converged = ieee_is_finite(d) .and. ieee_is_finite(reference) .and. &
+         d <= it%tolerance * reference
     over = it%converged .or. it%iterations >= it%max_iterations
   end function fp_judge
 

@@ -47,6 +47,7 @@ program schedule_driver
   call runs_itself(2, 2, 2, 1, 1d-10, 50, 0.9d0, 2d0)
   call runs_itself(2, 3, 2, 0, 1d-12, 7, 1d0, 1d0)
   call runs_itself(2, 3, 2, 0, 1d-12, 5, 0.5d0, 0d0)
+  call runs_itself(2, 3, 2, 0, 1d-12, 1100, 2d0, 1d0)
   do i = 0, 5
     call runs_itself(3, i, 1, 0, 0d0, 1, 1d0, 1d0)
   end do

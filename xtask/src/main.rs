@@ -43,6 +43,10 @@
 //! - `cargo xtask runtime`: writes `runtime/oad_revolve_snapshots.f90`
 //!   (the Fortran snapshot store of checkpointed loops) from the table of
 //!   the types a snapshot holds; a test checks the file is up to date.
+//! - `cargo xtask loop-sweep`: every loop of every corpus example that
+//!   runs under the generic harness, marked alone with every kind and
+//!   setting, against the unmarked adjoint in split and joint mode; exits
+//!   non-zero on any finding (`docs/testing.md`).
 //! - `cargo xtask deep`: transformation time on a 10⁴-deep expression (of
 //!   scalars and of arrays) and 10⁴ nested `If`s (linear time in depth;
 //!   `docs/performance.md`).
@@ -100,6 +104,11 @@ enum Task {
     /// adjoints against the tangent, every strategy and flag variant,
     /// schemas, determinism; shrink what fails.
     Stress(stress::StressArgs),
+    /// Mark every loop of every corpus example that runs under the generic
+    /// harness with every kind and setting, alone, and hold each accepted
+    /// mark's adjoint to the unmarked one in split and joint mode; exit
+    /// non-zero on any finding.
+    LoopSweep(LoopSweepArgs),
     /// Time tangent and adjoint on a deep expression and deeply nested
     /// `If`s; prints markdown.
     Deep(DeepArgs),
@@ -376,6 +385,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         Task::Stress(args) => stress::run(args),
+        Task::LoopSweep(args) => loop_sweep(args),
         Task::Deep(args) => {
             let shared = args.shared.unwrap_or_else(shared_dir);
             let xaifb = match args.xaifb {
@@ -428,6 +438,41 @@ fn repo_root() -> PathBuf {
         .parent()
         .expect("xtask lives in the repository root")
         .to_path_buf()
+}
+
+/// Arguments of `cargo xtask loop-sweep`.
+#[derive(Args)]
+struct LoopSweepArgs {
+    /// The reference material (default: $XAIFB_SHARED or ../shared).
+    #[arg(long)]
+    shared: Option<PathBuf>,
+    /// One setting per kind (2 snapshots; tolerance 1e-12, 1,000
+    /// iterations), as the test suite's sweep, instead of every setting.
+    #[arg(long)]
+    quick: bool,
+    /// Only the examples whose name contains this.
+    #[arg(long)]
+    only: Option<String>,
+}
+
+/// `cargo xtask loop-sweep`: prints the summary; an error on any finding.
+fn loop_sweep(args: LoopSweepArgs) -> Result<()> {
+    use xaif_stress::corpus_loops::{summary, sweep, Sweep};
+    let shared = args.shared.unwrap_or_else(shared_dir);
+    let mut settings = if args.quick {
+        Sweep::quick()
+    } else {
+        Sweep::exhaustive()
+    };
+    settings.only = args.only;
+    let start = std::time::Instant::now();
+    let report = sweep(&shared, &settings).map_err(anyhow::Error::msg)?;
+    print!("{}", summary(&report));
+    println!("{:.1} s", start.elapsed().as_secs_f64());
+    if !report.findings.is_empty() {
+        bail!("{} findings", report.findings.len());
+    }
+    Ok(())
 }
 
 /// The reference material: `$XAIFB_SHARED`, or `../shared` beside the

@@ -9,7 +9,9 @@
 //!   starts); a `PreLoop`, a `PostLoop`, a `ForLoop` left by an exit or one
 //!   whose trip count is not known when it starts, by online checkpointing.
 //! - `--fixed-point-loop`: Christianson's two-phase adjoint; the loop must
-//!   carry active state from one iteration to the next.
+//!   iterate to convergence (a while or post-test loop, or a loop left by
+//!   an exit: a counted loop that no exit leaves is refused) and carry
+//!   active state from one iteration to the next.
 //! - `--independent-loop`: a counted loop whose iterations
 //!   `xaif_dataflow::loops` proves independent; each is taped and reversed
 //!   on its own.
@@ -662,12 +664,31 @@ fn checkpointed_loop(
                 ),
             ));
         }
+        (MarkKind::FixedPoint { .. }, Some(_)) => {
+            // Its trip count is fixed when it starts: it stops whatever its
+            // state does, and reversing its last iteration to convergence
+            // would differentiate a fixed point it never reached (the
+            // derivative of `y = x * y` run three times is not that of
+            // `y = 0`), with every sign of convergence.
+            return Err(at_vertex(
+                p,
+                m.vertex,
+                format!(
+                    "{}: not a fixed-point iteration: a counted loop that no exit leaves runs \
+                     the same number of iterations whatever its state does, so it does not \
+                     iterate to convergence (a while loop, or a counted loop left by an exit \
+                     when its state has converged, can be marked; --checkpoint-loop reverses \
+                     this one)",
+                    m.text
+                ),
+            ));
+        }
         (
             MarkKind::FixedPoint {
                 tolerance,
                 max_iterations,
             },
-            _,
+            None,
         ) => {
             let carried = facts.carried.get(&m.vertex).cloned().unwrap_or_default();
             if carried.is_empty() {

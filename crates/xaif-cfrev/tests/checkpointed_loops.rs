@@ -137,10 +137,7 @@ fn every_corpus_for_loop_checkpointed_gives_the_same_jacobian() {
     let mut failures = Vec::new();
     let mut outputs: Vec<PathBuf> = Vec::new();
     let (mut loops, mut runs, mut instances, mut refusals) = (0usize, 0usize, 0usize, 0usize);
-    for ex in examples
-        .iter()
-        .filter(|e| e.verdict == "executable-generic-harness" && e.input(true).is_file())
-    {
+    for ex in examples.iter().filter(|e| e.runs_under_generic_harness()) {
         let catalogues = read_catalogues(
             &schema.join("inlinable_intrinsics.xaif"),
             ex.options

@@ -108,6 +108,13 @@ impl Example {
         self.failreason.contains("adm")
     }
 
+    /// Whether the example runs under the generic harness (`params.conf`
+    /// alone drives it) and has an adjoint input: the examples every
+    /// sweep over the corpus's loops takes.
+    pub fn runs_under_generic_harness(&self) -> bool {
+        self.verdict == "executable-generic-harness" && self.input(true).is_file()
+    }
+
     /// Whether the example's options select no default initialisation.
     pub fn no_default_init(&self) -> bool {
         self.options.contains("scalarNDI")

@@ -91,6 +91,27 @@ pub struct Sequence {
 }
 
 impl Sequence {
+    /// The index of the independent read of `var` (its value from after
+    /// a zeroing of the sequence when `after_zero`), added if new.
+    fn independent(&mut self, var: VarRef, after_zero: bool) -> usize {
+        let key = if after_zero {
+            format!("zero:{}", ref_text(&var.graph))
+        } else {
+            ref_text(&var.graph)
+        };
+        match self.independents.iter().position(|i| i.key == key) {
+            Some(k) => k,
+            None => {
+                self.independents.push(Independent {
+                    var,
+                    key,
+                    after_zero,
+                });
+                self.independents.len() - 1
+            }
+        }
+    }
+
     /// Whether the sequence has derivative work.
     pub fn is_active(&self) -> bool {
         self.items
@@ -283,23 +304,7 @@ pub fn flatten(
                             if !after_zero && reference_unshared(ctx, &var) {
                                 unshared.push(node);
                             }
-                            let key = if after_zero {
-                                format!("zero:{}", ref_text(&var.graph))
-                            } else {
-                                ref_text(&var.graph)
-                            };
-                            let k = match cur.independents.iter().position(|i| i.key == key) {
-                                Some(k) => k,
-                                None => {
-                                    cur.independents.push(Independent {
-                                        var: var.clone(),
-                                        key,
-                                        after_zero,
-                                    });
-                                    cur.independents.len() - 1
-                                }
-                            };
-                            Source::Independent(k)
+                            Source::Independent(cur.independent(var, after_zero))
                         }
                     };
                     sources_final.insert(node, resolved);

@@ -116,7 +116,10 @@ impl FixedPoint {
         } else {
             f64::INFINITY
         };
-        let converged = d <= self.tolerance * reference;
+        // An adjoint that overflowed is not converged, though `∞ ≤ τ · ∞`
+        // holds: an expanding iteration used to stop there as converged,
+        // with infinite derivatives.
+        let converged = d.is_finite() && reference.is_finite() && d <= self.tolerance * reference;
         if converged || self.iterations >= self.max_iterations {
             self.converged = Some(converged);
             return true;
@@ -334,6 +337,15 @@ mod tests {
         assert_eq!(r.converged, Some(false));
         let (_, r) = run(3, false, f64::NAN, 1.0, 1e-12, 5);
         assert_eq!(r.converged, Some(false));
+        // An expanding iteration whose adjoint overflows (2^1024) is not
+        // converged, at the limit or after it.
+        let (_, r) = run(3, false, 2.0, 1.0, 1e-12, 1100);
+        assert_eq!(
+            (r.adjoint_iterations, r.converged),
+            (Some(1100), Some(false))
+        );
+        let (_, r) = run(3, false, f64::INFINITY, 1.0, 1e-12, 4);
+        assert_eq!((r.adjoint_iterations, r.converged), (Some(4), Some(false)));
         // A zero seed converges at once.
         let (_, r) = run(3, false, 0.5, 0.0, 1e-12, 5);
         assert_eq!((r.adjoint_iterations, r.converged), (Some(1), Some(true)));

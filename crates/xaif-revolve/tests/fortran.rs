@@ -224,6 +224,9 @@ fn expected() -> String {
     e.runs_itself(2, 2, 2, 1, 1e-10, 50, 0.9, 2.0);
     e.runs_itself(2, 3, 2, 0, 1e-12, 7, 1.0, 1.0);
     e.runs_itself(2, 3, 2, 0, 1e-12, 5, 0.5, 0.0);
+    // Expanding: the adjoint overflows at the 1,024th reversal and must
+    // not count as converged.
+    e.runs_itself(2, 3, 2, 0, 1e-12, 1100, 2.0, 1.0);
     for l in 0..=5 {
         e.runs_itself(3, l, 1, 0, 0.0, 1, 1.0, 1.0);
     }
@@ -278,11 +281,12 @@ fn the_fortran_module_takes_the_rust_schedule() {
     // they) are reported.
     let warned = String::from_utf8_lossy(&out.stderr);
     let warnings: Vec<&str> = warned.lines().collect();
-    assert_eq!(warnings.len(), 2, "{warned}");
+    assert_eq!(warnings.len(), 3, "{warned}");
     assert!(warnings[0].contains(
         "warning: the adjoint of the fixed-point loop at line 12 did not converge in 50 iterations"
     ));
     assert!(warnings[1].contains("did not converge in 7 iterations"));
+    assert!(warnings[2].contains("did not converge in 1100 iterations"));
     assert!(
         !got.contains("ERROR"),
         "inconsistencies:\n{}",

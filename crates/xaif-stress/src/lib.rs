@@ -8,6 +8,7 @@
 
 pub mod campaign;
 pub mod check;
+pub mod corpus_loops;
 pub mod loops;
 
 pub use check::{Checker, Finding, Limits, Outcome};

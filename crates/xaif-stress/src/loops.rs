@@ -16,7 +16,7 @@
 use xaif_cfrev::checkpoint::LoopMark;
 use xaif_cfrev::marks::IndependentMark;
 use xaif_cfrev::AdjointOptions;
-use xaif_interp::{Harness, Jacobian, Mode};
+use xaif_interp::{Harness, Jacobian, LoopRecord, Mode};
 use xaif_model::{Program, RoutineBody, VertexKind};
 
 use crate::check::{
@@ -252,49 +252,89 @@ fn check_marked(
         }
         for r in &o.stats.checkpointed_loops {
             runs.outcome.counts.loop_instances += 1;
-            if r.schedule == "independent" {
-                if r.forward_steps != r.iterations || r.max_repetitions.is_some_and(|m| m > 1) {
-                    runs.outcome.findings.push(finding(
-                        "independent loop rerun",
-                        &what,
-                        format!(
-                            "loop at line {} of {}: {} iterations, {} forward steps",
-                            r.line, r.routine, r.iterations, r.forward_steps
-                        ),
-                    ));
-                }
-                continue;
-            }
-            if r.schedule == "online" {
-                let bound = xaif_revolve::repetitions(r.iterations + 1, r.snapshots)
-                    .max(u64::from(r.iterations > 0));
-                let reps = r.max_repetitions.unwrap_or(0);
-                if reps > bound || r.peak_snapshots > r.snapshots {
-                    runs.outcome.findings.push(finding(
-                        "online checkpointed loop beyond its repetition bound",
-                        &what,
-                        format!(
-                            "loop at line {} of {}: {} iterations, {} snapshots: {reps} repetitions (bound {bound}), {} snapshots held",
-                            r.line, r.routine, r.iterations, r.snapshots, r.peak_snapshots
-                        ),
-                    ));
-                }
-                continue;
-            }
-            let t = xaif_revolve::min_forward_steps(r.iterations, r.snapshots);
-            if r.forward_steps != t || r.peak_snapshots > r.snapshots {
-                runs.outcome.findings.push(finding(
-                    "checkpointed loop off the binomial schedule",
-                    &what,
-                    format!(
-                        "loop at line {} of {}: {} iterations, {} snapshots: {} forward steps (t = {t}), {} snapshots held",
-                        r.line, r.routine, r.iterations, r.snapshots, r.forward_steps, r.peak_snapshots
-                    ),
-                ));
+            if let Err((check, detail)) = check_record(r) {
+                runs.outcome.findings.push(finding(check, &what, detail));
             }
         }
     }
     if full {
         runs.outcome.outputs.push((CHECKPOINTED.into(), text));
     }
+}
+
+/// Checks one record of a reversed loop instance against its schedule's
+/// promise: an independent loop runs each iteration once untaped; an
+/// online one repeats no iteration more than `r(l + 1, s)` times; a
+/// binomial one takes exactly `t(l, s)` forward steps and repeats no
+/// iteration more than `r(l, s)` times; a fixed-point one reports its
+/// adjoint iterations, within its limit, and whether they converged; none
+/// holds more snapshots than it was allowed. `Err` holds the finding's
+/// class (one line, no numbers) and what was seen.
+pub fn check_record(r: &LoopRecord) -> Result<(), (&'static str, String)> {
+    let at = format!(
+        "loop at line {} of {}: {} iterations, {} snapshots",
+        r.line, r.routine, r.iterations, r.snapshots
+    );
+    if r.peak_snapshots > r.snapshots && r.schedule != "fixed-point" {
+        return Err((
+            "checkpointed loop holds more snapshots than allowed",
+            format!("{at}: {} snapshots held", r.peak_snapshots),
+        ));
+    }
+    let reps = r.max_repetitions.unwrap_or(0);
+    match r.schedule {
+        "independent" => {
+            if r.forward_steps != r.iterations || r.max_repetitions.is_some_and(|m| m > 1) {
+                return Err((
+                    "independent loop rerun",
+                    format!(
+                        "{at}: {} forward steps, {reps} repetitions",
+                        r.forward_steps
+                    ),
+                ));
+            }
+        }
+        "online" => {
+            let bound = xaif_revolve::repetitions(r.iterations + 1, r.snapshots)
+                .max(u64::from(r.iterations > 0));
+            if reps > bound {
+                return Err((
+                    "online checkpointed loop beyond its repetition bound",
+                    format!("{at}: {reps} repetitions (bound {bound})"),
+                ));
+            }
+        }
+        "binomial" => {
+            let t = xaif_revolve::min_forward_steps(r.iterations, r.snapshots);
+            // The taping sweep's run counts: every iteration but the last
+            // runs untaped at least once.
+            let bound = xaif_revolve::repetitions(r.iterations, r.snapshots)
+                .max(u64::from(r.iterations > 1));
+            if r.forward_steps != t || reps > bound {
+                return Err((
+                    "checkpointed loop off the binomial schedule",
+                    format!(
+                        "{at}: {} forward steps (t = {t}), {reps} repetitions (r = {bound})",
+                        r.forward_steps
+                    ),
+                ));
+            }
+        }
+        "fixed-point" => match (r.adjoint_iterations, r.converged) {
+            (Some(k), Some(_)) if k >= 1 => {}
+            _ => {
+                return Err((
+                    "fixed-point loop without its adjoint iterations",
+                    format!("{at}: {r:?}"),
+                ))
+            }
+        },
+        other => {
+            return Err((
+                "loop record of an unknown schedule",
+                format!("{at}: schedule `{other}`"),
+            ))
+        }
+    }
+    Ok(())
 }

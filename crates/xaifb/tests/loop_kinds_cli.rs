@@ -314,3 +314,42 @@ fn a_carried_dependence_is_refused_naming_the_variable_and_both_statements() {
         assert!(!out.exists());
     }
 }
+
+/// A counted loop that no exit leaves runs its iterations whatever its
+/// state does: marked `--fixed-point-loop`, it used to be reversed as if
+/// its last state were the fixed point, and a loop such as `y = x * y` run
+/// three times got the fixed point's derivative, reported converged. It is
+/// refused, located at the loop, with no output; `--checkpoint-loop`
+/// takes it.
+#[test]
+fn a_counted_loop_without_an_exit_is_no_fixed_point_iteration() {
+    let dir = xaif_testkit::Scratch::new("xaifb-loop-kinds", "counted-fixed-point");
+    // A counted loop that carries an active scalar from one iteration to
+    // the next.
+    let prog = lp::dependent(5, Carried::Scalar);
+    let input = dir.join("counted.xaif");
+    std::fs::write(&input, lp::xaif(&prog, "counted")).unwrap();
+    let mark = format!("head:{}", lp::loop_lines(&prog)[0]);
+    let out = dir.join("out.xaif");
+    let o = adjoint(&input, &["--fixed-point-loop", &mark], &out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("{}:", input.display()))
+            && err.contains("element ForLoop:")
+            && err.contains(&format!("--fixed-point-loop {mark}"))
+            && err.contains("a counted loop that no exit leaves")
+            && err.contains("does not iterate to convergence"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let o = adjoint(&input, &["--checkpoint-loop", &mark], &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Left by an exit, a counted loop can be a fixed-point iteration.
+    let prog = lp::fixed_point(FixedPointForm::Exit, (0.3, 0.4, 0.5), true);
+    let input = dir.join("exit.xaif");
+    std::fs::write(&input, lp::xaif(&prog, "exit")).unwrap();
+    let mark = format!("head:{}", lp::loop_lines(&prog)[0]);
+    let o = adjoint(&input, &["--fixed-point-loop", &mark], &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
