@@ -639,13 +639,21 @@ mod tests {
         /// the search finds the optimum over all vertex elimination
         /// sequences (found by trying every sequence), its sequence costs
         /// what it claims, and its bound is that optimum when proven and
-        /// below it otherwise.
+        /// below it otherwise, with the cut bound of `--effort exhaustive`
+        /// or without.
         #[test]
-        fn parts_give_the_optimum_of_every_sequence(lcg in graph(), leaf in 1usize..=3) {
+        fn parts_give_the_optimum_of_every_sequence(
+            lcg in graph(),
+            leaf in 1usize..=3,
+            cut in any::<bool>(),
+        ) {
             let Ok(built) = ElimGraph::new(&lcg) else { return Ok(()) };
             for mode in [PropagationMode::Tangent, PropagationMode::Adjoint] {
                 let m = model(Goal::RunTime, mode, Metric::default(), Triviality::default());
                 let mut work = Work::new(&built, m, Triviality::default());
+                if cut {
+                    prop_assert!(work.enable_cut_floor());
+                }
                 let optimum = every_sequence(&mut work);
                 let parts = vertex_search_with(&mut work, 1 << 20, leaf);
                 prop_assert!(parts.proven);

@@ -847,6 +847,12 @@ impl Session {
     /// sequences is found.
     fn exhaustive(&mut self, work: &mut Work, config: &Config) {
         self.budgets = Effort::Exhaustive.budgets();
+        // The cut bound: maximum flows once, then every bound of the
+        // searches below is at least as strong. It counts on paths being
+        // contracted, which reroutings do not do.
+        if !self.kinds.reroutings && work.enable_cut_floor() {
+            self.bound = self.bound.max(work.lower_bound());
+        }
         if self.proof == Some(Proof::Edge) {
             return;
         }

@@ -183,6 +183,8 @@ pub(crate) struct CircuitScratch {
     vertex_seen: Vec<u32>,
     source_seen: Vec<u32>,
     grounded: Vec<u32>,
+    /// Run-time ids counted by the cut bound ([`Work::cut_bound`]).
+    id_seen: Vec<u32>,
 }
 
 impl CircuitScratch {
@@ -195,6 +197,7 @@ impl CircuitScratch {
             self.vertex_seen.iter_mut().for_each(|s| *s = 0);
             self.source_seen.iter_mut().for_each(|s| *s = 0);
             self.grounded.iter_mut().for_each(|s| *s = 0);
+            self.id_seen.iter_mut().for_each(|s| *s = 0);
             self.stamp = 1;
         }
         if self.parent.len() < vertices {
@@ -206,8 +209,120 @@ impl CircuitScratch {
         if self.value_seen.len() < values {
             self.value_seen.resize(values, 0);
             self.value_vertex.resize(values, 0);
+            self.id_seen.resize(values, 0);
         }
         self.stamp
+    }
+}
+
+/// Minimum vertex cuts of the working graph by unit-capacity maximum flow
+/// on the split graph (vertex `v` is the arc `2v → 2v+1` of capacity one,
+/// edges are arcs of unbounded capacity), reusing its memory.
+struct VertexCut {
+    /// Arcs: target, remaining capacity; arc `a ^ 1` is the reverse.
+    to: Vec<u32>,
+    cap: Vec<i32>,
+    /// Arcs leaving each node.
+    out: Vec<Vec<u32>>,
+    /// The search's predecessor arc of each node.
+    via: Vec<u32>,
+}
+
+impl VertexCut {
+    fn new(n: usize) -> VertexCut {
+        VertexCut {
+            to: Vec::new(),
+            cap: Vec::new(),
+            out: vec![Vec::new(); 2 * n + 2],
+            via: Vec::new(),
+        }
+    }
+
+    fn arc(&mut self, a: usize, b: usize, cap: i32) {
+        self.out[a].push(self.to.len() as u32);
+        self.to.push(b as u32);
+        self.cap.push(cap);
+        self.out[b].push(self.to.len() as u32);
+        self.to.push(a as u32);
+        self.cap.push(0);
+    }
+
+    /// The fewest present vertices other than `excluded` (which no path
+    /// may cross) that meet every path from a vertex of `sources` to a
+    /// vertex where `sink` holds (both ends included, so a source or a
+    /// sink may be in the cut), over edges that are not the constant zero
+    /// if `nonzero`.
+    fn max_flow(
+        &mut self,
+        work: &Work,
+        sources: &[u32],
+        sink: &dyn Fn(u32) -> bool,
+        excluded: u32,
+        nonzero: bool,
+    ) -> i64 {
+        let n = work.kinds.len();
+        let (s, t) = (2 * n, 2 * n + 1);
+        self.to.clear();
+        self.cap.clear();
+        self.out.iter_mut().for_each(Vec::clear);
+        const INF: i32 = i32::MAX / 2;
+        for v in 0..n {
+            if !work.present[v] || v as u32 == excluded {
+                continue;
+            }
+            self.arc(2 * v, 2 * v + 1, 1);
+            if sink(v as u32) {
+                self.arc(2 * v + 1, t, INF);
+            }
+            for &(w, val) in &work.succ[v] {
+                if w != excluded && work.present[w as usize] && !(nonzero && val.class() == 3) {
+                    self.arc(2 * v + 1, 2 * w as usize, INF);
+                }
+            }
+        }
+        for &v in sources {
+            if v != excluded && work.present[v as usize] {
+                self.arc(s, 2 * v as usize, INF);
+            }
+        }
+        let mut total = 0i64;
+        let nodes = 2 * n + 2;
+        let mut queue: Vec<u32> = Vec::with_capacity(nodes);
+        loop {
+            self.via.clear();
+            self.via.resize(nodes, u32::MAX);
+            queue.clear();
+            queue.push(s as u32);
+            let mut head = 0;
+            let mut reached = false;
+            while head < queue.len() && !reached {
+                let a = queue[head] as usize;
+                head += 1;
+                for &arc in &self.out[a] {
+                    let b = self.to[arc as usize] as usize;
+                    if self.cap[arc as usize] > 0 && b != s && self.via[b] == u32::MAX {
+                        self.via[b] = arc;
+                        if b == t {
+                            reached = true;
+                            break;
+                        }
+                        queue.push(b as u32);
+                    }
+                }
+            }
+            if !reached {
+                return total;
+            }
+            // Every augmenting path crosses a vertex arc of capacity one.
+            let mut b = t;
+            while b != s {
+                let arc = self.via[b] as usize;
+                self.cap[arc] -= 1;
+                self.cap[arc ^ 1] += 1;
+                b = self.to[arc ^ 1] as usize;
+            }
+            total += 1;
+        }
     }
 }
 
@@ -384,6 +499,12 @@ pub(crate) struct Work {
     /// See [`Work::find_constant_reconvergence`]: when set, the bounds
     /// count only what run-time values make certain.
     constant_reconvergence: bool,
+    /// See [`Work::enable_cut_floor`]: the cut sums of the state it was
+    /// computed in, `(run, all, ids)`, when the cut bound is on.
+    cut_floor: Option<(i64, i64, i64)>,
+    /// Whether no edge carried the constant zero when the cut bound was
+    /// turned on (see [`Work::cut_bound`]).
+    cut_zero_free: bool,
 }
 
 /// Measures of the front and back elimination of one edge, valid while
@@ -508,6 +629,8 @@ impl Work {
             probed: vec![(0, None); n],
             circuit_scratch: Default::default(),
             constant_reconvergence: false,
+            cut_floor: None,
+            cut_zero_free: false,
         };
         for r in 0..n {
             if work.present[r] && work.kinds[r] == VertexKind::Intermediate {
@@ -676,7 +799,231 @@ impl Work {
             self.fixed[1]
         };
         let potential = self.g() + self.model.bound(phi, self.fixed[2], fixed_const);
-        potential.max(self.circuit_bound(&mut scratch, stamp))
+        let cut = self.cut_bound(&mut scratch, stamp);
+        potential
+            .max(self.circuit_bound(&mut scratch, stamp))
+            .max(cut)
+    }
+
+    /// Turns on the cut bound ([`Work::cut_bound`]) for every state
+    /// reachable from the current one, which must be the state the
+    /// working graph was built in (nothing applied): the cut sums are
+    /// computed here, once, by maximum flows. Off by default (the default
+    /// effort's searches keep the bounds they had); whether it is on.
+    pub(crate) fn enable_cut_floor(&mut self) -> bool {
+        if !self.journal.is_empty() || self.model.circuit == Circuit::None {
+            return false;
+        }
+        if self.cut_floor.is_none() {
+            self.cut_floor = Some(self.cut_sums());
+            self.cut_zero_free = self.succ.iter().flatten().all(|e| e.1.class() != 3);
+        }
+        true
+    }
+
+    /// The cut sums of the current state, `(run, all, ids)`: `run` is the
+    /// larger of the sum over independents `x` of the fewest vertices
+    /// (other than `x`) that meet every path from `x` through a run-time
+    /// out-edge of `x` to a dependent, and the sum over dependents `y` of
+    /// the fewest vertices (other than `y`) that meet every path from an
+    /// independent ending in a run-time in-edge of `y`; `all` the larger
+    /// of `run` and the same sums over every path without an edge of the
+    /// constant zero, or `run` where constants reconverge (a constant
+    /// edge may then cancel to zero). A product with a run-time factor
+    /// stays run-time even when another factor is zero. `ids` is the
+    /// larger of the two run-time cut sums, each less the run-time edges
+    /// out of independents (into dependents) beyond their distinct ids.
+    fn cut_sums(&self) -> (i64, i64, i64) {
+        let n = self.kinds.len();
+        let mut flow = VertexCut::new(n);
+        let is_dependent = |v: u32| self.kinds[v as usize] == VertexKind::Dependent;
+        let (mut out_run, mut out_all, mut in_run, mut in_all) = (0i64, 0i64, 0i64, 0i64);
+        for x in 0..n as u32 {
+            if !self.present[x as usize] || self.kinds[x as usize] != VertexKind::Independent {
+                continue;
+            }
+            let succ = &self.succ[x as usize];
+            let run: Vec<u32> = succ
+                .iter()
+                .filter(|e| matches!(e.1, W::Run(..)))
+                .map(|e| e.0)
+                .collect();
+            let all: Vec<u32> = succ
+                .iter()
+                .filter(|e| e.1.class() != 3)
+                .map(|e| e.0)
+                .collect();
+            out_run += flow.max_flow(self, &run, &is_dependent, x, false);
+            out_all += flow.max_flow(self, &all, &is_dependent, x, true);
+        }
+        let independents: Vec<u32> = (0..n as u32)
+            .filter(|&v| {
+                self.present[v as usize] && self.kinds[v as usize] == VertexKind::Independent
+            })
+            .collect();
+        for y in 0..n as u32 {
+            if !self.present[y as usize] || self.kinds[y as usize] != VertexKind::Dependent {
+                continue;
+            }
+            let pred = &self.pred[y as usize];
+            let run: Vec<u32> = pred
+                .iter()
+                .filter(|e| matches!(e.1, W::Run(..)))
+                .map(|e| e.0)
+                .collect();
+            let all: Vec<u32> = pred
+                .iter()
+                .filter(|e| e.1.class() != 3)
+                .map(|e| e.0)
+                .collect();
+            in_run += flow.max_flow(self, &independents, &|v| run.contains(&v), y, false);
+            in_all += flow.max_flow(self, &independents, &|v| all.contains(&v), y, true);
+        }
+        let run = out_run.max(in_run);
+        let all = if self.constant_reconvergence {
+            run
+        } else {
+            run.max(out_all).max(in_all)
+        };
+        // Run-time edges out of independents (into dependents) beyond
+        // their distinct ids.
+        let excess = |edges: Vec<u32>| {
+            let count = edges.len() as i64;
+            let mut ids = edges;
+            ids.sort_unstable();
+            ids.dedup();
+            count - ids.len() as i64
+        };
+        let ids_of = |kind: VertexKind, out: bool| -> Vec<u32> {
+            (0..n)
+                .filter(|&v| self.present[v] && self.kinds[v] == kind)
+                .flat_map(|v| if out { &self.succ[v] } else { &self.pred[v] })
+                .filter_map(|e| match e.1 {
+                    W::Run(id, _) => Some(id),
+                    _ => None,
+                })
+                .collect()
+        };
+        let ids = (out_run - excess(ids_of(VertexKind::Independent, true)))
+            .max(in_run - excess(ids_of(VertexKind::Dependent, false)))
+            .max(0);
+        (run, all, ids)
+    }
+
+    /// The cut bound, where [`Work::enable_cut_floor`] turned it on (else
+    /// `i64::MIN`). Let `D` be the distinct run-time ids on grounded edges
+    /// now and `F` any state reachable from here:
+    ///
+    /// - every operation makes one new id and reads at most two, and an id
+    ///   leaves the grounded edges only by being read (a product or sum
+    ///   replaces the edge it was on, a copy through a unit keeps it, and
+    ///   a vertex loses its last in- or out-edge only when its other edges
+    ///   went into products or copies), so `F` has at least `D - ops`
+    ///   grounded ids, and at most as many as grounded run-time edges;
+    /// - every path from `x` to a dependent is a path of `F` (eliminations
+    ///   contract paths, never cut them), so the heads of `x`'s out-edges
+    ///   in `F` meet all of them: `x` keeps at least the cut's number of
+    ///   out-edges, run-time ones where the path starts with a run-time
+    ///   edge (its first edge in `F` includes that edge); the same holds
+    ///   for the in-edges of a dependent. The edges of `F` that are not
+    ///   run-time are not the constant zero unless constants reconverge;
+    /// - an id on an out-edge of `x` in `F` whose paths start with a
+    ///   run-time edge was made by an operation on an out-edge `(x, m)` of
+    ///   `x` or is on such an edge now: it moves only by copies through
+    ///   units, which keep the tail `x` (an independent has no in-edge to
+    ///   copy through) and only narrow the paths it stands for, so all of
+    ///   them cross `m` (one of the edges that carry it now). Those `m`
+    ///   meet every path from `x` through a run-time out-edge, so `F` has
+    ///   at least `ids` distinct ids (an id on several such edges now
+    ///   counts once for all of them; an id made later stays on the edges
+    ///   of one independent); the same holds for dependents.
+    ///
+    /// Tangent: a run-time edge costs at least two operations and a unit
+    /// edge at least the free copy it may give its target, so `F` costs at
+    /// least `g + ops + 2·f_run - D_F ≥ g + D + run`. Adjoint (each
+    /// distinct factor pushed and popped, no free copy): at least
+    /// `g + ops + 2·f_run + f_other + 2·D_F ≥ g + D + run + all + ids`, in
+    /// units of the cheaper of a multiplication and an addition.
+    ///
+    /// A second count, where no edge is the constant zero and constants do
+    /// not reconverge (then every absorption into an existing edge is an
+    /// addition that is spent, not folded): over the grounded part,
+    /// eliminating a vertex with `p` predecessors and `s` successors
+    /// changes edges minus vertices by `(p-1)(s-1)` less its absorptions,
+    /// an edge elimination (with the vertex it may leave cut off) by
+    /// minus its absorptions, so the additions spent are at least the
+    /// drop of `E - V`. Tangent code adds one operation per in-edge of a
+    /// target beyond its first and one more per run-time edge, so `F`
+    /// costs at least `g + (E - V) + X + run` (`X` independents, the
+    /// grounded vertices without in-edge); adjoint code one per edge, one
+    /// more per run-time edge and two per factor: at least
+    /// `g + (E - V) + X + Y + run + 2·ids` (`Y` grounded dependents, which
+    /// stay). The bound is the larger of the two counts.
+    fn cut_bound(&self, scratch: &mut CircuitScratch, stamp: u32) -> i64 {
+        let Some((run, all, ids)) = self.cut_floor else {
+            return i64::MIN;
+        };
+        let m = &self.model;
+        let op = m.w_mul.min(m.w_add);
+        let tangent_like = m.w_edge[2] >= 2 * op
+            && m.w_edge[0] >= m.first_unit
+            && m.first_unit >= 0
+            && m.w_edge[1] >= 0
+            && m.w_push >= 0
+            && m.w_neg >= 0
+            && m.w_excess >= 0
+            && op >= 0;
+        if !tangent_like {
+            return i64::MIN;
+        }
+        let adjoint_like =
+            m.first_unit == 0 && m.w_push >= 2 * op && m.w_edge[0] >= op && m.w_edge[1] >= op;
+        let cyclomatic = self.cut_zero_free
+            && !self.constant_reconvergence
+            && m.w_edge[0] >= op
+            && m.w_edge[1] >= op
+            && m.first_unit <= op;
+        let CircuitScratch {
+            grounded, id_seen, ..
+        } = scratch;
+        let mut distinct = 0i64;
+        let (mut vertices, mut edges, mut independents, mut dependents) = (0i64, 0i64, 0i64, 0i64);
+        for (u, succ) in self.succ.iter().enumerate() {
+            if grounded[u] != stamp {
+                continue;
+            }
+            vertices += 1;
+            edges += succ.len() as i64;
+            match self.kinds[u] {
+                VertexKind::Independent => independents += 1,
+                VertexKind::Dependent => dependents += 1,
+                VertexKind::Intermediate => {}
+            }
+            for &(_, val) in succ {
+                if let W::Run(id, _) = val {
+                    let seen = &mut id_seen[id as usize];
+                    if *seen != stamp {
+                        *seen = stamp;
+                        distinct += 1;
+                    }
+                }
+            }
+        }
+        let cycles = edges - vertices + independents;
+        let (by_values, by_cycles) = if adjoint_like {
+            (
+                distinct + run + all + ids,
+                cycles + dependents + run + 2 * ids,
+            )
+        } else {
+            (distinct + run, cycles + run)
+        };
+        let best = if cyclomatic {
+            by_values.max(by_cycles)
+        } else {
+            by_values
+        };
+        self.g() + op * best
     }
 
     /// The circuit bound: the derivative code of every state reachable

@@ -304,17 +304,104 @@ fn cheapest_reachable(work: &mut Work, limit: usize) -> Option<i64> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
-    /// The lower bound (the potential and the circuit bound) is at most
-    /// the cheapest cost reachable, in every state a few random moves
-    /// reach, for every goal.
+    /// The lower bound (the potential and the circuit bound, and the cut
+    /// bound where it is on) is at most the cheapest cost reachable, in
+    /// every state a few random moves reach, for every goal.
     #[test]
     fn the_lower_bound_holds_in_every_state(
         lcg in graph(),
         picks in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
     ) {
         let base = ElimGraph::new(&lcg).unwrap();
+        for (m, cut) in models().into_iter().flat_map(|m| [(m, false), (m, true)]) {
+            let mut work = Work::new(&base, m, Triviality::Unit);
+            if cut {
+                work.enable_cut_floor();
+            }
+            let mut moves = Vec::new();
+            for pick in &picks {
+                moves.clear();
+                moves.extend(work.inner_vertices().map(Move::Vertex));
+                work.edge_moves(&mut moves);
+                if moves.is_empty() {
+                    break;
+                }
+                work.apply(moves[pick.index(moves.len())]);
+            }
+            let bound = work.lower_bound();
+            if let Some(best) = cheapest_reachable(&mut work, 20_000) {
+                prop_assert!(bound <= best, "{:?} (cut {}): bound {} above {}", m, cut, bound, best);
+            }
+        }
+    }
+}
+
+/// On a graph with nothing to eliminate (every independent feeds every
+/// dependent through a factor of its own), the cut bound is the cost of
+/// the graph as it is in both modes, which the other bounds are not: the
+/// cuts are the out-edges of the independents, each factor taped.
+#[test]
+fn the_cut_bound_is_exact_where_nothing_can_be_eliminated() {
+    let mut g = Lcg::new();
+    let x: Vec<VertexId> = (0..2)
+        .map(|_| g.add_vertex(VertexKind::Independent))
+        .collect();
+    let y: Vec<VertexId> = (0..2)
+        .map(|_| g.add_vertex(VertexKind::Dependent))
+        .collect();
+    for (k, (a, b)) in [(0, 0), (0, 1), (1, 0), (1, 1)].into_iter().enumerate() {
+        g.add_edge(x[a], y[b], Label::Variable(VarId(k as u32)))
+            .unwrap();
+    }
+    let base = ElimGraph::new(&g).unwrap();
+    for (mode, ops) in [
+        (PropagationMode::Tangent, 8),
+        (PropagationMode::Adjoint, 16),
+    ] {
+        let m = model(Goal::RunTime, mode, Metric::Scarcity, Triviality::Unit);
+        let mut work = Work::new(&base, m, Triviality::Unit);
+        let cost = work.cost().unwrap();
+        assert_eq!(cost >> 20, ops, "{mode:?}");
+        assert!(work.lower_bound() < cost, "{mode:?}");
+        assert!(work.enable_cut_floor());
+        assert_eq!(work.lower_bound() >> 20, ops, "{mode:?}");
+        assert!(work.lower_bound() <= cost, "{mode:?}");
+    }
+}
+
+/// [`graph`] with run-time labels only (some shared), where constants
+/// cannot reconverge and the cut bound's count of edges minus vertices
+/// applies.
+fn runtime_graph() -> impl proptest::strategy::Strategy<Value = Lcg> {
+    (graph(), prop::collection::vec(0u32..6, 32)).prop_map(|(g, ids)| {
+        let mut out = Lcg::new();
+        for v in g.vertices() {
+            out.add_vertex(g.kind(v).expect("a vertex of the graph"));
+        }
+        for (k, e) in g.edges().iter().enumerate() {
+            let id = ids[k % ids.len()] + k as u32 / 4;
+            out.add_edge(e.source, e.target, Label::Variable(VarId(id)))
+                .expect("valid edge");
+        }
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// With run-time labels only, the cut bound (both of its counts) is at
+    /// most the cheapest cost reachable, in every state a few random moves
+    /// reach.
+    #[test]
+    fn the_cut_bound_holds_on_runtime_graphs(
+        lcg in runtime_graph(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
+    ) {
+        let base = ElimGraph::new(&lcg).unwrap();
         for m in models() {
             let mut work = Work::new(&base, m, Triviality::Unit);
+            work.enable_cut_floor();
             let mut moves = Vec::new();
             for pick in &picks {
                 moves.clear();
