@@ -16,6 +16,12 @@
 //!   leave the directory as it was (no temporary, no directory it made,
 //!   what was there untouched); finished first, every output must be
 //!   there.
+//! - `deep marked nests`: counted loops nested 1 to 130 deep in one
+//!   routine, every one marked `--checkpoint-loop`, under the campaign's
+//!   memory limit and timeout. Up to the documented limit of 16 levels the
+//!   adjoint must be written and give, in joint mode, the Jacobian of the
+//!   unmarked adjoint; beyond it, exit 1 with the located refusal naming
+//!   the limit and no output, never an abort or a hang.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -377,4 +383,98 @@ pub(super) fn interrupt_cases(sh: &Shared<'_>) {
         let _ = std::fs::remove_dir_all(&cdir);
     }
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// Class `deep marked nests` (see the module documentation).
+pub(super) fn deep_marked_nest_cases(sh: &Shared<'_>) {
+    let cfg = sh.cfg;
+    let base = cfg.work.join("deep-marked-nests");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("deep marked nest directory");
+    let label = "deep marked nests: adjoint";
+    for depth in [1usize, 4, 16, 17, 48, 130] {
+        let prog = crate::loop_programs::nested_loops(depth, 2);
+        let input = base.join(format!("nest{depth}.xaif"));
+        std::fs::write(&input, crate::loop_programs::xaif(&prog, "nest")).expect("input");
+        let mut args: Vec<String> = vec![
+            "adjoint".into(),
+            "-c".into(),
+            s(&sh.catalogue),
+            "-i".into(),
+            s(&input),
+            "-o".into(),
+            "marked.xaif".into(),
+        ];
+        for l in crate::loop_programs::loop_lines(&prog) {
+            args.extend(["--checkpoint-loop".into(), format!("head:{l}:2")]);
+        }
+        let cdir = base.join(format!("case{depth}"));
+        let e = exec(cfg, &cdir, &args);
+        let out = cdir.join("marked.xaif");
+        let mut problem = classify(&e, &[&input], &[0, 1]);
+        if problem.is_none() {
+            problem = match (depth <= 16, &e.end) {
+                (true, End::Code(0)) => marked_jacobian_differs(sh, &input, &out, &cdir),
+                (false, End::Code(1)) if e.stderr.contains("at most 16") && !out.exists() => None,
+                _ => Some((
+                    "deep marked nest: not the documented outcome".into(),
+                    format!("{depth} levels: {:?}: {}", e.end, e.stderr),
+                )),
+            };
+        }
+        match problem {
+            Some((c, d)) => {
+                sh.outcome(label, &c);
+                sh.finding(&c, label, None, &[], &d, &[&input], &args);
+            }
+            None => sh.outcome(label, if depth <= 16 { "ok" } else { "refused" }),
+        }
+    }
+}
+
+/// For a nest within the limit: `None` when the marked adjoint `out` gives
+/// the unmarked adjoint's Jacobian in joint mode, else the finding.
+fn marked_jacobian_differs(
+    sh: &Shared<'_>,
+    input: &Path,
+    out: &Path,
+    cdir: &Path,
+) -> Option<(String, String)> {
+    let plain_args: Vec<String> = vec![
+        "adjoint".into(),
+        "-c".into(),
+        s(&sh.catalogue),
+        "-i".into(),
+        s(input),
+        "-o".into(),
+        "plain.xaif".into(),
+    ];
+    let pdir = cdir.join("plain");
+    if exec(sh.cfg, &pdir, &plain_args).end != End::Code(0) {
+        return Some(("deep marked nest: the unmarked adjoint failed".into(), s(input)));
+    }
+    let jacobian = |file: &Path, dir: &Path| {
+        let args: Vec<String> = vec![
+            "run".into(),
+            s(file),
+            "--n".into(),
+            "2".into(),
+            "--m".into(),
+            "2".into(),
+            "--mode".into(),
+            "joint".into(),
+        ];
+        let e = exec(sh.cfg, dir, &args);
+        (e.end == End::Code(0)).then(|| String::from_utf8_lossy(&e.stdout).into_owned())
+    };
+    let marked = jacobian(out, &cdir.join("run-marked"));
+    let plain = jacobian(&pdir.join("plain.xaif"), &cdir.join("run-plain"));
+    match (marked, plain) {
+        (Some(a), Some(b)) if a == b => None,
+        (a, b) => Some((
+            "silent wrong number: deep marked nest's Jacobian differs from the unmarked adjoint's"
+                .into(),
+            format!("marked: {a:?}\nunmarked: {b:?}"),
+        )),
+    }
 }

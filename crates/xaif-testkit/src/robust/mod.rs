@@ -777,6 +777,7 @@ pub fn run(cfg: &Config) -> Report {
         driver::fixed_cases(&shared);
         run_kinds::reference_forms_fixed(&shared);
         limits::interrupt_cases(&shared);
+        limits::deep_marked_nest_cases(&shared);
     }
     if cfg.limit_cases && cfg.only.is_none() && cfg.first == 0 {
         limits::memory_cases(&shared);
