@@ -27,20 +27,31 @@ struct L<'p> {
 impl L<'_> {
     /// Records the loop at line `at` (condition `cond` for a while loop,
     /// body `body`): a fixed-point iteration when its condition, or an
-    /// exit of its body, tests its change variable.
+    /// exit of its body, tests its change variable, which its body
+    /// computes (another loop's exit may test a change variable it reads:
+    /// that loop iterates nothing to a fixed point).
     fn note_loop(&mut self, at: usize, cond: Option<&Expr>, body: &[Stmt]) {
         if let Some(dos) = self.dos.get_mut(self.r) {
             dos.push(at);
         }
+        let computed: Vec<VarId> = body
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Assign(lhs, _)
+                    if self
+                        .p
+                        .var(self.r, lhs.var)
+                        .name
+                        .starts_with(super::FIXED_POINT_CHANGE) =>
+                {
+                    Some(lhs.var)
+                }
+                _ => None,
+            })
+            .collect();
         let tests_change = |e: &Expr| {
             let mut found = false;
-            e.visit_refs(&mut |x| {
-                found |= self
-                    .p
-                    .var(self.r, x.var)
-                    .name
-                    .starts_with(super::FIXED_POINT_CHANGE);
-            });
+            e.visit_refs(&mut |x| found |= computed.contains(&x.var));
             found
         };
         let fixed = cond.is_some_and(tests_change)

@@ -451,7 +451,10 @@ fn marked_jacobian_differs(
     ];
     let pdir = cdir.join("plain");
     if exec(sh.cfg, &pdir, &plain_args).end != End::Code(0) {
-        return Some(("deep marked nest: the unmarked adjoint failed".into(), s(input)));
+        return Some((
+            "deep marked nest: the unmarked adjoint failed".into(),
+            s(input),
+        ));
     }
     let jacobian = |file: &Path, dir: &Path| {
         let args: Vec<String> = vec![
