@@ -440,6 +440,51 @@ fn the_sum_of_an_active_array_is_refused_located() {
     }
 }
 
+/// Asserts that tangent and adjoint both refuse `input` with exit 1, no
+/// output, and a message that names the file with a line and column and
+/// holds every one of `words`.
+fn refused_located(dir: &Path, input: &Path, name: &str, words: &[&str]) {
+    for sub in ["tangent", "adjoint"] {
+        let out = dir.join(format!("{name}.{sub}.xaif"));
+        let r = run(&[sub, path(input), "-o", path(&out)]);
+        assert_eq!(r.code, Some(1), "{name} {sub}: {}", r.stderr);
+        assert!(!out.exists(), "{name} {sub}: output written");
+        let e = &r.stderr;
+        let file = format!("{}:", path(input));
+        assert!(
+            e.contains(&file) && words.iter().all(|w| e.contains(w)),
+            "{name} {sub}: {e}"
+        );
+        let located = e
+            .split_once(&file)
+            .map(|(_, rest)| rest.split(':').take(2).all(|n| n.parse::<u32>().is_ok()))
+            .unwrap_or(false);
+        assert!(located, "{name} {sub}: {e}");
+    }
+}
+
+/// Asserts that the tangent, split and joint Jacobians of `input` agree
+/// with its divided differences `fd`.
+fn derivatives_match(dir: &Path, input: &Path, fd: &[f64]) {
+    for (sub, mode) in [
+        ("tangent", "tangent"),
+        ("adjoint", "split"),
+        ("adjoint", "joint"),
+    ] {
+        let out = dir.join(format!("passive.{sub}.xaif"));
+        let r = run(&[sub, path(input), "-o", path(&out)]);
+        assert_eq!(r.code, Some(0), "{sub}: {}", r.stderr);
+        let j = jacobian(&out, &["--mode", mode]);
+        assert_eq!(j.len(), fd.len(), "{mode}: {j:?}");
+        for (a, b) in j.iter().zip(fd) {
+            assert!(
+                (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                "{mode}: {j:?} vs {fd:?}"
+            );
+        }
+    }
+}
+
 /// head(x(3), y(3)) whose `y(1)` is computed by `first` (reading `ZC`, a
 /// scalar local declared complex) and `y(2) = x(2) * x(3)`.
 fn complex_program(first: Vec<Stmt>, y1: Expr) -> String {
@@ -520,24 +565,7 @@ fn active_values_in_complex_arithmetic_are_refused_located() {
     let dir = scratch("complex");
     for (name, text, what) in refused {
         let input = write(&dir, &format!("{name}.xaif"), &text);
-        for sub in ["tangent", "adjoint"] {
-            let out = dir.join(format!("{name}.{sub}.xaif"));
-            let r = run(&[sub, path(&input), "-o", path(&out)]);
-            assert_eq!(r.code, Some(1), "{name} {sub}: {}", r.stderr);
-            assert!(!out.exists(), "{name} {sub}: output written");
-            let e = &r.stderr;
-            assert!(
-                e.contains(&format!("{}:", path(&input)))
-                    && e.contains(what)
-                    && e.contains("complex"),
-                "{name} {sub}: {e}"
-            );
-            let located = e
-                .split_once(&format!("{}:", path(&input)))
-                .map(|(_, rest)| rest.split(':').take(2).all(|n| n.parse::<u32>().is_ok()))
-                .unwrap_or(false);
-            assert!(located, "{name} {sub}: {e}");
-        }
+        refused_located(&dir, &input, name, &[what, "complex"]);
     }
     // A complex value that never meets an active one: y(1) = |0.3 + 0.4i| x1
     // (the interpreter executes complex values in expressions, not
@@ -558,23 +586,7 @@ fn active_values_in_complex_arithmetic_are_refused_located() {
     let input = write(&dir, "passive.xaif", &text);
     let fd = jacobian(&input, &["--fd"]);
     assert!((fd[0] - 0.5).abs() < 1e-6, "{fd:?}");
-    for (sub, mode) in [
-        ("tangent", "tangent"),
-        ("adjoint", "split"),
-        ("adjoint", "joint"),
-    ] {
-        let out = dir.join(format!("passive.{sub}.xaif"));
-        let r = run(&[sub, path(&input), "-o", path(&out)]);
-        assert_eq!(r.code, Some(0), "{sub}: {}", r.stderr);
-        let j = jacobian(&out, &["--mode", mode]);
-        assert_eq!(j.len(), fd.len(), "{mode}: {j:?}");
-        for (a, b) in j.iter().zip(&fd) {
-            assert!(
-                (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
-                "{mode}: {j:?} vs {fd:?}"
-            );
-        }
-    }
+    derivatives_match(&dir, &input, &fd);
 }
 
 /// `max`, `min`, `maxval` and `minval` in the front end's non-canonical
@@ -608,24 +620,12 @@ fn intrinsics_whose_catalogue_partial_drops_a_derivative_are_refused_located() {
     let dir = scratch("passive-partials");
     for (name, y1) in refused {
         let input = write(&dir, &format!("{name}.xaif"), &y1_program(vec![], y1));
-        for sub in ["tangent", "adjoint"] {
-            let out = dir.join(format!("{name}.{sub}.xaif"));
-            let r = run(&[sub, path(&input), "-o", path(&out)]);
-            assert_eq!(r.code, Some(1), "{name} {sub}: {}", r.stderr);
-            assert!(!out.exists(), "{name} {sub}: output written");
-            let e = &r.stderr;
-            assert!(
-                e.contains(&format!("{}:", path(&input)))
-                    && e.contains(&format!("`{name}`"))
-                    && e.contains("passive"),
-                "{name} {sub}: {e}"
-            );
-            let located = e
-                .split_once(&format!("{}:", path(&input)))
-                .map(|(_, rest)| rest.split(':').take(2).all(|n| n.parse::<u32>().is_ok()))
-                .unwrap_or(false);
-            assert!(located, "{name} {sub}: {e}");
-        }
+        refused_located(
+            &dir,
+            &input,
+            name,
+            &[format!("`{name}`").as_str(), "passive"],
+        );
     }
     // On passive values: y(1) = max(0.25, 0.5) * x(3).
     let y1 = times_x3(op(
@@ -635,21 +635,5 @@ fn intrinsics_whose_catalogue_partial_drops_a_derivative_are_refused_located() {
     let input = write(&dir, "passive.xaif", &y1_program(vec![], y1));
     let fd = jacobian(&input, &["--fd"]);
     assert!((fd[6] - 0.5).abs() < 1e-6, "{fd:?}");
-    for (sub, mode) in [
-        ("tangent", "tangent"),
-        ("adjoint", "split"),
-        ("adjoint", "joint"),
-    ] {
-        let out = dir.join(format!("passive.{sub}.xaif"));
-        let r = run(&[sub, path(&input), "-o", path(&out)]);
-        assert_eq!(r.code, Some(0), "{sub}: {}", r.stderr);
-        let j = jacobian(&out, &["--mode", mode]);
-        assert_eq!(j.len(), fd.len(), "{mode}: {j:?}");
-        for (a, b) in j.iter().zip(&fd) {
-            assert!(
-                (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
-                "{mode}: {j:?} vs {fd:?}"
-            );
-        }
-    }
+    derivatives_match(&dir, &input, &fd);
 }
