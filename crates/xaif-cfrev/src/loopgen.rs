@@ -623,32 +623,13 @@ impl Gen<'_, '_> {
     /// step back from the last (`counter = counter − c; i = counter`), as
     /// Fortran stepped it forward (no product that could overflow).
     fn count_back(&mut self, header: &ExplicitLoop, counter: &VarRef, p: &mut Pending) {
-        let mut e = ExprBuilder::new();
-        let x = e.reference(counter);
-        match &header.step {
-            Step::Constant(k) => {
-                let k = int_const(&mut e, *k);
-                e.intrinsic("sub_scal_scal", &[x, k]);
-            }
-            Step::Stride { expr, negated } => {
-                let s = embed(&mut e, expr);
-                e.intrinsic(
-                    if *negated {
-                        "add_scal_scal"
-                    } else {
-                        "sub_scal_scal"
-                    },
-                    &[x, s],
-                );
-            }
-        }
-        let mut lhs = counter.clone();
-        lhs.attrs.discard("vertex_id");
-        let back = self.out.stmts.alloc(assignment(
-            &self.temps.statement("ckp_counter"),
-            lhs,
-            e.finish(),
-        ));
+        let back = crate::reverse::step_back_of(
+            self.out,
+            self.temps,
+            counter,
+            &header.step,
+            "ckp_counter",
+        );
         let mut e = ExprBuilder::new();
         e.reference(counter);
         let mut var = header.var.clone();

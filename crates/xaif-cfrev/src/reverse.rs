@@ -1133,11 +1133,24 @@ fn restated(out: &mut Program, temps: &mut dyn Temps, s: StmtId, stem: &str) -> 
 /// explicit loop's update, stepping its variable back to the value it had
 /// in the iteration before.
 fn step_back(out: &mut Program, temps: &mut dyn Temps, h: &ExplicitLoop) -> StmtId {
-    let mut lhs = h.var.clone();
+    step_back_of(out, temps, &h.var, &h.step, "cfr_update")
+}
+
+/// `v = v − c` (`v = v ∓ s` for a run-time stride `s`), a statement of
+/// stem `stem`: one step of `step` back, for a loop's variable or a counter
+/// that follows it.
+pub(crate) fn step_back_of(
+    out: &mut Program,
+    temps: &mut dyn Temps,
+    v: &VarRef,
+    step: &Step,
+    stem: &str,
+) -> StmtId {
+    let mut lhs = v.clone();
     lhs.attrs.discard("vertex_id");
     let mut b = ExprBuilder::new();
-    let i = b.reference(&h.var);
-    match &h.step {
+    let i = b.reference(v);
+    match step {
         // (`-c` of the step -2^63 is no 64-bit integer: `i - c` keeps it.)
         Step::Constant(c) if *c < 0 && *c != i64::MIN => {
             let k = int_const(&mut b, -*c);
@@ -1160,7 +1173,7 @@ fn step_back(out: &mut Program, temps: &mut dyn Temps, h: &ExplicitLoop) -> Stmt
         }
     }
     out.stmts
-        .alloc(assignment(&temps.statement("cfr_update"), lhs, b.finish()))
+        .alloc(assignment(&temps.statement(stem), lhs, b.finish()))
 }
 
 /// What [`reverse`] reverses and how.
