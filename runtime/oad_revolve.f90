@@ -26,7 +26,12 @@
 ! it answers 0: besides the above, restore the latest snapshot (2),
 ! reverse the iteration just taped (5), and for a fixed-point loop
 ! measure the adjoint of its state (6: oad_revolve_measure of each state
-! variable). Paused and running loops form stacks, so loops nest
+! variable) and, before and after its first taped iteration, report the
+! state's values (7: oad_revolve_check of each state variable): a loop
+! whose last complete iteration changed its state by more than its
+! tolerance, relative to the state's largest value, did not reach the
+! fixed point whose derivative the two-phase adjoint gives, and is
+! reported with a warning. Paused and running loops form stacks, so loops nest
 ! (two-level checkpointing, a fixed-point loop inside a time loop) and
 ! routines recurse. The calls set our_rev_mode for the callees of the
 ! iteration they ask for: plain for an advance or an iteration the loop
@@ -60,6 +65,7 @@ module oad_revolve
   integer, parameter, public :: oad_revolve_action_tape = 4
   integer, parameter, public :: oad_revolve_action_adjoint = 5
   integer, parameter, public :: oad_revolve_action_measure = 6
+  integer, parameter, public :: oad_revolve_action_check = 7
 
   ! Kinds of schedules.
   integer, parameter :: k_binomial = 0, k_online = 1, k_fixed_point = 2, k_independent = 3
@@ -74,7 +80,8 @@ module oad_revolve
   ! Phases of a fixed-point schedule.
   integer, parameter :: f_forward = 0, f_partial_restore = 1, f_partial_tape = 2, &
        f_partial_adjoint = 3, f_seed = 4, f_restore = 5, f_tape = 6, f_adjoint = 7, &
-       f_measure = 8, f_judge = 9, f_finished = 10
+       f_measure = 8, f_judge = 9, f_finished = 10, f_check_before = 11, &
+       f_check_after = 12
 
   ! A binomial schedule of `steps` steps after position `offset`.
   type binom
@@ -104,7 +111,14 @@ module oad_revolve
     integer(i8) :: max_iterations = 1, iterations = 0
     integer(i8) :: fheld(2) = 0
     integer :: nfheld = 0, fphase = f_forward
-    logical :: converged = .false.
+    logical :: converged = .false., adjoint_converged = .false.
+    ! The state's values before the first taped iteration, and while
+    ! checking those after it: the next one's index, the largest change
+    ! and value; the relative change (negative before it is known).
+    real(dp), allocatable :: fbefore(:)
+    integer(i8) :: nbefore = 0, fnext = 0
+    logical :: fafter = .false.
+    real(dp) :: fchange = 0, flargest = 0, forward_change = -1
     ! Independent.
     integer(i8) :: next = 0
     integer :: step = 0
@@ -120,7 +134,8 @@ module oad_revolve
        oad_revolve_begin_independent, oad_revolve_iteration, oad_revolve_end, &
        oad_revolve_measure, oad_revolve_abandon, oad_revolve_forward_steps, &
        oad_revolve_min_forward_steps, oad_revolve_adjoint_iterations, &
-       oad_revolve_adjoint_change, oad_revolve_store, oad_revolve_restore, &
+       oad_revolve_adjoint_change, oad_revolve_forward_change, oad_revolve_check, &
+       oad_revolve_store, oad_revolve_restore, &
        oad_revolve_snapshots_held, oad_revolve_snapshot_bytes
 
   interface oad_revolve_begin
@@ -161,8 +176,13 @@ module oad_revolve
          measure_a5, measure_a6, measure_a7, measure_r0, measure_r1
   end interface oad_revolve_measure
 
+  interface oad_revolve_check
+    module procedure check_a0, check_a1, check_a2, check_a3, check_a4, &
+         check_a5, check_a6, check_a7, check_r0, check_r1
+  end interface oad_revolve_check
+
   integer(i8), save :: last_forward = 0, last_iterations = 0
-  real(dp), save :: last_change = 0
+  real(dp), save :: last_change = 0, last_forward_change = 0
 
 contains
 
@@ -636,10 +656,40 @@ contains
       it%last_change = ieee_value(d, ieee_positive_inf)
     end if
     ! An adjoint that overflowed is not converged, though inf <= tol * inf.
-    it%converged = ieee_is_finite(d) .and. ieee_is_finite(reference) .and. &
+    it%adjoint_converged = ieee_is_finite(d) .and. ieee_is_finite(reference) .and. &
          d <= it%tolerance * reference
-    over = it%converged .or. it%iterations >= it%max_iterations
+    over = it%adjoint_converged .or. it%iterations >= it%max_iterations
+    ! The loop converged only if it reached its fixed point too.
+    it%converged = it%adjoint_converged .and. fp_reached(it)
   end function fp_judge
+
+  ! Whether the last complete iteration changed the state by at most the
+  ! tolerance (a NaN never passes).
+  logical function fp_reached(it) result(reached)
+    type(instance), intent(in) :: it
+    reached = .false.
+    if (ieee_is_nan(it%forward_change) .or. it%forward_change < 0) return
+    reached = it%forward_change <= it%tolerance
+  end function fp_reached
+
+  ! The values after the first taped iteration are all in: the relative
+  ! change of the state.
+  subroutine fp_settle(it)
+    type(instance), intent(inout) :: it
+    if (.not. it%fafter) return
+    it%fafter = .false.
+    if (it%fnext /= it%nbefore .or. ieee_is_nan(it%fchange) .or. ieee_is_nan(it%flargest)) then
+      it%forward_change = ieee_value(it%forward_change, ieee_quiet_nan)
+    else if (.not. (it%fchange > 0)) then
+      it%forward_change = 0
+    else if (it%flargest > 0 .and. ieee_is_finite(it%flargest)) then
+      it%forward_change = it%fchange / it%flargest
+    else
+      it%forward_change = ieee_value(it%forward_change, ieee_positive_inf)
+    end if
+    it%nbefore = 0
+    if (allocated(it%fbefore)) deallocate(it%fbefore)
+  end subroutine fp_settle
 
   subroutine fp_next(it, action, count)
     type(instance), intent(inout) :: it
@@ -689,16 +739,38 @@ contains
       case (f_restore)
         if (it%iterations == 0) it%largest = it%pending
         it%pending = 0
-        it%fphase = f_tape
+        if (it%iterations == 0) then
+          it%fphase = f_check_before
+        else
+          it%fphase = f_tape
+        end if
         action = oad_revolve_action_restore
         count = max(0_i8, fp_complete(it))
         return
+      case (f_check_before)
+        it%nbefore = 0
+        it%fphase = f_tape
+        action = oad_revolve_action_check
+        return
       case (f_tape)
-        it%fphase = f_adjoint
+        if (it%iterations == 0) then
+          it%fphase = f_check_after
+        else
+          it%fphase = f_adjoint
+        end if
         action = oad_revolve_action_tape
         count = max(0_i8, fp_complete(it))
         return
+      case (f_check_after)
+        it%fafter = .true.
+        it%fnext = 0
+        it%fchange = 0
+        it%flargest = 0
+        it%fphase = f_adjoint
+        action = oad_revolve_action_check
+        return
       case (f_adjoint)
+        call fp_settle(it)
         it%fphase = f_measure
         it%iterations = it%iterations + 1
         action = oad_revolve_action_adjoint
@@ -969,7 +1041,7 @@ contains
   end subroutine resume32
 
   ! The next action of the running loop into `action` (0 done, 1 store, 2
-  ! restore, 3 advance, 4 tape, 5 adjoint, 6 measure) and its count
+  ! restore, 3 advance, 4 tape, 5 adjoint, 6 measure, 7 check) and its count
   ! (iterations to advance; the position stored or restored, or the
   ! iteration taped or reversed, counted from 0).
   subroutine next64(action, count)
@@ -1049,10 +1121,20 @@ contains
     end select
     last_iterations = 0
     last_change = 0
+    last_forward_change = 0
     if (it%kind == k_fixed_point) then
       last_iterations = it%iterations
       last_change = it%last_change
-      if (fp_complete(it) >= 0 .and. .not. it%converged) then
+      last_forward_change = max(0.0_dp, it%forward_change)
+      if (ieee_is_nan(it%forward_change)) last_forward_change = it%forward_change
+      if (fp_complete(it) >= 0 .and. .not. fp_reached(it)) then
+        write (line, '(I0)') it%line
+        write (change, '(ES10.3)') it%forward_change
+        write (error_unit, '(A)') 'oad_revolve: warning: the fixed-point loop at line ' &
+             // trim(line) // ' did not reach its fixed point: its last iteration changed its state by ' &
+             // trim(adjustl(change)) // ' relative, and its derivative is that of a fixed point it did not reach'
+      end if
+      if (fp_complete(it) >= 0 .and. .not. it%adjoint_converged) then
         write (line, '(I0)') it%line
         write (n, '(I0)') it%iterations
         write (change, '(ES10.3)') it%last_change
@@ -1132,6 +1214,93 @@ contains
     call measure(d)
   end subroutine measure_r1
 
+  ! Values of the running fixed-point loop's state, before its first taped
+  ! iteration (kept) or after it (compared with those kept, in order).
+  subroutine check(v)
+    real(dp), intent(in) :: v(:)
+    real(dp), allocatable :: grown(:)
+    integer(i8) :: k, n
+    if (nrunning == 0) call fail('a check without a running loop')
+    associate (it => running(nrunning))
+      n = size(v, kind=i8)
+      if (.not. it%fafter) then
+        if (.not. allocated(it%fbefore)) allocate(it%fbefore(max(16_i8, n)))
+        if (it%nbefore + n > size(it%fbefore, kind=i8)) then
+          allocate(grown(max(2 * size(it%fbefore, kind=i8), it%nbefore + n)))
+          grown(1:it%nbefore) = it%fbefore(1:it%nbefore)
+          call move_alloc(grown, it%fbefore)
+        end if
+        it%fbefore(it%nbefore + 1:it%nbefore + n) = v
+        it%nbefore = it%nbefore + n
+        return
+      end if
+      do k = 1, n
+        it%fnext = it%fnext + 1
+        if (it%fnext > it%nbefore .or. ieee_is_nan(v(k))) then
+          it%fchange = ieee_value(it%fchange, ieee_quiet_nan)
+        else if (.not. ieee_is_nan(it%fchange)) then
+          if (ieee_is_nan(it%fbefore(it%fnext))) then
+            it%fchange = ieee_value(it%fchange, ieee_quiet_nan)
+          else
+            it%fchange = max(it%fchange, abs(v(k) - it%fbefore(it%fnext)))
+            it%flargest = max(it%flargest, abs(v(k)), abs(it%fbefore(it%fnext)))
+          end if
+        end if
+      end do
+    end associate
+  end subroutine check
+
+  subroutine check_a0(x)
+    type(active), intent(in) :: x
+    call check([x%v])
+  end subroutine check_a0
+
+  subroutine check_a1(x)
+    type(active), intent(in) :: x(:)
+    call check([x%v])
+  end subroutine check_a1
+
+  subroutine check_a2(x)
+    type(active), intent(in) :: x(:,:)
+    call check([x%v])
+  end subroutine check_a2
+
+  subroutine check_a3(x)
+    type(active), intent(in) :: x(:,:,:)
+    call check([x%v])
+  end subroutine check_a3
+
+  subroutine check_a4(x)
+    type(active), intent(in) :: x(:,:,:,:)
+    call check([x%v])
+  end subroutine check_a4
+
+  subroutine check_a5(x)
+    type(active), intent(in) :: x(:,:,:,:,:)
+    call check([x%v])
+  end subroutine check_a5
+
+  subroutine check_a6(x)
+    type(active), intent(in) :: x(:,:,:,:,:,:)
+    call check([x%v])
+  end subroutine check_a6
+
+  subroutine check_a7(x)
+    type(active), intent(in) :: x(:,:,:,:,:,:,:)
+    call check([x%v])
+  end subroutine check_a7
+
+  ! Values given as reals (by hand).
+  subroutine check_r0(v)
+    real(dp), intent(in) :: v
+    call check([v])
+  end subroutine check_r0
+
+  subroutine check_r1(v)
+    real(dp), intent(in) :: v(:)
+    call check(v)
+  end subroutine check_r1
+
   ! Abandons every loop in progress, running or paused, and drops every
   ! snapshot: after an error exit from a checkpointed loop, the run-time
   ! is as before the first oad_revolve_begin (our_rev_mode is left as it
@@ -1163,6 +1332,14 @@ contains
     real(dp) :: c
     c = last_change
   end function oad_revolve_adjoint_change
+
+  ! How much the last complete iteration of the fixed-point loop finished
+  ! last changed its state, relative to the state's largest value (0 for
+  ! the other kinds).
+  function oad_revolve_forward_change() result(c)
+    real(dp) :: c
+    c = last_forward_change
+  end function oad_revolve_forward_change
 
   function plain_mode() result(m)
     type(modeType) :: m

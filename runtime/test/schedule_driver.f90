@@ -24,6 +24,10 @@ program schedule_driver
   ! The simulated adjoint of a fixed-point loop's state, and its factor
   ! per reversed iteration.
   real(8) :: adj = 1, q = 1
+  ! The simulated state a fixed-point loop reports to oad_revolve_check
+  ! (a scalar and an array), and its change over the iteration checked.
+  real(8) :: fx = 1, drift = 0
+  type(active) :: fa, fb(2)
   do i = 1, nl
     do j = 1, ns
       write (*, '(A,1X,I0,1X,I0)') 'pair', ls(i), ss(j)
@@ -48,6 +52,11 @@ program schedule_driver
   call runs_itself(2, 3, 2, 0, 1d-12, 7, 1d0, 1d0)
   call runs_itself(2, 3, 2, 0, 1d-12, 5, 0.5d0, 0d0)
   call runs_itself(2, 3, 2, 0, 1d-12, 1100, 2d0, 1d0)
+  ! A loop that reached its fixed point, and one that did not: reported.
+  call runs_itself(2, 30, 2, 0, 1d-12, 1000, 0.5d0, 1d0)
+  drift = 1d-3
+  call runs_itself(2, 30, 2, 0, 1d-12, 1000, 0.5d0, 1d0)
+  drift = 0
   do i = 0, 5
     call runs_itself(3, i, 1, 0, 0d0, 1, 1d0, 1d0)
   end do
@@ -146,6 +155,12 @@ contains
         adj = adj * q
       case (oad_revolve_action_measure)
         call oad_revolve_measure(adj)
+      case (oad_revolve_action_check)
+        fa%v = fx
+        fb%v = [0.25d0, -0.5d0]
+        call oad_revolve_check(fa)
+        call oad_revolve_check(fb)
+        fx = fx + drift
       end select
     end do
   end subroutine sweep

@@ -140,11 +140,14 @@ pub(crate) enum Scheme {
     Online { snapshots: u64 },
     /// The two-phase adjoint of a fixed-point loop; `measured` are the
     /// active variables it carries from one iteration to the next, whose
-    /// adjoints measure its convergence.
+    /// adjoints measure its convergence; `checked` those of them its
+    /// statements read (the `x` of `x ← F(x, p)`), whose values an
+    /// iteration at the fixed point leaves unchanged.
     FixedPoint {
         tolerance: f64,
         max_iterations: u64,
         measured: Vec<VarRef>,
+        checked: Vec<VarRef>,
     },
     /// Independent iterations, each taped and reversed on its own.
     Independent { header: ExplicitLoop },
@@ -455,6 +458,7 @@ fn find_routine(
 pub(crate) struct LoopFacts {
     pub(crate) states: FxHashMap<VertexId, Vec<SymbolId>>,
     pub(crate) carried: FxHashMap<VertexId, Vec<SymbolId>>,
+    pub(crate) fed: FxHashMap<VertexId, Vec<SymbolId>>,
     pub(crate) dependence: FxHashMap<VertexId, xaif_dataflow::loops::Dependence>,
 }
 
@@ -518,6 +522,7 @@ pub(crate) fn loop_facts(
     };
     for (q, a) in queries.iter().zip(answers) {
         facts.carried.insert(q.vertex, a.carried);
+        facts.fed.insert(q.vertex, a.fed);
         if let Some(d) = a.dependence {
             facts.dependence.insert(q.vertex, d);
         }
@@ -706,6 +711,14 @@ fn checkpointed_loop(
                 tolerance,
                 max_iterations,
                 measured: carried.iter().map(|&s| whole_variable(p, s)).collect(),
+                checked: facts
+                    .fed
+                    .get(&m.vertex)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(|&s| whole_variable(p, s))
+                    .collect(),
             }
         }
     };

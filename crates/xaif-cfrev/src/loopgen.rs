@@ -14,7 +14,9 @@
 //!   dispatcher with the arms its kind needs: store and restore the state,
 //!   advance without taping, tape one iteration (its update after it,
 //!   unless an exit left it), reverse the iteration taped, and for a
-//!   fixed-point loop measure its state's adjoint (`oad_revolve_measure`).
+//!   fixed-point loop measure its state's adjoint (`oad_revolve_measure`)
+//!   and report its state's values (`oad_revolve_check`, before and after
+//!   the first taped iteration: whether the loop reached its fixed point).
 //!
 //! The body appears in plain, taping and adjoint form, each copy with
 //! vertex and statement ids of its own; a marked loop inside it is
@@ -120,6 +122,7 @@ mod code {
     pub const TAPE: i64 = 4;
     pub const ADJOINT: i64 = 5;
     pub const MEASURE: i64 = 6;
+    pub const CHECK: i64 = 7;
 }
 
 /// An arm of a dispatcher.
@@ -131,6 +134,7 @@ enum Arm {
     Tape,
     Adjoint,
     Measure,
+    Check,
 }
 
 impl Arm {
@@ -142,6 +146,7 @@ impl Arm {
             Arm::Tape => code::TAPE,
             Arm::Adjoint => code::ADJOINT,
             Arm::Measure => code::MEASURE,
+            Arm::Check => code::CHECK,
         }
     }
 }
@@ -473,7 +478,13 @@ impl Gen<'_, '_> {
                 Arm::Tape,
                 Arm::Adjoint,
             ],
-            Scheme::FixedPoint { .. } => &[Arm::Restore, Arm::Tape, Arm::Adjoint, Arm::Measure],
+            Scheme::FixedPoint { .. } => &[
+                Arm::Restore,
+                Arm::Tape,
+                Arm::Adjoint,
+                Arm::Measure,
+                Arm::Check,
+            ],
             Scheme::Independent { .. } => &[Arm::Restore, Arm::Tape, Arm::Adjoint],
         };
         self.dispatch(body, head, arms, &d, pending);
@@ -537,7 +548,8 @@ impl Gen<'_, '_> {
                     p.append(&mut exits);
                 }
                 Arm::Adjoint => adjoint_seq(c, self.b, self.out, self.temps, body, &mut p),
-                Arm::Measure => self.measure_arm(&mut p),
+                Arm::Measure => self.state_calls(false, &mut p),
+                Arm::Check => self.state_calls(true, &mut p),
             }
             ends.extend(p);
         }
@@ -601,20 +613,25 @@ impl Gen<'_, '_> {
         }
     }
 
-    /// A fixed-point loop's measure: `oad_revolve_measure` of each
-    /// loop-carried active variable (its adjoint).
-    fn measure_arm(&mut self, p: &mut Pending) {
-        let Scheme::FixedPoint { measured, .. } = &self.cl.scheme else {
+    /// A fixed-point loop's `oad_revolve_measure` of each loop-carried
+    /// active variable (its adjoint), or `oad_revolve_check` (`check`) of
+    /// each the iteration's statements read (its values: whether an
+    /// iteration left them unchanged).
+    fn state_calls(&mut self, check: bool, p: &mut Pending) {
+        let Scheme::FixedPoint {
+            measured, checked, ..
+        } = &self.cl.scheme
+        else {
             return;
         };
-        let mut calls: Vec<StmtId> = measured
+        let (name, vars) = if check {
+            ("oad_revolve_check", checked)
+        } else {
+            ("oad_revolve_measure", measured)
+        };
+        let mut calls: Vec<StmtId> = vars
             .iter()
-            .map(|r| {
-                self.call(
-                    "oad_revolve_measure",
-                    vec![ArgValue::Variable(value_ref(r))],
-                )
-            })
+            .map(|r| self.call(name, vec![ArgValue::Variable(value_ref(r))]))
             .collect();
         self.flush(&mut calls, p);
     }

@@ -314,6 +314,83 @@ fn a_fixed_point_loop_short_of_its_limit_is_reported_unconverged() {
     }
 }
 
+/// A loop stopped by its count before it reached its fixed point: its
+/// adjoint converges, to the derivative of a fixed point the loop did not
+/// reach, so the loop is reported not converged (it used to be reported
+/// converged, a wrong Jacobian without a word); run to convergence, the
+/// same loop reached its fixed point.
+#[test]
+fn a_fixed_point_loop_stopped_short_of_its_fixed_point_is_reported_unconverged() {
+    for form in [FixedPointForm::While, FixedPointForm::Exit] {
+        for (limit, reached) in [(3, false), (8, false), (200, true)] {
+            let prog = lp::fixed_point_limited(form, RATES, false, limit);
+            let p = read(&lp::xaif(&prog, "fixed point, limited"));
+            let line = lp::loop_lines(&prog)[0];
+            let text = transform(&p, &fixed_point_options(line, 1e-12, 1000)).unwrap();
+            for mode in [Mode::Split, Mode::Joint] {
+                let what = format!("{form:?} {mode:?} limit {limit}");
+                let o = run(&text, 3, 2, mode);
+                assert!(!o.stats.checkpointed_loops.is_empty(), "{what}");
+                for r in &o.stats.checkpointed_loops {
+                    let change = r.forward_change.expect("a complete iteration");
+                    assert_eq!(r.reached, Some(reached), "{what}: change {change:e}");
+                    assert_eq!(r.converged, Some(reached), "{what}");
+                    if reached {
+                        assert!(change <= 1e-12, "{what}: {change:e}");
+                    } else {
+                        assert!(change > 1e-6, "{what}: {change:e}");
+                        // The adjoint iteration itself converged.
+                        assert!(r.final_change.unwrap() <= 1e-12, "{what}");
+                    }
+                }
+                assert_eq!(o.stats.unconverged_loops > 0, !reached, "{what}");
+            }
+        }
+    }
+}
+
+/// A change measure read only by the loop's test (`while (err > tol)`)
+/// is carried from one iteration to the next but is no part of the fixed
+/// point: at convergence it still changes (here from the first
+/// iteration's change to 0, the map being constant after it), and the
+/// loop has reached its fixed point all the same.
+///
+/// A loop left by an exit has its last complete iteration one before the
+/// one the exit ends: here the first, from the initial guess, which is no
+/// fixed point. The two-phase adjoint reverses that iteration, so the loop
+/// is reported not to have reached its fixed point (its Jacobian is right
+/// only because this map does not depend on its state).
+#[test]
+fn a_change_measure_read_only_by_the_test_is_no_part_of_the_fixed_point() {
+    let prog = lp::fixed_point(FixedPointForm::Exit, (0.0, 0.0, 0.5), false);
+    let p = read(&lp::xaif(&prog, "fixed point"));
+    let line = lp::loop_lines(&prog)[0];
+    let text = transform(&p, &fixed_point_options(line, 1e-12, 1000)).unwrap();
+    for r in &run(&text, 3, 2, Mode::Split).stats.checkpointed_loops {
+        assert_eq!((r.reached, r.converged), (Some(false), Some(false)));
+        assert_eq!(r.forward_change, Some(1.0));
+    }
+    {
+        let form = FixedPointForm::While;
+        let prog = lp::fixed_point(form, (0.0, 0.0, 0.5), false);
+        let p = read(&lp::xaif(&prog, "fixed point"));
+        let line = lp::loop_lines(&prog)[0];
+        let text = transform(&p, &fixed_point_options(line, 1e-12, 1000)).unwrap();
+        let want = lp::fixed_point_derivative([0.5, 1.0, 1.5], (0.0, 0.0, 0.5));
+        for mode in [Mode::Split, Mode::Joint] {
+            let what = format!("{form:?} {mode:?}");
+            let o = run(&text, 3, 2, mode);
+            for r in &o.stats.checkpointed_loops {
+                assert_eq!(r.forward_change, Some(0.0), "{what}");
+                assert_eq!((r.reached, r.converged), (Some(true), Some(true)), "{what}");
+            }
+            for (got, want) in o.jacobian.entries.iter().zip(want) {
+                assert!((got - want).abs() <= 1e-14, "{what}: {got} against {want}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_loop_carrying_no_active_state_is_not_a_fixed_point() {
     let prog = lp::private_cells(4);

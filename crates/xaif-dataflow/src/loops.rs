@@ -34,7 +34,7 @@ use crate::framework::{RoutineSummary, Solver};
 use crate::loc::{constant_int, for_each_ref, for_each_ref_in_expr, for_each_subscript_ref};
 use crate::loc::{StorageId, StorageKey};
 use crate::snapshot::{exposed_reads, loop_reads};
-use crate::tbr::{union, Collect};
+use crate::tbr::{union, Collect, ReqKill};
 use crate::LocSet;
 
 /// One marked loop to analyse.
@@ -70,6 +70,14 @@ pub struct LoopAnswer {
     /// writing that carry derivatives (active, real), as the routine's
     /// symbols, in storage order.
     pub carried: Vec<SymbolId>,
+    /// Those of [`LoopAnswer::carried`] that the iteration's statements
+    /// may read before writing (not only its conditions): the `x` that `x
+    /// ← F(x, p)` maps, whose values a fixed-point loop leaves unchanged
+    /// at its fixed point. A change measure read only by the loop's test
+    /// (`while (err > tol)`) is carried but not here: it changes in every
+    /// iteration, converged or not. Where the analysis cannot place the
+    /// loop, those of `carried` that no condition of the loop reads.
+    pub fed: Vec<SymbolId>,
     /// The first dependence carried between iterations, when independence
     /// was asked and does not hold.
     pub dependence: Option<Dependence>,
@@ -125,15 +133,46 @@ pub fn loop_answers(
             let mut exposed_written = read.clone();
             exposed_written.intersect_with(&written);
             let carried = carried(facts, q, &exposed_written);
+            let mut fed_written = statement_reads(facts, &exposed, q);
+            fed_written.intersect_with(&exposed_written);
+            let fed = self::carried(facts, q, &fed_written);
             let dependence = q
                 .independence
                 .and_then(|var| dependence(facts, q, var, &exposed_written, &accesses));
             LoopAnswer {
                 carried,
+                fed,
                 dependence,
             }
         })
         .collect()
+}
+
+/// What the statements of loop `q`'s iterations may read before writing
+/// ([`crate::snapshot::loop_statement_reads`]); where the analysis cannot
+/// place the loop, everything its conditions and its own test do not read.
+fn statement_reads(
+    facts: &ProgramFacts,
+    exposed: &FxHashMap<RoutineId, RoutineSummary<ReqKill>>,
+    q: &LoopQuery,
+) -> LocSet {
+    if let Some(s) = crate::snapshot::loop_statement_reads(facts, exposed, q.routine, q.vertex) {
+        return s;
+    }
+    let fg = &facts.flows[&q.routine];
+    let body: rustc_hash::FxHashSet<VertexId> = q.body.iter().copied().collect();
+    let nodes: Vec<u32> = fg
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.vertex == q.vertex || body.contains(&n.vertex))
+        .map(|(i, _)| i as u32)
+        .collect();
+    let mut s = all_slots(facts.routines[&q.routine].universe.len());
+    s.difference_with(&crate::tbr::condition_reads_of_nodes(
+        facts, q.routine, &nodes,
+    ));
+    s
 }
 
 /// The storages of `slots`, each once, in storage order.

@@ -195,6 +195,22 @@ pub(crate) fn loop_reads(
     }
 }
 
+/// What the statements of an iteration of loop `v` of routine `r` (not
+/// its conditions, nor the loop's own test) may read before it writes it:
+/// the values an iteration computes its results from. `None` where the
+/// analysis cannot place the loop.
+pub(crate) fn loop_statement_reads(
+    facts: &ProgramFacts,
+    exposed: &FxHashMap<RoutineId, RoutineSummary<ReqKill>>,
+    r: RoutineId,
+    v: VertexId,
+) -> Option<LocSet> {
+    let fg = &facts.flows[&r];
+    let id = fg.loop_vertices.iter().position(|&x| x == v)?;
+    let s = exposed.get(&r)?.loops.get(id)?.clone()?;
+    Some(s.req)
+}
+
 /// What the condition of flow node `n` of routine `r` reads before the
 /// code around it writes it: all of it, but the variable of a `ForLoop`,
 /// which its initialization (run just before the first test) definitely

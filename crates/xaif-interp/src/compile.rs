@@ -314,6 +314,9 @@ pub enum InlineOp {
     /// `oad_revolve_measure(x)`: the adjoint of state variable `x` into the
     /// measure of a fixed-point loop's convergence.
     RevolveMeasure,
+    /// `oad_revolve_check(x)`: the values of state variable `x` into the
+    /// check that a fixed-point loop reached its fixed point.
+    RevolveCheck,
     /// `oad_revolve_store(x)`: `x` into the snapshot being stored, as the
     /// type `x` has (`None`, the generic call xaifb emits), or as the type
     /// the name gives (`oad_revolve_store_<type>_<shape>[_a]`, the calls of
@@ -1615,6 +1618,7 @@ fn revolve_op(name: &str) -> Option<InlineOp> {
         "iteration" => InlineOp::RevolveIteration,
         "end" => InlineOp::RevolveEnd,
         "measure" => InlineOp::RevolveMeasure,
+        "check" => InlineOp::RevolveCheck,
         "store" => InlineOp::RevolveStore(None),
         "restore" => InlineOp::RevolveRestore(None),
         _ => {

@@ -170,10 +170,19 @@ pub struct LoopRecord {
     /// A fixed-point loop's last relative change of its state's adjoint.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_change: Option<f64>,
-    /// Whether a fixed-point loop's adjoint converged within its limit of
+    /// Whether a fixed-point loop converged: it reached its fixed point
+    /// (`reached`) and its adjoint converged within its limit of
     /// iterations.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub converged: Option<bool>,
+    /// How much a fixed-point loop's last complete iteration changed its
+    /// state, relative to the state's largest absolute value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forward_change: Option<f64>,
+    /// Whether that change is within the loop's tolerance: the loop
+    /// reached the fixed point whose derivative its adjoint gives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reached: Option<bool>,
 }
 
 /// What the machine keeps about a running or paused checkpointed loop.
@@ -1937,6 +1946,7 @@ impl<'p> Machine<'p> {
             InlineOp::RevolveIteration => self.revolve_iteration(args, op),
             InlineOp::RevolveEnd => self.revolve_end(args, op),
             InlineOp::RevolveMeasure => self.revolve_measure(args, op),
+            InlineOp::RevolveCheck => self.revolve_check(args, op),
             InlineOp::RevolveResume => self.revolve_resume(args, op),
             InlineOp::RevolveNext => self.revolve_next(args, op),
             InlineOp::RevolveStore(ty) => self.revolve_store(ty, args, op),
@@ -2449,7 +2459,7 @@ impl<'p> Machine<'p> {
         self.drop_snapshots(&reply.drops);
         use xaif_revolve::Action;
         match reply.action {
-            Action::Measure => {}
+            Action::Measure | Action::Check => {}
             Action::Store { .. } => self.snapshots.push(Stacks::default()),
             Action::Restore { .. } => {
                 let top = self.snapshots.last().ok_or_else(|| {
@@ -2551,6 +2561,20 @@ impl<'p> Machine<'p> {
             .map_err(|e| err(ErrorKind::Checkpointing(e.to_string())))
     }
 
+    /// `oad_revolve_check(x)`: the values of `x` (a variable of any shape;
+    /// a string counts as not a number) into the running fixed-point
+    /// loop's check that it reached its fixed point.
+    fn revolve_check(&mut self, args: &'p [CArg], op: InlineOp) -> Result<()> {
+        let p = self.arg_place(args, 0, op)?;
+        let values: Vec<f64> = Self::offsets(&p)
+            .into_iter()
+            .map(|o| self.mem.get(p.buf, o).as_real().unwrap_or(f64::NAN))
+            .collect();
+        self.loops
+            .check(&values)
+            .map_err(|e| err(ErrorKind::Checkpointing(e.to_string())))
+    }
+
     /// Removes the snapshot frames a schedule dropped (depths from the
     /// newest, in order).
     fn drop_snapshots(&mut self, drops: &[usize]) {
@@ -2566,11 +2590,11 @@ impl<'p> Machine<'p> {
     /// [`MAX_LOOP_RECORDS`]; the counters count every instance).
     fn record_loop(&mut self, f: xaif_revolve::Finished<LoopTag>) {
         self.stats.checkpointed_instances += 1;
-        if self.stats.checkpointed_loops.len() >= MAX_LOOP_RECORDS {
-            return;
-        }
         if f.converged == Some(false) {
             self.stats.unconverged_loops += 1;
+        }
+        if self.stats.checkpointed_loops.len() >= MAX_LOOP_RECORDS {
+            return;
         }
         self.stats.checkpointed_loops.push(LoopRecord {
             routine: self.prog.routines[f.tag.routine].name.clone(),
@@ -2585,6 +2609,8 @@ impl<'p> Machine<'p> {
             adjoint_iterations: f.adjoint_iterations,
             final_change: f.final_change,
             converged: f.converged,
+            forward_change: f.forward_change,
+            reached: f.reached,
         });
     }
 

@@ -29,6 +29,17 @@
 //! bounds the relative error of the parameters' adjoints by about `τ / (1 −
 //! q)` for a contraction of rate `q`; or after `max_iterations` reversals,
 //! reported as not converged (the run prints a warning).
+//!
+//! The two-phase adjoint gives the derivative of the fixed point, which is
+//! that of the loop only when the loop reached it: a while loop stopped on
+//! a count or a time, or one that is no fixed-point iteration at all
+//! (`y = x * y` three times), would get a derivative it does not have.
+//! So around the first taping of the complete iteration the generated
+//! code reports the state's values ([`Action::Check`], `oad_revolve_check`)
+//! before and after it: the loop counts as converged only when that
+//! iteration changed no value of the state by more than `τ` times the
+//! largest absolute value (`forward_change` in the report), the same
+//! relative tolerance as its adjoint's.
 
 use crate::schedule::{Action, Drops, LoopSchedule, Report};
 
@@ -45,7 +56,9 @@ enum Phase {
     PartialAdjoint,
     Seed,
     Restore,
+    CheckBefore,
     Tape,
+    CheckAfter,
     Adjoint,
     Measure,
     Judge,
@@ -71,6 +84,12 @@ pub struct FixedPoint {
     last_change: f64,
     converged: Option<bool>,
     peak: usize,
+    /// The state's values before the first taped complete iteration.
+    before: Vec<f64>,
+    /// Checking the values after it: the next value's index, and the
+    /// largest change and largest value so far.
+    after: Option<(usize, f64, f64)>,
+    forward_change: Option<f64>,
 }
 
 impl FixedPoint {
@@ -91,6 +110,9 @@ impl FixedPoint {
             last_change: 0.0,
             converged: None,
             peak: 0,
+            before: Vec::new(),
+            after: None,
+            forward_change: None,
         }
     }
 
@@ -121,10 +143,37 @@ impl FixedPoint {
         // with infinite derivatives.
         let converged = d.is_finite() && reference.is_finite() && d <= self.tolerance * reference;
         if converged || self.iterations >= self.max_iterations {
-            self.converged = Some(converged);
+            self.converged = Some(converged && self.reached());
             return true;
         }
         false
+    }
+
+    /// Whether the loop reached its fixed point: its last complete
+    /// iteration changed its state by at most the tolerance (a NaN never
+    /// passes).
+    fn reached(&self) -> bool {
+        self.forward_change
+            .is_some_and(|c| c <= self.tolerance || c == 0.0)
+    }
+
+    /// The values after the first taped iteration are all in: the
+    /// relative change of the state.
+    fn settle_check(&mut self) {
+        let Some((next, change, largest)) = self.after.take() else {
+            return;
+        };
+        let c = if next != self.before.len() || change.is_nan() || largest.is_nan() {
+            f64::NAN
+        } else if change == 0.0 {
+            0.0
+        } else if largest > 0.0 && largest.is_finite() {
+            change / largest
+        } else {
+            f64::INFINITY
+        };
+        self.forward_change = Some(c);
+        self.before = Vec::new();
     }
 }
 
@@ -205,18 +254,37 @@ impl LoopSchedule for FixedPoint {
                         self.largest = self.pending;
                     }
                     self.pending = 0.0;
-                    self.phase = Phase::Tape;
+                    self.phase = if self.iterations == 0 {
+                        Phase::CheckBefore
+                    } else {
+                        Phase::Tape
+                    };
                     return Action::Restore {
                         at: self.complete().unwrap_or(0),
                     };
                 }
+                Phase::CheckBefore => {
+                    self.before.clear();
+                    self.phase = Phase::Tape;
+                    return Action::Check;
+                }
                 Phase::Tape => {
-                    self.phase = Phase::Adjoint;
+                    self.phase = if self.iterations == 0 {
+                        Phase::CheckAfter
+                    } else {
+                        Phase::Adjoint
+                    };
                     return Action::Tape {
                         step: self.complete().unwrap_or(0),
                     };
                 }
+                Phase::CheckAfter => {
+                    self.after = Some((0, 0.0, 0.0));
+                    self.phase = Phase::Adjoint;
+                    return Action::Check;
+                }
                 Phase::Adjoint => {
+                    self.settle_check();
                     self.phase = Phase::Measure;
                     self.iterations += 1;
                     return Action::Adjoint {
@@ -250,6 +318,24 @@ impl LoopSchedule for FixedPoint {
         };
     }
 
+    fn check(&mut self, values: &[f64]) {
+        let Some((next, change, largest)) = &mut self.after else {
+            self.before.extend_from_slice(values);
+            return;
+        };
+        for &v in values {
+            let d = match self.before.get(*next) {
+                Some(&b) => {
+                    *largest = nan_max(nan_max(*largest, b.abs()), v.abs());
+                    (v - b).abs()
+                }
+                None => f64::NAN,
+            };
+            *change = nan_max(*change, d);
+            *next += 1;
+        }
+    }
+
     fn held(&self) -> usize {
         self.held.len()
     }
@@ -262,7 +348,18 @@ impl LoopSchedule for FixedPoint {
             adjoint_iterations: Some(self.iterations),
             final_change: Some(self.last_change),
             converged: self.converged,
+            forward_change: self.forward_change,
+            reached: self.forward_change.map(|_| self.reached()),
         }
+    }
+}
+
+/// The larger of `a` and `b`, NaN when either is (`f64::max` drops a NaN).
+fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
     }
 }
 
@@ -271,8 +368,27 @@ mod tests {
     use super::*;
 
     /// Runs the adjoint sweep with the state's adjoint shrinking by `q`
-    /// per reversal from `seed`; the actions and the report.
+    /// per reversal from `seed`, of a loop that reached its fixed point;
+    /// the actions (but the checks) and the report.
     fn run(l: u64, by_exit: bool, q: f64, seed: f64, tol: f64, max: u64) -> (Vec<Action>, Report) {
+        let state = [1.5, -2.0, 0.0];
+        checked(l, by_exit, q, seed, tol, max, &state, &state)
+    }
+
+    /// [`run`] of a loop whose state is `before` before its first taped
+    /// complete iteration and `after` after it (reported in two calls
+    /// each); there are two checks exactly when an iteration is complete.
+    #[allow(clippy::too_many_arguments)]
+    fn checked(
+        l: u64,
+        by_exit: bool,
+        q: f64,
+        seed: f64,
+        tol: f64,
+        max: u64,
+        before: &[f64],
+        after: &[f64],
+    ) -> (Vec<Action>, Report) {
         let mut f = FixedPoint::new(tol, max);
         let mut drops = Drops::new();
         for _ in 0..l {
@@ -282,8 +398,17 @@ mod tests {
         f.ended(by_exit, &mut drops);
         let mut d = seed;
         let mut out = Vec::new();
+        let mut checks = 0;
         loop {
             let a = f.next_action(&mut drops);
+            if a == Action::Check {
+                let values = if checks == 0 { before } else { after };
+                let (first, second) = values.split_at(values.len() / 2);
+                f.check(first);
+                f.check(second);
+                checks += 1;
+                continue;
+            }
             out.push(a);
             match a {
                 Action::Done => break,
@@ -293,7 +418,40 @@ mod tests {
             }
         }
         assert_eq!(f.held(), 0);
+        let complete = l > 1 || (l == 1 && !by_exit);
+        assert_eq!(checks, if complete { 2 } else { 0 });
         (out, f.report())
+    }
+
+    #[test]
+    fn a_loop_that_did_not_reach_its_fixed_point_is_not_converged() {
+        // `y = x * y` stopped after 3 iterations: its adjoint converges
+        // (x = 0.5), but its last iteration halved its state.
+        let (_, r) = checked(3, false, 0.5, 1.0, 1e-12, 1000, &[4.0], &[2.0]);
+        assert_eq!(r.adjoint_iterations, Some(40));
+        assert_eq!(r.forward_change, Some(0.5));
+        assert_eq!(r.converged, Some(false));
+        // Within the tolerance, relative to the largest value of the state.
+        let near = [1e3, 1.0 + 1e-10];
+        let (_, r) = checked(3, true, 0.5, 1.0, 1e-12, 1000, &[1e3, 1.0], &near);
+        assert!(r.forward_change.unwrap() <= 1e-12, "{r:?}");
+        assert_eq!(r.converged, Some(true));
+        let (_, r) = checked(3, false, 0.5, 1.0, 1e-14, 1000, &[1e3, 1.0], &near);
+        assert_eq!(r.converged, Some(false));
+        // A value that is not a number, or a state reported with another
+        // number of values, never passes.
+        for (b, a) in [
+            (&[1.0, f64::NAN][..], &[1.0, f64::NAN][..]),
+            (&[1.0, 2.0][..], &[1.0][..]),
+            (&[1.0][..], &[1.0, 2.0][..]),
+            (&[f64::INFINITY][..], &[f64::INFINITY][..]),
+        ] {
+            let (_, r) = checked(4, false, 0.5, 1.0, 1e-12, 1000, b, a);
+            assert_eq!(r.converged, Some(false), "{b:?} -> {a:?}: {r:?}");
+        }
+        // An unchanged state of zeros has reached its fixed point.
+        let (_, r) = checked(4, false, 0.5, 1.0, 1e-12, 1000, &[0.0, 0.0], &[0.0, -0.0]);
+        assert_eq!((r.forward_change, r.converged), (Some(0.0), Some(true)));
     }
 
     #[test]

@@ -20,7 +20,8 @@
 //! gives depths from the newest frame).
 //!
 //! The generated code dispatches on integer codes ([`DONE`], [`STORE`],
-//! [`RESTORE`], [`ADVANCE`], [`TAPE`], [`ADJOINT`], [`MEASURE`]);
+//! [`RESTORE`], [`ADVANCE`], [`TAPE`], [`ADJOINT`], [`MEASURE`],
+//! [`CHECK`]);
 //! `runtime/` holds the Fortran module with the same calls.
 
 use crate::repetitions::Repetitions;
@@ -41,6 +42,9 @@ pub const TAPE: i64 = 4;
 pub const ADJOINT: i64 = 5;
 /// Code of "measure the adjoint of the loop's state" (fixed-point loops).
 pub const MEASURE: i64 = 6;
+/// Code of "report the values of the loop's state" (fixed-point loops,
+/// before and after their first taped iteration).
+pub const CHECK: i64 = 7;
 
 /// Which sweep an instance is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,8 +96,15 @@ pub struct Finished<T> {
     pub adjoint_iterations: Option<u64>,
     /// Its last relative change of the state's adjoint.
     pub final_change: Option<f64>,
-    /// Whether its adjoint converged within its limit.
+    /// Whether it reached its fixed point and its adjoint converged
+    /// within its limit.
     pub converged: Option<bool>,
+    /// How much its last complete iteration changed its state, relative
+    /// to the state's largest value.
+    pub forward_change: Option<f64>,
+    /// Whether its last complete iteration left its state unchanged
+    /// within its tolerance.
+    pub reached: Option<bool>,
 }
 
 /// The answer to [`Runtime::next_action`], [`Runtime::iteration`] and
@@ -150,6 +161,7 @@ fn code(a: Action) -> (i64, i64) {
         Action::Tape { step } => (TAPE, n(step)),
         Action::Adjoint { step } => (ADJOINT, n(step)),
         Action::Measure => (MEASURE, 0),
+        Action::Check => (CHECK, 0),
         Action::Done => (DONE, 0),
     }
 }
@@ -262,6 +274,14 @@ impl<T> Runtime<T> {
         Ok(())
     }
 
+    /// Values of the running instance's state ([`CHECK`]); several calls
+    /// continue one another.
+    pub fn check(&mut self, values: &[f64]) -> Result<(), RuntimeError> {
+        let inst = self.running.last_mut().ok_or(RuntimeError::NotRunning)?;
+        inst.schedule.check(values);
+        Ok(())
+    }
+
     /// The next action of the running instance. A taping sweep asked for
     /// actions ends (pauses) after its one taped step; an adjoint sweep
     /// ends when every step is reversed, which finishes the instance.
@@ -303,6 +323,8 @@ impl<T> Runtime<T> {
                 adjoint_iterations: r.adjoint_iterations,
                 final_change: r.final_change,
                 converged: r.converged,
+                forward_change: r.forward_change,
+                reached: r.reached,
                 tag: i.tag,
             });
             return Ok(done);

@@ -52,6 +52,11 @@ pub enum Action {
     /// Measure the adjoint of the loop's state (a fixed-point loop: the
     /// generated code reports it with `oad_revolve_measure`).
     Measure,
+    /// Report the values of the loop's state (a fixed-point loop, before
+    /// and after its first taped iteration: the generated code reports
+    /// them with `oad_revolve_check`), to tell whether the loop reached
+    /// its fixed point.
+    Check,
     /// This sweep is over.
     Done,
 }
@@ -74,8 +79,20 @@ pub struct Report {
     pub adjoint_iterations: Option<u64>,
     /// The last relative change of a fixed-point loop's state adjoint.
     pub final_change: Option<f64>,
-    /// Whether a fixed-point loop's adjoint converged within its limit.
+    /// Whether a fixed-point loop converged: its last complete iteration
+    /// left its state unchanged within its tolerance
+    /// ([`Report::forward_change`]) and its adjoint converged within its
+    /// limit.
     pub converged: Option<bool>,
+    /// How much a fixed-point loop's last complete iteration changed its
+    /// state: the largest absolute change relative to the largest
+    /// absolute value (`None` when no iteration was complete, NaN when a
+    /// value was not a number).
+    pub forward_change: Option<f64>,
+    /// Whether a fixed-point loop reached its fixed point: its
+    /// [`Report::forward_change`] is within its tolerance (`None` when no
+    /// iteration was complete).
+    pub reached: Option<bool>,
 }
 
 /// The schedule of one loop instance.
@@ -105,6 +122,10 @@ pub trait LoopSchedule: Send {
 
     /// The measure of the state's adjoint asked by [`Action::Measure`].
     fn measure(&mut self, _norm: f64) {}
+
+    /// Values of the state asked by [`Action::Check`], in the order of
+    /// the state's variables (several calls continue one another).
+    fn check(&mut self, _values: &[f64]) {}
 
     /// Snapshots held now.
     fn held(&self) -> usize;

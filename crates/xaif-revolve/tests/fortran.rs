@@ -20,7 +20,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use xaif_revolve::runtime::{ADJOINT, DONE, MEASURE, RESTORE, STORE, TAPE};
+use xaif_revolve::runtime::{ADJOINT, CHECK, DONE, MEASURE, RESTORE, STORE, TAPE};
 use xaif_revolve::{Kind, Runtime};
 
 const STEPS: [i64; 18] = [
@@ -38,6 +38,12 @@ struct Expected {
     /// per reversed iteration.
     adj: f64,
     q: f64,
+    /// The simulated state a fixed-point loop reports to `check`, its
+    /// change over the iteration checked, and what the last loop
+    /// finished reported.
+    fx: f64,
+    drift: f64,
+    last: Option<(Option<bool>, Option<f64>)>,
 }
 
 impl Expected {
@@ -53,9 +59,15 @@ impl Expected {
             if r.code == MEASURE {
                 self.rt.measure(self.adj).unwrap();
             }
+            if r.code == CHECK {
+                self.rt.check(&[self.fx]).unwrap();
+                self.rt.check(&[0.25, -0.5]).unwrap();
+                self.fx += self.drift;
+            }
             if let Some(f) = r.finished {
                 self.forward = f.forward_steps;
                 self.iterations = f.adjoint_iterations.unwrap_or(0);
+                self.last = Some((f.converged, f.forward_change));
             }
             if r.code == DONE {
                 return seen;
@@ -200,6 +212,9 @@ fn expected() -> String {
         iterations: 0,
         adj: 1.0,
         q: 1.0,
+        fx: 1.0,
+        drift: 0.0,
+        last: None,
     };
     for &l in &STEPS {
         for &s in &SNAPSHOTS {
@@ -227,6 +242,17 @@ fn expected() -> String {
     // Expanding: the adjoint overflows at the 1,024th reversal and must
     // not count as converged.
     e.runs_itself(2, 3, 2, 0, 1e-12, 1100, 2.0, 1.0);
+    // A loop that did not reach its fixed point: not converged, though
+    // its adjoint is.
+    e.runs_itself(2, 30, 2, 0, 1e-12, 1000, 0.5, 1.0);
+    assert_eq!(e.last, Some((Some(true), Some(0.0))));
+    e.drift = 1e-3;
+    e.runs_itself(2, 30, 2, 0, 1e-12, 1000, 0.5, 1.0);
+    e.drift = 0.0;
+    let (converged, change) = e.last.expect("finished");
+    assert_eq!(converged, Some(false));
+    // The state was 1 and 1.001 at the two checks.
+    assert!((change.unwrap() - 1e-3 / 1.001).abs() < 1e-15, "{change:?}");
     for l in 0..=5 {
         e.runs_itself(3, l, 1, 0, 0.0, 1, 1.0, 1.0);
     }
@@ -281,12 +307,19 @@ fn the_fortran_module_takes_the_rust_schedule() {
     // they) are reported.
     let warned = String::from_utf8_lossy(&out.stderr);
     let warnings: Vec<&str> = warned.lines().collect();
-    assert_eq!(warnings.len(), 3, "{warned}");
+    assert_eq!(warnings.len(), 4, "{warned}");
     assert!(warnings[0].contains(
         "warning: the adjoint of the fixed-point loop at line 12 did not converge in 50 iterations"
     ));
     assert!(warnings[1].contains("did not converge in 7 iterations"));
     assert!(warnings[2].contains("did not converge in 1100 iterations"));
+    assert!(
+        warnings[3].contains(
+            "warning: the fixed-point loop at line 12 did not reach its fixed point: its last iteration changed its state by 9.990E-04 relative"
+        ),
+        "{}",
+        warnings[3]
+    );
     assert!(
         !got.contains("ERROR"),
         "inconsistencies:\n{}",

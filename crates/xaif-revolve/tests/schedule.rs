@@ -66,7 +66,9 @@ fn simulate(l: u64, s: u64) -> Result<u64, String> {
                 next_reversed = step;
                 state = None;
             }
-            Action::Measure => return Err("a measure in a binomial schedule".into()),
+            Action::Measure | Action::Check => {
+                return Err("a measure or check in a binomial schedule".into())
+            }
             Action::Done => {
                 if next_reversed != 0 {
                     return Err(format!("done before step {}", next_reversed - 1));
@@ -309,7 +311,9 @@ fn simulate_any(mut sch: Box<dyn LoopSchedule>, l: u64, s: u64) -> Result<(Vec<u
                 next_reversed = step;
                 state = None;
             }
-            Action::Measure => return Err("a measure outside a fixed-point loop".into()),
+            Action::Measure | Action::Check => {
+                return Err("a measure or check outside a fixed-point loop".into())
+            }
             Action::Done => {
                 if next_reversed != 0 {
                     return Err(format!("done before step {}", next_reversed - 1));

@@ -107,6 +107,8 @@ pub struct Report {
     pub fixed_point_loops: usize,
     /// See `binomial_instances`.
     pub refused_fixed_point_loops: usize,
+    /// See `binomial_instances`.
+    pub fixed_point_not_reached: usize,
     /// Programs showing each construct of the generator.
     pub constructs: BTreeMap<String, usize>,
     /// Wall time.
@@ -291,6 +293,7 @@ impl Campaign {
                     r.independent_instances += c.independent_instances;
                     r.fixed_point_loops += c.fixed_point_loops;
                     r.refused_fixed_point_loops += c.refused_fixed_point_loops;
+                    r.fixed_point_not_reached += c.fixed_point_not_reached;
                     for f in features {
                         *r.constructs.entry(f).or_default() += 1;
                     }
@@ -519,7 +522,7 @@ pub fn summary(c: &Campaign, r: &Report) -> String {
     if r.checkpointed_loops + r.refused_loops > 0 {
         let _ = writeln!(
             s,
-            "checkpointed loops: {} marked, {} refused (left by a jump, or their body unstructured by one); fixed-point loops: {} marked, {} refused; {} reversed instances checked: {} binomial, {} online ({} of them counted loops left by an exit), {} fixed-point, {} independent",
+            "checkpointed loops: {} marked, {} refused (left by a jump, or their body unstructured by one); fixed-point loops: {} marked, {} refused; {} reversed instances checked: {} binomial, {} online ({} of them counted loops left by an exit), {} fixed-point ({} reported, with a warning, not to have reached their fixed point: Jacobian not compared), {} independent",
             r.checkpointed_loops,
             r.refused_loops,
             r.fixed_point_loops,
@@ -529,6 +532,7 @@ pub fn summary(c: &Campaign, r: &Report) -> String {
             r.online_instances,
             r.exit_instances,
             r.fixed_point_instances,
+            r.fixed_point_not_reached,
             r.independent_instances
         );
     }

@@ -105,6 +105,11 @@ pub struct Counts {
     pub fixed_point_loops: usize,
     /// See `fixed_point_loops`.
     pub refused_fixed_point_loops: usize,
+    /// Fixed-point instances reported not to have reached their fixed
+    /// point (their last complete iteration changed their state by more
+    /// than the tolerance), with the warning: their Jacobian is not
+    /// compared.
+    pub fixed_point_not_reached: usize,
 }
 
 /// The outcome of checking one program.

@@ -497,9 +497,12 @@ fn report_tape(outcome: &xaif_interp::Outcome) {
     warn_unconverged(s);
 }
 
-/// A warning for each fixed-point loop whose adjoint did not converge
-/// within its limit: its derivatives are those of the last iteration, not
-/// of the fixed point (never a silent result).
+/// A warning for each fixed-point loop that did not converge: one that
+/// did not reach its fixed point (its last complete iteration changed its
+/// state by more than its tolerance) gets the derivative of a fixed point
+/// it did not reach; one whose adjoint did not converge within its limit
+/// gets derivatives that are not those of the fixed point (never a silent
+/// result).
 fn warn_unconverged(s: &xaif_interp::Stats) {
     let mut listed = 0u64;
     for r in &s.checkpointed_loops {
@@ -507,6 +510,16 @@ fn warn_unconverged(s: &xaif_interp::Stats) {
             continue;
         }
         listed += 1;
+        if r.reached == Some(false) {
+            let change = r
+                .forward_change
+                .map_or_else(|| "not a number".to_string(), |c| format!("{c:.3e}"));
+            eprintln!(
+                "xaifb run: warning: the fixed-point loop at line {} of `{}` did not reach its fixed point: its last complete iteration changed its state by {change} relative to its largest value, more than the loop's tolerance; its derivatives are those of a fixed point the loop did not reach (let the loop run to convergence, or do not mark it --fixed-point-loop)",
+                r.line, r.routine,
+            );
+            continue;
+        }
         let change = r
             .final_change
             .map_or_else(|| "infinite".to_string(), |c| format!("{c:.3e}"));

@@ -7,8 +7,9 @@
 //!   variable alone marks the loops of an unmodified OpenAD build;
 //! - `xaifb run --stats-json` reports each kind's `schedule`,
 //!   `max_repetitions`, a fixed-point loop's `adjoint_iterations`,
-//!   `final_change` and `converged`, and warns on standard error of a
-//!   fixed-point loop that did not converge within MAXITER;
+//!   `final_change`, `forward_change`, `reached` and `converged`, and warns
+//!   on standard error of a fixed-point loop that did not converge within
+//!   MAXITER or did not reach its fixed point;
 //! - `--independent-loop` on a loop whose iterations depend on one another
 //!   is refused (exit 1) naming the variable and both statements.
 
@@ -285,6 +286,42 @@ fn run_reports_each_kind_and_warns_of_an_unconverged_fixed_point() {
         assert_eq!(r["iterations"], 9);
         assert_eq!(r["forward_steps"], 9);
         assert_eq!(r["max_repetitions"], 1);
+    }
+}
+
+/// A while loop stopped by its count 5 iterations into a contraction
+/// that needs about 30 to converge, marked `--fixed-point-loop`: its
+/// adjoint converges, to the derivative of a fixed point the loop did not
+/// reach. `run` reports `reached: false`, the state's relative change,
+/// `converged: false`, and warns (it used to report it converged, a wrong
+/// Jacobian with no word).
+#[test]
+fn run_warns_of_a_fixed_point_loop_that_did_not_reach_its_fixed_point() {
+    let dir = xaif_testkit::Scratch::new("xaifb-loop-kinds", "reached");
+    for (limit, reached) in [(5, false), (200, true)] {
+        let prog = lp::fixed_point_limited(FixedPointForm::While, (0.3, 0.4, 0.5), false, limit);
+        let input = dir.join("fp.xaif");
+        std::fs::write(&input, lp::xaif(&prog, "fixed point")).unwrap();
+        let out = dir.join("fp_adjoint.xaif");
+        let mark = format!("head:{}", lp::loop_lines(&prog)[0]);
+        let o = adjoint(&input, &["--fixed-point-loop", &mark], &out);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        for mode in ["split", "joint"] {
+            let (records, err) = run_stats(&out, 3, 2, mode);
+            assert!(!records.is_empty());
+            for r in &records {
+                assert_eq!(r["reached"], reached, "{limit} {mode}: {r}");
+                assert_eq!(r["converged"], reached, "{limit} {mode}: {r}");
+                let change = r["forward_change"].as_f64().unwrap();
+                assert_eq!(change <= 1e-12, reached, "{limit} {mode}: {r}");
+            }
+            assert_eq!(
+                err.contains("did not reach its fixed point"),
+                !reached,
+                "{limit} {mode}: {err}"
+            );
+            assert!(!err.contains("raise MAXITER"), "{limit} {mode}: {err}");
+        }
     }
 }
 
