@@ -614,10 +614,18 @@ pub(crate) fn plan(
     Ok(out)
 }
 
-/// Whether a sequence holds an exit (at any depth of branches).
+/// Whether a loop body holds an exit of its own loop (at any depth of
+/// branches; an exit in a loop nested in it leaves only that loop, and
+/// does not make the outer loop's trip count unknown).
 fn has_exit(body: &[Region]) -> bool {
     let mut found = false;
-    walk(body, false, |e| found |= matches!(e, Event::Exit));
+    let mut depth = 0usize;
+    walk(body, false, |e| match e {
+        Event::LoopStart(_) => depth += 1,
+        Event::LoopEnd(_) => depth -= 1,
+        Event::Exit => found |= depth == 0,
+        _ => {}
+    });
     found
 }
 

@@ -184,16 +184,25 @@ fn online_checkpointing_of_a_hundred_thousand_iterations_with_three_snapshots_jo
 fn an_exit_of_a_nested_loop_leaves_only_that_loop() {
     // The untaped copies of the outer loop's body once sent the inner
     // loop's exit out of the outer loop, which then ended after one
-    // iteration in the taping sweep.
-    for (outer, inner) in [(1, 1), (3, 2), (7, 5)] {
-        let prog = lp::nested_time_loops(outer, inner);
+    // iteration in the taping sweep. A counted outer loop is reversed by
+    // the binomial schedule: the inner loop's exit leaves it counted (it
+    // was taken for an exit of its own, and checkpointed online).
+    for (outer, inner, counted) in [
+        (1, 1, false),
+        (3, 2, false),
+        (7, 5, false),
+        (1, 1, true),
+        (7, 5, true),
+    ] {
+        let prog = lp::nested_time_loops_with(outer, inner, counted);
         let p = read(&lp::xaif(&prog, "nested time loops"));
         let lines = lp::loop_lines(&prog);
         let plain = transform(&p, &AdjointOptions::default()).unwrap();
         for mode in [Mode::Split, Mode::Joint] {
             let want = run(&plain, 2, 2, mode).jacobian;
             for s in [1, 2, 3] {
-                let what = format!("outer {outer}, inner {inner}, s={s}, {mode:?}");
+                let what =
+                    format!("outer {outer} (counted {counted}), inner {inner}, s={s}, {mode:?}");
                 let options = AdjointOptions {
                     checkpoint_loops: lines
                         .iter()
@@ -215,6 +224,12 @@ fn an_exit_of_a_nested_loop_leaves_only_that_loop() {
                         inner as u64
                     };
                     assert_eq!(r.iterations, expected, "{what}: loop at line {}", r.line);
+                    let schedule = if counted && r.line as usize == lines[0] {
+                        "binomial"
+                    } else {
+                        "online"
+                    };
+                    assert_eq!(r.schedule, schedule, "{what}: loop at line {}", r.line);
                 }
             }
         }

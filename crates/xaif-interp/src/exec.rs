@@ -2566,7 +2566,11 @@ impl<'p> Machine<'p> {
     /// loop's check that it reached its fixed point.
     fn revolve_check(&mut self, args: &'p [CArg], op: InlineOp) -> Result<()> {
         let p = self.arg_place(args, 0, op)?;
-        let values: Vec<f64> = Self::offsets(&p)
+        let offs = Self::offsets(&p);
+        self.reserve(offs.len() as u128, || {
+            "the check of a fixed-point loop's state".to_string()
+        })?;
+        let values: Vec<f64> = offs
             .into_iter()
             .map(|o| self.mem.get(p.buf, o).as_real().unwrap_or(f64::NAN))
             .collect();

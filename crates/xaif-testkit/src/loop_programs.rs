@@ -196,6 +196,13 @@ pub fn time_loop(n: i64, ending: Ending, unstructured: bool) -> Program {
 /// p`; then `y(1) = u`, `y(2) = p u`. Marked together, the inner loop's
 /// exit must leave only the inner loop.
 pub fn nested_time_loops(outer: i64, inner: i64) -> Program {
+    nested_time_loops_with(outer, inner, false)
+}
+
+/// [`nested_time_loops`] with the outer loop counted (`do k = 1, outer`)
+/// when `counted`: the inner loop's exit does not make its trip count
+/// unknown, so it is checkpointed by the binomial schedule.
+pub fn nested_time_loops_with(outer: i64, inner: i64, counted: bool) -> Program {
     let (u, p, k, j, i) = (l(0), l(1), l(2), l(3), l(4));
     let locals = vec![
         scalar("U", Role::Active),
@@ -223,14 +230,25 @@ pub fn nested_time_loops(outer: i64, inner: i64) -> Program {
         ],
         explicit: false,
     };
-    let outer_loop = Stmt::While {
-        cond: op("less_than", vec![e(k), Expr::Int(outer)]),
-        body: vec![
-            Stmt::Assign(Ref::whole(j), Expr::Int(0)),
-            inner_loop,
-            Stmt::Assign(Ref::whole(k), add(e(k), Expr::Int(1))),
-        ],
-        post: false,
+    let outer_loop = if counted {
+        Stmt::Do {
+            var: k,
+            lo: Expr::Int(1),
+            hi: Expr::Int(outer),
+            step: crate::gen::ast::Step::Up,
+            body: vec![Stmt::Assign(Ref::whole(j), Expr::Int(0)), inner_loop],
+            explicit: false,
+        }
+    } else {
+        Stmt::While {
+            cond: op("less_than", vec![e(k), Expr::Int(outer)]),
+            body: vec![
+                Stmt::Assign(Ref::whole(j), Expr::Int(0)),
+                inner_loop,
+                Stmt::Assign(Ref::whole(k), add(e(k), Expr::Int(1))),
+            ],
+            post: false,
+        }
     };
     let body = vec![
         Stmt::Assign(Ref::whole(u), x(1)),
