@@ -213,6 +213,26 @@ fn run_stats(adjoint: &Path, n: usize, m: usize, mode: &str) -> (Vec<serde_json:
     (v["checkpointed_loops"].as_array().unwrap().clone(), err)
 }
 
+/// The adjoint of the generic-harness program `input` (3 inputs, 2
+/// outputs) with `--fixed-point-loop MARK`, run in split and joint mode:
+/// per mode, the records and the standard error.
+fn fixed_point_runs(
+    input: &Path,
+    mark: &str,
+) -> Vec<(&'static str, Vec<serde_json::Value>, String)> {
+    let out = input.with_file_name("fp_adjoint.xaif");
+    let o = adjoint(input, &["--fixed-point-loop", mark], &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ["split", "joint"]
+        .into_iter()
+        .map(|mode| {
+            let (records, err) = run_stats(&out, 3, 2, mode);
+            assert!(!records.is_empty(), "{mark} {mode}");
+            (mode, records, err)
+        })
+        .collect()
+}
+
 #[test]
 fn run_reports_each_kind_and_warns_of_an_unconverged_fixed_point() {
     let dir = xaif_testkit::Scratch::new("xaifb-loop-kinds", "stats");
@@ -225,12 +245,7 @@ fn run_reports_each_kind_and_warns_of_an_unconverged_fixed_point() {
         (format!("head:{line}"), true),
         (format!("head:{line}:1e-12:3"), false),
     ] {
-        let out = dir.join("fp_adjoint.xaif");
-        let o = adjoint(&input, &["--fixed-point-loop", &mark], &out);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        for mode in ["split", "joint"] {
-            let (records, err) = run_stats(&out, 3, 2, mode);
-            assert!(!records.is_empty());
+        for (mode, records, err) in fixed_point_runs(&input, &mark) {
             for r in &records {
                 assert_eq!(r["schedule"], "fixed-point");
                 assert_eq!(r["converged"], converges, "{mark} {mode}");
@@ -302,13 +317,8 @@ fn run_warns_of_a_fixed_point_loop_that_did_not_reach_its_fixed_point() {
         let prog = lp::fixed_point_limited(FixedPointForm::While, (0.3, 0.4, 0.5), false, limit);
         let input = dir.join("fp.xaif");
         std::fs::write(&input, lp::xaif(&prog, "fixed point")).unwrap();
-        let out = dir.join("fp_adjoint.xaif");
         let mark = format!("head:{}", lp::loop_lines(&prog)[0]);
-        let o = adjoint(&input, &["--fixed-point-loop", &mark], &out);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        for mode in ["split", "joint"] {
-            let (records, err) = run_stats(&out, 3, 2, mode);
-            assert!(!records.is_empty());
+        for (mode, records, err) in fixed_point_runs(&input, &mark) {
             for r in &records {
                 assert_eq!(r["reached"], reached, "{limit} {mode}: {r}");
                 assert_eq!(r["converged"], reached, "{limit} {mode}: {r}");
