@@ -1,8 +1,10 @@
 //! The search on graph files, outside any transformation: every `.lcg`
 //! file of a directory (the text form of [`Lcg`], as `cargo xtask
 //! elim-report --dump DIR [--input PROGRAM]` writes them) is optimized at
-//! one effort level in tangent and in adjoint mode, and the reports are
-//! printed one line per graph, with totals and the CPU time of each mode.
+//! one effort level in tangent and in adjoint mode, under the driver's
+//! default configuration (`-M 1 -A 1`, what `cargo xtask elim-exact`
+//! uses), and the reports are printed one line per graph, with totals and
+//! the CPU time of each mode.
 //! It exists to compare search settings on the corpus's graphs and on
 //! generated ones without rebuilding the whole engine:
 //!
@@ -12,8 +14,8 @@
 //! ```
 //!
 //! Arguments: the directory, the effort (`none`, `fast`, `default`,
-//! `max`; default `default`), and the fewest intermediate vertices of the
-//! graphs to take (default 0).
+//! `max`, `exhaustive`; default `default`), and the fewest intermediate
+//! vertices of the graphs to take (default 0).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -23,7 +25,7 @@ use xaif_elim::{optimize, Config, Effort, Lcg, Proof, PropagationMode, VertexKin
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let Some(dir) = args.get(1) else {
-        eprintln!("usage: lab DIR [none|fast|default|max] [MIN_INTERMEDIATES]");
+        eprintln!("usage: lab DIR [none|fast|default|max|exhaustive] [MIN_INTERMEDIATES]");
         return ExitCode::from(2);
     };
     let effort = match args.get(2).map(String::as_str) {
@@ -84,7 +86,8 @@ fn run(dir: &Path, effort: Effort, min_inter: usize) -> Result<(), String> {
             .into_iter()
             .enumerate()
         {
-            let mut config = Config::default();
+            let mut config =
+                Config::from_flags(1, 1, false).map_err(|e| format!("the default flags: {e}"))?;
             config.search.effort = effort;
             let before = cpu();
             let o = optimize(&g, &config, mode).map_err(|e| format!("{}: {e}", file.display()))?;
