@@ -314,14 +314,29 @@ pub(super) fn interrupt_cases(sh: &Shared<'_>) {
         ];
         let label = format!("interrupt: {mode} {name}");
         let start = Instant::now();
-        let mut child = match Command::new(&cfg.xaifb)
+        let mut command = Command::new(&cfg.xaifb);
+        command
             .args(&args)
             .current_dir(&cdir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-        {
+            .stderr(Stdio::null());
+        // A campaign started in the background of a non-interactive shell
+        // (`nohup … &`) ignores SIGINT, and its children inherit that;
+        // xaifb keeps a disposition that was "ignore" at start-up, as the
+        // shells' convention asks, so the interrupt would never arrive and
+        // the run would end on its own, late under load: a false hang.
+        // The class tests what xaifb does with a signal it is sent, so the
+        // child starts with both signals at their default.
+        // SAFETY: `signal` is async-signal-safe, as a `pre_exec` hook must be.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = match command.spawn() {
             Ok(c) => c,
             Err(e) => panic!("cannot run {}: {e}", cfg.xaifb.display()),
         };
