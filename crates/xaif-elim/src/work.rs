@@ -842,17 +842,7 @@ impl Work {
             if !self.present[x as usize] || self.kinds[x as usize] != VertexKind::Independent {
                 continue;
             }
-            let succ = &self.succ[x as usize];
-            let run: Vec<u32> = succ
-                .iter()
-                .filter(|e| matches!(e.1, W::Run(..)))
-                .map(|e| e.0)
-                .collect();
-            let all: Vec<u32> = succ
-                .iter()
-                .filter(|e| e.1.class() != 3)
-                .map(|e| e.0)
-                .collect();
+            let (run, all) = cut_ends(&self.succ[x as usize]);
             out_run += flow.max_flow(self, &run, &is_dependent, x, false);
             out_all += flow.max_flow(self, &all, &is_dependent, x, true);
         }
@@ -865,17 +855,7 @@ impl Work {
             if !self.present[y as usize] || self.kinds[y as usize] != VertexKind::Dependent {
                 continue;
             }
-            let pred = &self.pred[y as usize];
-            let run: Vec<u32> = pred
-                .iter()
-                .filter(|e| matches!(e.1, W::Run(..)))
-                .map(|e| e.0)
-                .collect();
-            let all: Vec<u32> = pred
-                .iter()
-                .filter(|e| e.1.class() != 3)
-                .map(|e| e.0)
-                .collect();
+            let (run, all) = cut_ends(&self.pred[y as usize]);
             in_run += flow.max_flow(self, &independents, &|v| run.contains(&v), y, false);
             in_all += flow.max_flow(self, &independents, &|v| all.contains(&v), y, true);
         }
@@ -2264,4 +2244,21 @@ impl Work {
     pub(crate) fn epoch(&self) -> u32 {
         self.epoch
     }
+}
+
+/// The far ends of `edges` (a vertex's out- or in-edges) where a cut of
+/// [`Work::cut_sums`] starts: those of run-time edges, and those of every
+/// edge but the constant zero.
+fn cut_ends(edges: &[(u32, W)]) -> (Vec<u32>, Vec<u32>) {
+    let run = edges
+        .iter()
+        .filter(|e| matches!(e.1, W::Run(..)))
+        .map(|e| e.0)
+        .collect();
+    let all = edges
+        .iter()
+        .filter(|e| e.1.class() != 3)
+        .map(|e| e.0)
+        .collect();
+    (run, all)
 }

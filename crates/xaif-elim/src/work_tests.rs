@@ -301,6 +301,24 @@ fn cheapest_reachable(work: &mut Work, limit: usize) -> Option<i64> {
     go(work, &mut seen, &mut scratch, &mut best, limit).then_some(best)
 }
 
+/// The lower bound in the state that the random moves `picks` reach
+/// (vertex or edge eliminations, each picked among those possible), and
+/// the cheapest cost reachable from it (`None` beyond the search's limit).
+fn bound_and_reachable(work: &mut Work, picks: &[prop::sample::Index]) -> Option<(i64, i64)> {
+    let mut moves = Vec::new();
+    for pick in picks {
+        moves.clear();
+        moves.extend(work.inner_vertices().map(Move::Vertex));
+        work.edge_moves(&mut moves);
+        if moves.is_empty() {
+            break;
+        }
+        work.apply(moves[pick.index(moves.len())]);
+    }
+    let bound = work.lower_bound();
+    cheapest_reachable(work, 20_000).map(|best| (bound, best))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
@@ -318,18 +336,7 @@ proptest! {
             if cut {
                 work.enable_cut_floor();
             }
-            let mut moves = Vec::new();
-            for pick in &picks {
-                moves.clear();
-                moves.extend(work.inner_vertices().map(Move::Vertex));
-                work.edge_moves(&mut moves);
-                if moves.is_empty() {
-                    break;
-                }
-                work.apply(moves[pick.index(moves.len())]);
-            }
-            let bound = work.lower_bound();
-            if let Some(best) = cheapest_reachable(&mut work, 20_000) {
+            if let Some((bound, best)) = bound_and_reachable(&mut work, &picks) {
                 prop_assert!(bound <= best, "{:?} (cut {}): bound {} above {}", m, cut, bound, best);
             }
         }
@@ -402,18 +409,7 @@ proptest! {
         for m in models() {
             let mut work = Work::new(&base, m, Triviality::Unit);
             work.enable_cut_floor();
-            let mut moves = Vec::new();
-            for pick in &picks {
-                moves.clear();
-                moves.extend(work.inner_vertices().map(Move::Vertex));
-                work.edge_moves(&mut moves);
-                if moves.is_empty() {
-                    break;
-                }
-                work.apply(moves[pick.index(moves.len())]);
-            }
-            let bound = work.lower_bound();
-            if let Some(best) = cheapest_reachable(&mut work, 20_000) {
+            if let Some((bound, best)) = bound_and_reachable(&mut work, &picks) {
                 prop_assert!(bound <= best, "{:?}: bound {} above {}", m, bound, best);
             }
         }
