@@ -319,15 +319,15 @@ def lower_bound(kinds, edges):
             r = runtime_cut[(u, w)] if cut else runtime[(u, w)]
             p = fresh(prog)
             at_least_sum(prog, p, [(0, [(eliminated[w], 1.0)]), e, pred_present(w, u)], 2)
-            pr[u] = fresh(prog)
-            at_least_sum(prog, pr[u], [p, r], 1)
-            pr[u] = (pr[u], p)
+            rp = fresh(prog)
+            at_least_sum(prog, rp, [p, r], 1)
+            pr[u] = (rp, p)  # (run-time predecessor present, predecessor present)
         for v in succs:
             s = fresh(prog)
             at_least_sum(prog, s, [(0, [(eliminated[w], 1.0)]), exists[(w, v)], succ_present(w, v)], 2)
             r = fresh(prog)
             at_least_sum(prog, r, [s, runtime[(w, v)]], 1)
-            sr[v] = (r, s)
+            sr[v] = (r, s)  # (run-time successor present, successor present)
         for u in preds:
             for v in succs:
                 if v not in reach[u]:
