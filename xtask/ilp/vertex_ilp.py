@@ -103,13 +103,14 @@ def topological(succ, n):
 
 
 class Program:
-    """Columns in [0, 1] (binary where asked) and rows `lower <= sum <= upper`."""
+    """Columns in [0, upper] (binary where asked) and rows `lower <= sum <= upper`."""
 
     def __init__(self):
-        self.cost, self.binary, self.rows = [], [], []
+        self.cost, self.upper, self.binary, self.rows = [], [], [], []
 
-    def var(self, cost=0.0, binary=False):
+    def var(self, cost=0.0, binary=False, upper=1.0):
         self.cost.append(cost)
+        self.upper.append(upper)
         self.binary.append(binary)
         return len(self.cost) - 1
 
@@ -125,7 +126,7 @@ class Program:
         h.setOptionValue('time_limit', float(time_limit))
         h.setOptionValue('threads', 1)
         n = len(self.cost)
-        h.addVars(n, np.zeros(n), np.ones(n))
+        h.addVars(n, np.zeros(n), np.array(self.upper, dtype=float))
         h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(self.cost))
         if not relax:
             ints = [i for i in range(n) if self.binary[i]]
@@ -330,8 +331,6 @@ def lower_bound(kinds, edges):
             sr[v] = (r, s)  # (run-time successor present, successor present)
         for u in preds:
             for v in succs:
-                if v not in reach[u]:
-                    continue
                 z = fresh(prog)
                 at_least_sum(prog, z, [pr[u][1], sr[v][1]], 1)
                 at_least_sum(prog, exists[(u, v)], [z], 0)
@@ -358,7 +357,7 @@ def lower_bound(kinds, edges):
             terms += [(i, -c) for v in sr for i, c in sr[v][0][1]]
             prog.at_least(0, terms + [(eliminated[w], 1.0)])
     for (u, v), qs in contributions.items():
-        a = prog.var(1.0)
+        a = prog.var(1.0, upper=float(len(qs)))  # an edge may take many summands
         prog.at_least((1 if (u, v) in original else 0) - 1,
                       [(a, 1.0)] + [(i, -c) for _, t in qs for i, c in t])
     for u in range(n):
